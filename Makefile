@@ -1,0 +1,61 @@
+# Convenience targets around CMake. See README.md.
+
+# Debian packages needed to build, test and benchmark (scripts/deps.sh
+# installs the missing ones when run as root). clang is not needed yet.
+DEBIAN_PACKAGES := cmake make gcc libc6-dev pkg-config libcmocka-dev python3
+
+BUILD_ROOT  ?= build
+RELEASE_DIR := $(BUILD_ROOT)/release
+JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE       ?= cmake
+PREFIX      ?= /usr/local
+
+# What `make demo` runs.
+DEMO_BIN    ?= $(RELEASE_DIR)/examples/hello
+DEMO_ARGS   ?=
+BENCH_BIN   ?= $(RELEASE_DIR)/bench/actorc-bench
+# Configurations `make test` builds and tests, in order (scripts/build.sh).
+TEST_CONFIGS ?= release asan tsan
+
+export BUILD_ROOT JOBS CMAKE
+MAKEFLAGS += --no-print-directory
+
+.PHONY: all help deps build test demo bench compare install clean
+
+all: build
+
+help:
+	@echo "make deps     install missing Debian packages (as root) or print the apt-get line"
+	@echo "make build    configure and build $(RELEASE_DIR)"
+	@echo "make test     build and test: $(TEST_CONFIGS)"
+	@echo "make demo     build and run $(DEMO_BIN)"
+	@echo "make bench    build and run the benchmark suite"
+	@echo "make compare  compare against other actor runtimes (bench/compare)"
+	@echo "make install  install to PREFIX=$(PREFIX)"
+	@echo "make clean    remove $(BUILD_ROOT)/"
+
+deps:
+	@bash scripts/deps.sh $(DEBIAN_PACKAGES)
+
+build: deps
+	@bash scripts/build.sh release
+
+test: deps
+	@bash scripts/test.sh $(TEST_CONFIGS)
+
+demo: build
+	$(DEMO_BIN) $(DEMO_ARGS)
+
+bench: build
+	$(BENCH_BIN) suite
+	$(BENCH_BIN) mem
+
+compare: build
+	@test -f bench/compare || { echo "compare: bench/compare does not exist yet" >&2; exit 1; }
+	bench/compare
+
+install: build
+	$(CMAKE) --install $(RELEASE_DIR) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD_ROOT)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Configure and build one configuration of actorc in build/<config>.
+#
+#   scripts/build.sh CONFIG
+#
+# CONFIG is one of:
+#   release  RelWithDebInfo (-O2 -g), everything (tests, benches, examples)
+#   asan     ASan + UBSan (-O1 -g, assertions on), no benches
+#   tsan     TSan (-O1 -g, assertions on), no benches
+#
+# Environment: BUILD_ROOT (default: build), JOBS (default: nproc),
+# CMAKE (default: cmake), EXTRA_CMAKE_ARGS (appended to the configure line).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+config=${1:?usage: scripts/build.sh release|asan|tsan}
+build_root=${BUILD_ROOT:-build}
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+cmake=${CMAKE:-cmake}
+dir="$build_root/$config"
+
+case "$config" in
+    release)
+        args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DACTORC_SANITIZE=
+              -DACTORC_BUILD_BENCH=ON -DACTORC_BUILD_EXAMPLES=ON) ;;
+    asan)
+        args=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-O1 -g" -DACTORC_SANITIZE=address
+              -DACTORC_BUILD_BENCH=OFF -DACTORC_BUILD_EXAMPLES=ON) ;;
+    tsan)
+        args=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-O1 -g" -DACTORC_SANITIZE=thread
+              -DACTORC_BUILD_BENCH=OFF -DACTORC_BUILD_EXAMPLES=ON) ;;
+    *)
+        echo "build: unknown configuration '$config' (release, asan, tsan)" >&2
+        exit 2 ;;
+esac
+
+# shellcheck disable=SC2086 # EXTRA_CMAKE_ARGS is a list of words
+"$cmake" -S . -B "$dir" -DACTORC_BUILD_TESTS=ON "${args[@]}" ${EXTRA_CMAKE_ARGS:-}
+"$cmake" --build "$dir" -j "$jobs"
