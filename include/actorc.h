@@ -1,0 +1,19 @@
+/*
+ * actorc — an actor runtime in C.
+ *
+ * The one public header. It includes one header per module; see each for
+ * the contract of its functions: who owns each handle (consumes/borrows)
+ * and from where a function may be called (any thread, inside an actor,
+ * outside actors only).
+ */
+#ifndef ACTORC_H
+#define ACTORC_H
+
+#include "actorc/export.h"
+#include "actorc/status.h"
+#include "actorc/log.h"
+#include "actorc/msg.h"
+#include "actorc/system.h"
+#include "actorc/actor.h"
+
+#endif

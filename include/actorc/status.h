@@ -1,0 +1,59 @@
+/*
+ * Status codes.
+ *
+ * Every function that can fail returns an ac_status (AC_OK is 0) or, when it
+ * returns a handle, NULL. Either way the calling thread's last error holds
+ * the status and a message that explains it: ac_last_status() and
+ * ac_last_error(). Both are per thread and may be called from any thread.
+ */
+#ifndef ACTORC_STATUS_H
+#define ACTORC_STATUS_H
+
+#include "actorc/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(name, text) — one table, so that the enum and ac_strerror never drift. */
+#define AC_STATUS_MAP(X)                                                      \
+    X(AC_OK, "success")                                                       \
+    X(AC_EINVAL, "invalid argument")                                          \
+    X(AC_ENOMEM, "out of memory")                                             \
+    X(AC_ENAME, "invalid actor name")                                         \
+    X(AC_EEXIST, "name already taken")                                        \
+    X(AC_ETERMINATED, "system is terminated")                                 \
+    X(AC_EDEAD, "actor is stopped")                                           \
+    X(AC_EINACTOR, "call not allowed inside an actor")                        \
+    X(AC_ENOTINACTOR, "call only allowed inside an actor")                    \
+    X(AC_ETYPE, "message has another type")                                   \
+    X(AC_ETIMEOUT, "timed out")                                               \
+    X(AC_EFAILED, "request failed")                                           \
+    X(AC_ENOTFOUND, "not found")                                              \
+    X(AC_ESYS, "system call failed")
+
+typedef enum ac_status {
+#define AC__STATUS_ENUM(name, text) name,
+    AC_STATUS_MAP(AC__STATUS_ENUM)
+#undef AC__STATUS_ENUM
+} ac_status;
+
+/* The fixed text of a status ("invalid argument"). Any thread. */
+AC_API const char *ac_strerror(ac_status status);
+/* The symbolic name of a status ("AC_EINVAL"). Any thread. */
+AC_API const char *ac_status_name(ac_status status);
+
+/* The status of the last failing call made by this thread (AC_OK when none
+ * failed since the last ac_clear_error). Any thread. */
+AC_API ac_status ac_last_status(void);
+/* A message explaining the last failure of this thread, naming the
+ * argument or object at fault; "" when none. Valid until this thread's next
+ * failing call. Any thread. */
+AC_API const char *ac_last_error(void);
+/* Forget this thread's last error. Any thread. */
+AC_API void ac_clear_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,807 @@
+/*
+ * Actor cells: spawning, the turn, lifecycle, stop, death watch.
+ *
+ * An actor cell is its own ref (kind AC__REF_ACTOR) and lives while any
+ * reference does: the spawner's, its parent's table entry, the scheduler's
+ * (held while `scheduled` is 1), envelopes naming it as sender, watch sets.
+ * The system frees whatever is left at terminate.
+ *
+ * Invariants:
+ *  - Handlers of one actor run on one worker at a time: `scheduled` goes
+ *    0 -> 1 exactly once per activation (exchange), and only the worker
+ *    holding the activation runs the turn and clears it.
+ *  - Everything below "written by the actor's own turn" in the cell is
+ *    touched only by that turn; the guardian's children table is the one
+ *    exception, guarded by the system's guardian lock.
+ *  - Stop order: children stopped and gone, then post_stop, then
+ *    Terminated to watchers, then the parent is told, then the mailbox is
+ *    drained to dead letters. `state` becomes DEAD before the drain, so a
+ *    sender that still sees RUNNING enqueues and schedules the actor, and
+ *    that later turn drains the message to dead letters too.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+_Thread_local ac__actor *ac__tls_actor;
+
+struct ac_props {
+    const ac_actor_def *def;
+    void *user_data;
+    void (*user_data_free)(void *);
+};
+
+/* ---- message types owned by the core ---------------------------------- */
+
+typedef struct terminated_payload {
+    ac_ref *who;
+} terminated_payload;
+
+typedef struct dead_letter_payload {
+    ac_msg *msg;
+    ac_ref *sender;
+    ac_ref *recipient;
+} dead_letter_payload;
+
+static void terminated_destroy(void *payload, size_t size)
+{
+    (void)size;
+    ac_ref_release(((terminated_payload *)payload)->who);
+}
+
+static void dead_letter_destroy(void *payload, size_t size)
+{
+    dead_letter_payload *p = payload;
+    (void)size;
+    ac_msg_release(p->msg);
+    ac_ref_release(p->sender);
+    ac_ref_release(p->recipient);
+}
+
+const ac_msg_type ac_msg_type_terminated = {.name = "actorc.Terminated",
+                                            .destroy = terminated_destroy};
+const ac_msg_type ac_msg_type_poison_pill = {.name = "actorc.PoisonPill"};
+const ac_msg_type ac_msg_type_dead_letter = {.name = "actorc.DeadLetter",
+                                             .destroy = dead_letter_destroy};
+
+static ac_msg poison_pill = {
+    .node = {.msg = &poison_pill},
+    .type = &ac_msg_type_poison_pill,
+    .refs = AC__MSG_IMMORTAL,
+};
+
+ac_msg *ac_poison_pill(void) { return &poison_pill; }
+
+ac_ref *ac_terminated_ref(const ac_msg *msg)
+{
+    if (!msg || msg->type != &ac_msg_type_terminated)
+        return ac__fail_null(msg ? AC_ETYPE : AC_EINVAL,
+                             "ac_terminated_ref: message is %s, not a Terminated",
+                             msg ? msg->type->name : "NULL");
+    return ((const terminated_payload *)(const void *)msg->payload)->who;
+}
+
+static const dead_letter_payload *dead_letter_of(const ac_msg *msg, const char *fn)
+{
+    if (!msg || msg->type != &ac_msg_type_dead_letter)
+        return ac__fail_null(msg ? AC_ETYPE : AC_EINVAL, "%s: message is %s, not a DeadLetter",
+                             fn, msg ? msg->type->name : "NULL");
+    return (const dead_letter_payload *)(const void *)msg->payload;
+}
+
+ac_msg *ac_dead_letter_msg(const ac_msg *dl)
+{
+    const dead_letter_payload *p = dead_letter_of(dl, "ac_dead_letter_msg");
+    return p ? p->msg : NULL;
+}
+
+ac_ref *ac_dead_letter_sender(const ac_msg *dl)
+{
+    const dead_letter_payload *p = dead_letter_of(dl, "ac_dead_letter_sender");
+    return p ? p->sender : NULL;
+}
+
+ac_ref *ac_dead_letter_recipient(const ac_msg *dl)
+{
+    const dead_letter_payload *p = dead_letter_of(dl, "ac_dead_letter_recipient");
+    return p ? p->recipient : NULL;
+}
+
+ac_msg *ac__dead_letter_msg_new(ac_msg *msg, ac_ref *sender, ac_ref *recipient)
+{
+    ac_msg *dl = ac_msg_new(&ac_msg_type_dead_letter, sizeof(dead_letter_payload));
+    if (!dl)
+        return NULL;
+    dead_letter_payload *p = (dead_letter_payload *)(void *)dl->payload;
+    p->msg = ac_msg_retain(msg);
+    p->sender = ac_ref_retain(sender);
+    p->recipient = ac_ref_retain(recipient);
+    return dl;
+}
+
+/* ---- refs ------------------------------------------------------------- */
+
+void ac__ref_init(ac_ref *ref, const ac__ref_ops *ops, ac_system *system)
+{
+    ref->ops = ops;
+    atomic_init(&ref->refs, 1);
+    ref->system = system;
+}
+
+ac_ref *ac_ref_retain(ac_ref *ref)
+{
+    if (ref)
+        atomic_fetch_add_explicit(&ref->refs, 1, memory_order_relaxed);
+    return ref;
+}
+
+void ac_ref_release(ac_ref *ref)
+{
+    if (!ref)
+        return;
+    /* Release pairs with the acquire fence: all uses happen before destroy. */
+    if (atomic_fetch_sub_explicit(&ref->refs, 1, memory_order_release) != 1)
+        return;
+    atomic_thread_fence(memory_order_acquire);
+    ref->ops->destroy(ref);
+}
+
+const char *ac_ref_path(const ac_ref *ref) { return ref ? ref->ops->path(ref) : ""; }
+
+const char *ac_ref_name(const ac_ref *ref)
+{
+    if (!ref)
+        return "";
+    const char *path = ref->ops->path(ref);
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+ac_system *ac_ref_system(const ac_ref *ref) { return ref ? ref->system : NULL; }
+
+static void actor_deliver(ac_ref *self, ac__node *node);
+static void actor_destroy(ac_ref *self);
+static const char *actor_path(const ac_ref *self) { return ((const ac__actor *)self)->path; }
+
+static const ac__ref_ops actor_ops = {
+    .kind = AC__REF_ACTOR,
+    .deliver = actor_deliver,
+    .destroy = actor_destroy,
+    .path = actor_path,
+};
+
+/* ---- props ------------------------------------------------------------ */
+
+ac_props *ac_props_new(const ac_actor_def *def, void *user_data)
+{
+    if (!def)
+        return ac__fail_null(AC_EINVAL, "ac_props_new: actor definition is NULL");
+    if (!def->receive)
+        return ac__fail_null(AC_EINVAL, "ac_props_new: actor definition \"%s\" has no receive",
+                             def->name ? def->name : "(unnamed)");
+    ac_props *p = calloc(1, sizeof *p);
+    if (!p)
+        return ac__fail_null(AC_ENOMEM, "ac_props_new: out of memory");
+    p->def = def;
+    p->user_data = user_data;
+    return p;
+}
+
+ac_status ac_props_set_user_data_free(ac_props *props, void (*free_fn)(void *))
+{
+    if (!props)
+        return ac__fail(AC_EINVAL, "ac_props_set_user_data_free: props is NULL");
+    props->user_data_free = free_fn;
+    return AC_OK;
+}
+
+void ac_props_free(ac_props *props)
+{
+    if (!props)
+        return;
+    if (props->user_data_free)
+        props->user_data_free(props->user_data);
+    free(props);
+}
+
+/* ---- names ------------------------------------------------------------ */
+
+#define AC__NAME_MAX 255
+
+static ac_status check_name(const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0)
+        return ac__fail(AC_ENAME, "invalid actor name \"\": a name must not be empty");
+    if (len > AC__NAME_MAX)
+        return ac__fail(AC_ENAME, "invalid actor name \"%.32s...\": longer than %d characters",
+                        name, AC__NAME_MAX);
+    if (name[0] == '$')
+        return ac__fail(AC_ENAME,
+                        "invalid actor name \"%s\": names starting with '$' are reserved", name);
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+        if (*c == '/')
+            return ac__fail(AC_ENAME, "invalid actor name \"%s\": '/' separates path segments",
+                            name);
+        if (*c <= ' ' || *c == 0x7f)
+            return ac__fail(AC_ENAME,
+                            "invalid actor name \"%s\": spaces and control characters are not "
+                            "allowed",
+                            name);
+    }
+    return AC_OK;
+}
+
+/* ---- spawning --------------------------------------------------------- */
+
+static ac_ref *props_missing(const char *fn)
+{
+    /* Keep the reason a props factory gave for returning NULL. */
+    if (ac_last_status() != AC_OK) {
+        char reason[400];
+        snprintf(reason, sizeof reason, "%s", ac_last_error());
+        return ac__fail_null(ac_last_status(), "%s: props is NULL (%s)", fn, reason);
+    }
+    return ac__fail_null(AC_EINVAL, "%s: props is NULL", fn);
+}
+
+static char *make_child_path(const char *parent_path, const char *name)
+{
+    size_t a = strlen(parent_path), b = strlen(name);
+    char *path = malloc(a + 1 + b + 1);
+    if (!path)
+        return NULL;
+    memcpy(path, parent_path, a);
+    path[a] = '/';
+    memcpy(path + a + 1, name, b + 1);
+    return path;
+}
+
+static ac__actor *cell_alloc(ac_system *sys, const ac_actor_def *def, char *path)
+{
+    ac__actor *a = calloc(1, sizeof *a + def->state_size);
+    if (!a)
+        return NULL;
+    ac__ref_init(&a->ref, &actor_ops, sys);
+    ac__mailbox_init(&a->mailbox);
+    atomic_init(&a->sysq, NULL);
+    atomic_init(&a->scheduled, 0);
+    atomic_init(&a->state, AC__ACTOR_NEW);
+    a->def = def;
+    a->path = path;
+    a->name = strrchr(path, '/') + 1;
+    return a;
+}
+
+/* Call with the guardian lock held when `parent` is the guardian. */
+static ac_ref *spawn_child_of(ac__actor *parent, ac_props *props, const char *name)
+{
+    ac_system *sys = parent->ref.system;
+    char anon[24];
+    if (name) {
+        if (check_name(name) != AC_OK)
+            return NULL;
+        if (ac__children_find(parent->children, name))
+            return ac__fail_null(AC_EEXIST, "actor name \"%s\" is already taken under %s", name,
+                                 parent->path);
+    } else {
+        snprintf(anon, sizeof anon, "$%llx", (unsigned long long)++parent->anon_seq);
+        name = anon;
+    }
+    if (!parent->children && !(parent->children = ac__children_create()))
+        return ac__fail_null(AC_ENOMEM, "spawn: out of memory");
+    char *path = make_child_path(parent->path, name);
+    ac__actor *a = path ? cell_alloc(sys, props->def, path) : NULL;
+    if (!a || ac__children_add(parent->children, a) != AC_OK) {
+        free(a);
+        free(path);
+        return ac__fail_null(AC_ENOMEM, "spawn: out of memory for %s", name);
+    }
+    a->parent = parent;
+    a->user_data = props->user_data;
+    a->user_data_free = props->user_data_free;
+    free(props);
+    /* One reference for the parent's table, one for the caller, one for
+     * the scheduler (the first turn runs init and pre_start). */
+    atomic_store_explicit(&a->ref.refs, 3, memory_order_relaxed);
+    ac__registry_add(sys, a);
+    atomic_store_explicit(&a->scheduled, 1, memory_order_relaxed);
+    ac__scheduler_push(sys->sched, a, ac__tls_actor != NULL);
+    return &a->ref;
+}
+
+ac_ref *ac_spawn(ac_system *system, ac_props *props, const char *name)
+{
+    if (!props)
+        return props_missing("ac_spawn");
+    if (!system) {
+        ac_props_free(props);
+        return ac__fail_null(AC_EINVAL, "ac_spawn: system is NULL");
+    }
+    ac_ref *ref = NULL;
+    pthread_mutex_lock(&system->guardian_lock);
+    if (atomic_load_explicit(&system->terminating, memory_order_relaxed))
+        ac__fail(AC_ETERMINATED, "ac_spawn: system \"%s\" is terminated", system->name);
+    else
+        ref = spawn_child_of(system->guardian, props, name);
+    pthread_mutex_unlock(&system->guardian_lock);
+    if (!ref)
+        ac_props_free(props);
+    return ref;
+}
+
+ac_ref *ac_spawn_child(ac_ctx *ctx, ac_props *props, const char *name)
+{
+    if (!props)
+        return props_missing("ac_spawn_child");
+    if (!ctx) {
+        ac_props_free(props);
+        return ac__fail_null(AC_EINVAL, "ac_spawn_child: ctx is NULL");
+    }
+    ac__actor *parent = ctx->self;
+    ac_system *sys = parent->ref.system;
+    ac_ref *ref = NULL;
+    if (atomic_load_explicit(&sys->terminating, memory_order_relaxed))
+        ac__fail(AC_ETERMINATED, "ac_spawn_child: system \"%s\" is terminated", sys->name);
+    else if (atomic_load_explicit(&parent->state, memory_order_relaxed) > AC__ACTOR_RUNNING)
+        ac__fail(AC_EDEAD, "ac_spawn_child: %s is stopping", parent->path);
+    else
+        ref = spawn_child_of(parent, props, name);
+    if (!ref)
+        ac_props_free(props);
+    return ref;
+}
+
+/* ---- scheduling and delivery ------------------------------------------ */
+
+void ac__actor_schedule(ac__actor *a)
+{
+    /* seq_cst load: see ac__mailbox_push. The exchange makes exactly one
+     * producer win the 0 -> 1 transition. */
+    if (atomic_load_explicit(&a->scheduled, memory_order_seq_cst) != 0)
+        return;
+    if (atomic_exchange_explicit(&a->scheduled, 1, memory_order_acq_rel) != 0)
+        return;
+    ac_ref_retain(&a->ref);
+    ac__scheduler_push(a->ref.system->sched, a, ac__tls_actor != NULL);
+}
+
+static void actor_deliver(ac_ref *self, ac__node *node)
+{
+    ac__actor *a = (ac__actor *)self;
+    if (atomic_load_explicit(&a->state, memory_order_acquire) == AC__ACTOR_DEAD) {
+        ac__dead_letter(self->system, node, self);
+        return;
+    }
+    ac__mailbox_push(&a->mailbox, node);
+    ac__actor_schedule(a);
+}
+
+void ac__actor_push_sys(ac__actor *a, ac__sys_kind kind, ac_ref *ref)
+{
+    ac__sysmsg *m = malloc(sizeof *m);
+    AC__ASSERT(m != NULL); /* losing a system message would hang a stop */
+    m->kind = kind;
+    m->ref = ac_ref_retain(ref);
+    ac__sysmsg *head = atomic_load_explicit(&a->sysq, memory_order_relaxed);
+    do {
+        m->next = head;
+        /* Release publishes m; seq_cst pairs with the worker's check of
+         * sysq after it clears `scheduled`. */
+    } while (!atomic_compare_exchange_weak_explicit(&a->sysq, &head, m, memory_order_seq_cst,
+                                                    memory_order_relaxed));
+    ac__actor_schedule(a);
+}
+
+ac_status ac_tell(ac_ref *target, ac_msg *msg, ac_ref *sender)
+{
+    if (AC__UNLIKELY(!msg))
+        return ac__fail(AC_EINVAL, "ac_tell: message is NULL");
+    if (AC__UNLIKELY(!target)) {
+        ac_msg_release(msg);
+        return ac__fail(AC_EINVAL, "ac_tell: target is NULL (message %s dropped)",
+                        msg->type->name);
+    }
+    ac__node *node = ac__node_make(msg, sender);
+    if (AC__UNLIKELY(!node))
+        return AC_ENOMEM;
+    target->ops->deliver(target, node);
+    return AC_OK;
+}
+
+ac_status ac_reply(ac_ctx *ctx, ac_msg *msg)
+{
+    if (!ctx) {
+        ac_msg_release(msg);
+        return ac__fail(AC_EINVAL, "ac_reply: ctx is NULL");
+    }
+    if (!ctx->sender) {
+        if (!msg)
+            return ac__fail(AC_EINVAL, "ac_reply: message is NULL");
+        ac__node *node = ac__node_make(msg, &ctx->self->ref);
+        if (node)
+            ac__dead_letter(ctx->self->ref.system, node, NULL);
+        return AC_OK;
+    }
+    return ac_tell(ctx->sender, msg, &ctx->self->ref);
+}
+
+ac_status ac_forward(ac_ctx *ctx, ac_ref *target)
+{
+    if (!ctx || !ctx->msg)
+        return ac__fail(AC_EINVAL, "ac_forward: no current message (%s)",
+                        ctx ? "called outside receive" : "ctx is NULL");
+    return ac_tell(target, ac_msg_retain(ctx->msg), ctx->sender);
+}
+
+ac_status ac_stop(ac_ref *ref)
+{
+    ac__actor *a = ac__actor_of(ref);
+    if (!a)
+        return ac__fail(AC_EINVAL, "ac_stop: %s", ref ? "not an actor ref" : "ref is NULL");
+    if (atomic_load_explicit(&a->state, memory_order_acquire) != AC__ACTOR_DEAD)
+        ac__actor_push_sys(a, AC__SYS_STOP, NULL);
+    return AC_OK;
+}
+
+/* ---- death watch ------------------------------------------------------ */
+
+static void send_terminated(ac__actor *dead, ac_ref *watcher)
+{
+    ac_msg *m = ac_msg_new(&ac_msg_type_terminated, sizeof(terminated_payload));
+    AC__ASSERT(m != NULL);
+    ((terminated_payload *)(void *)m->payload)->who = ac_ref_retain(&dead->ref);
+    ac_tell(watcher, m, &dead->ref);
+}
+
+ac_status ac_watch(ac_ctx *ctx, ac_ref *target)
+{
+    if (!ctx)
+        return ac__fail(AC_EINVAL, "ac_watch: ctx is NULL");
+    ac__actor *t = ac__actor_of(target);
+    if (!t)
+        return ac__fail(AC_EINVAL, "ac_watch: %s", target ? "not an actor ref" : "target is NULL");
+    if (t == ctx->self || ac__refset_contains(&ctx->self->watching, target))
+        return AC_OK;
+    if (ac__refset_add(&ctx->self->watching, target) != AC_OK)
+        return ac__fail(AC_ENOMEM, "ac_watch: out of memory");
+    ac__actor_push_sys(t, AC__SYS_WATCH, &ctx->self->ref);
+    return AC_OK;
+}
+
+ac_status ac_unwatch(ac_ctx *ctx, ac_ref *target)
+{
+    if (!ctx)
+        return ac__fail(AC_EINVAL, "ac_unwatch: ctx is NULL");
+    ac__actor *t = ac__actor_of(target);
+    if (!t)
+        return ac__fail(AC_EINVAL, "ac_unwatch: %s",
+                        target ? "not an actor ref" : "target is NULL");
+    if (ac__refset_remove(&ctx->self->watching, target))
+        ac__actor_push_sys(t, AC__SYS_UNWATCH, &ctx->self->ref);
+    return AC_OK;
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+static bool is_guardian(const ac__actor *a) { return a->parent == NULL; }
+
+static void lock_children(ac__actor *a)
+{
+    if (is_guardian(a))
+        pthread_mutex_lock(&a->ref.system->guardian_lock);
+}
+
+static void unlock_children(ac__actor *a)
+{
+    if (is_guardian(a))
+        pthread_mutex_unlock(&a->ref.system->guardian_lock);
+}
+
+static void actor_start(ac__actor *a)
+{
+    ac_ctx ctx = {.self = a};
+    atomic_store_explicit(&a->state, AC__ACTOR_RUNNING, memory_order_release);
+    if (a->def->init)
+        a->def->init(&ctx, a->state_mem);
+    if (a->def->pre_start)
+        a->def->pre_start(&ctx);
+}
+
+static void finish_stop(ac__actor *a)
+{
+    ac_ctx ctx = {.self = a};
+    if (a->def->post_stop)
+        a->def->post_stop(&ctx);
+    atomic_store_explicit(&a->state, AC__ACTOR_DEAD, memory_order_release);
+    for (uint32_t i = 0; i < a->watchers.count; i++)
+        send_terminated(a, a->watchers.items[i]);
+    ac__refset_clear(&a->watchers);
+    for (uint32_t i = 0; i < a->watching.count; i++)
+        ac__actor_push_sys(ac__actor_of(a->watching.items[i]), AC__SYS_UNWATCH, &a->ref);
+    ac__refset_clear(&a->watching);
+    if (a->user_data_free) {
+        a->user_data_free(a->user_data);
+        a->user_data_free = NULL;
+    }
+    if (a->parent)
+        ac__actor_push_sys(a->parent, AC__SYS_CHILD_TERMINATED, &a->ref);
+    else
+        ac__system_guardian_stopped(a->ref.system);
+}
+
+static bool stop_child(ac__actor *child, void *unused)
+{
+    (void)unused;
+    ac__actor_push_sys(child, AC__SYS_STOP, NULL);
+    return true;
+}
+
+static void begin_stop(ac__actor *a)
+{
+    if (atomic_load_explicit(&a->state, memory_order_relaxed) >= AC__ACTOR_STOPPING)
+        return;
+    atomic_store_explicit(&a->state, AC__ACTOR_STOPPING, memory_order_release);
+    lock_children(a);
+    size_t n = ac__children_count(a->children);
+    ac__children_each(a->children, stop_child, NULL);
+    unlock_children(a);
+    if (n == 0)
+        finish_stop(a);
+}
+
+static void child_terminated(ac__actor *a, ac_ref *child_ref)
+{
+    ac__actor *child = ac__actor_of(child_ref);
+    lock_children(a);
+    bool removed = ac__children_remove(a->children, child);
+    size_t left = ac__children_count(a->children);
+    unlock_children(a);
+    if (removed)
+        ac_ref_release(child_ref); /* the table's reference */
+    if (left == 0 && atomic_load_explicit(&a->state, memory_order_relaxed) == AC__ACTOR_STOPPING)
+        finish_stop(a);
+}
+
+static void handle_sys(ac__actor *a, ac__sysmsg *m)
+{
+    bool dead = atomic_load_explicit(&a->state, memory_order_relaxed) == AC__ACTOR_DEAD;
+    switch (m->kind) {
+    case AC__SYS_STOP:
+        begin_stop(a);
+        break;
+    case AC__SYS_WATCH:
+        if (dead)
+            send_terminated(a, m->ref);
+        else
+            AC__ASSERT(ac__refset_add(&a->watchers, m->ref) == AC_OK);
+        break;
+    case AC__SYS_UNWATCH:
+        ac__refset_remove(&a->watchers, m->ref);
+        break;
+    case AC__SYS_CHILD_TERMINATED:
+        child_terminated(a, m->ref);
+        break;
+    }
+    ac_ref_release(m->ref);
+    free(m);
+}
+
+static bool drain_sys(ac__actor *a)
+{
+    /* Acquire pairs with the pushers' release (seq_cst) CAS. */
+    ac__sysmsg *m = atomic_exchange_explicit(&a->sysq, NULL, memory_order_acquire);
+    if (!m)
+        return false;
+    ac__sysmsg *fifo = NULL;
+    while (m) { /* the stack is newest-first: reverse it */
+        ac__sysmsg *next = m->next;
+        m->next = fifo;
+        fifo = m;
+        m = next;
+    }
+    while (fifo) {
+        ac__sysmsg *next = fifo->next;
+        handle_sys(a, fifo);
+        fifo = next;
+    }
+    return true;
+}
+
+static void dispatch(ac__actor *a, ac__node *node)
+{
+    ac_ref *sender;
+    ac_msg *msg = ac__node_take_msg(node, &sender);
+    if (AC__UNLIKELY(msg->type == &ac_msg_type_poison_pill)) {
+        begin_stop(a);
+    } else if (AC__UNLIKELY(msg->type == &ac_msg_type_terminated) &&
+               !ac__refset_remove(&a->watching,
+                                  ((terminated_payload *)(void *)msg->payload)->who)) {
+        /* unwatched (or never watched): dropped */
+    } else {
+        ac_ctx ctx = {.self = a, .msg = msg, .sender = sender};
+        a->def->receive(&ctx, msg);
+    }
+    ac_ref_release(sender);
+    ac_msg_release(msg);
+}
+
+static void drain_to_dead_letters(ac__actor *a)
+{
+    ac__node *node;
+    while ((node = ac__mailbox_pop(&a->mailbox)))
+        ac__dead_letter(a->ref.system, node, &a->ref);
+}
+
+static int state_of(ac__actor *a)
+{
+    return atomic_load_explicit(&a->state, memory_order_relaxed);
+}
+
+static bool wants_another_turn(ac__actor *a)
+{
+    if (atomic_load_explicit(&a->sysq, memory_order_seq_cst))
+        return true;
+    int st = state_of(a);
+    return st != AC__ACTOR_STOPPING && ac__mailbox_maybe_nonempty(&a->mailbox);
+}
+
+void ac__actor_turn(ac__actor *a, int batch)
+{
+    ac__tls_actor = a;
+    if (state_of(a) == AC__ACTOR_NEW)
+        actor_start(a);
+    drain_sys(a);
+    for (int i = 0; i < batch && state_of(a) == AC__ACTOR_RUNNING; i++) {
+        if (atomic_load_explicit(&a->sysq, memory_order_relaxed) && drain_sys(a))
+            continue;
+        ac__node *node = ac__mailbox_pop(&a->mailbox);
+        if (!node)
+            break;
+        dispatch(a, node);
+    }
+    if (state_of(a) == AC__ACTOR_DEAD)
+        drain_to_dead_letters(a);
+    ac__tls_actor = NULL;
+
+    /* seq_cst store, then seq_cst loads of the queues: pairs with the
+     * producers' seq_cst push and load of `scheduled` (see mailbox.c). */
+    atomic_store_explicit(&a->scheduled, 0, memory_order_seq_cst);
+    if (wants_another_turn(a) &&
+        atomic_exchange_explicit(&a->scheduled, 1, memory_order_acq_rel) == 0) {
+        ac__scheduler_push(a->ref.system->sched, a, false); /* keeps our reference */
+        return;
+    }
+    ac_ref_release(&a->ref);
+}
+
+/* ---- teardown --------------------------------------------------------- */
+
+static void drain_queues(ac__actor *a)
+{
+    ac__node *node;
+    while ((node = ac__mailbox_pop(&a->mailbox)))
+        ac__node_free(node);
+    ac__sysmsg *m = atomic_exchange_explicit(&a->sysq, NULL, memory_order_acquire);
+    while (m) {
+        ac__sysmsg *next = m->next;
+        ac_ref_release(m->ref);
+        free(m);
+        m = next;
+    }
+}
+
+static void free_cell(ac__actor *a)
+{
+    ac__children_destroy(a->children);
+    ac__refset_clear(&a->watchers);
+    ac__refset_clear(&a->watching);
+    if (a->user_data_free)
+        a->user_data_free(a->user_data);
+    free(a->path);
+    free(a);
+}
+
+static void actor_destroy(ac_ref *self)
+{
+    ac__actor *a = (ac__actor *)self;
+    ac__registry_remove(self->system, a);
+    /* Nothing can be queued any more: queuing needs a reference. */
+    drain_queues(a);
+    free_cell(a);
+}
+
+void ac__actor_drain_for_teardown(ac__actor *a) { drain_queues(a); }
+
+void ac__actor_destroy_now(ac__actor *a) { free_cell(a); }
+
+/* ---- the guardian ----------------------------------------------------- */
+
+static void guardian_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    ac_log_warn(ctx, "the guardian does not take messages (got a %s)", msg->type->name);
+}
+
+static const ac_actor_def guardian_def = {.name = "Guardian", .receive = guardian_receive};
+
+ac__actor *ac__guardian_create(ac_system *system)
+{
+    size_t len = strlen(system->name) + sizeof "actorc:///user";
+    char *path = malloc(len);
+    if (!path)
+        return NULL;
+    snprintf(path, len, "actorc://%s/user", system->name);
+    ac__actor *g = cell_alloc(system, &guardian_def, path);
+    if (!g) {
+        free(path);
+        return NULL;
+    }
+    atomic_store_explicit(&g->state, AC__ACTOR_RUNNING, memory_order_relaxed);
+    return g;
+}
+
+/* ---- context ---------------------------------------------------------- */
+
+ac_ref *ac_self(ac_ctx *ctx) { return ctx ? &ctx->self->ref : NULL; }
+ac_ref *ac_sender(ac_ctx *ctx) { return ctx ? ctx->sender : NULL; }
+ac_system *ac_ctx_system(ac_ctx *ctx) { return ctx ? ctx->self->ref.system : NULL; }
+const char *ac_self_path(ac_ctx *ctx) { return ctx ? ctx->self->path : ""; }
+const char *ac_self_name(ac_ctx *ctx) { return ctx ? ctx->self->name : ""; }
+void *ac_ctx_state(ac_ctx *ctx) { return ctx ? ctx->self->state_mem : NULL; }
+void *ac_ctx_user_data(ac_ctx *ctx) { return ctx ? ctx->self->user_data : NULL; }
+
+ac_ref *ac_parent(ac_ctx *ctx)
+{
+    return ctx && ctx->self->parent ? &ctx->self->parent->ref : NULL;
+}
+
+typedef struct collect_arg {
+    ac_ref **out;
+    size_t cap, n;
+} collect_arg;
+
+static bool collect_child(ac__actor *child, void *arg)
+{
+    collect_arg *c = arg;
+    if (c->n < c->cap)
+        c->out[c->n] = &child->ref;
+    c->n++;
+    return true;
+}
+
+size_t ac_children(ac_ctx *ctx, ac_ref **out, size_t cap)
+{
+    if (!ctx)
+        return 0;
+    collect_arg c = {.out = out, .cap = out ? cap : 0};
+    ac__children_each(ctx->self->children, collect_child, &c);
+    return c.n;
+}
+
+ac_ref *ac_child(ac_ctx *ctx, const char *name)
+{
+    if (!ctx || !name)
+        return ac__fail_null(AC_EINVAL, "ac_child: %s is NULL", ctx ? "name" : "ctx");
+    ac__actor *c = ac__children_find(ctx->self->children, name);
+    return c ? &c->ref : ac__fail_null(AC_ENOTFOUND, "%s has no child \"%s\"", ctx->self->path, name);
+}
+
+void ac_logv(ac_ctx *ctx, ac_log_level level, const char *fmt, va_list ap)
+{
+    if (!ctx || !fmt)
+        return;
+    ac__logv(ctx->self->ref.system, level, ctx->self->path, fmt, ap);
+}
+
+void ac_log(ac_ctx *ctx, ac_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ac_logv(ctx, level, fmt, ap);
+    va_end(ap);
+}
+
+bool ac_in_actor(void) { return ac__tls_actor != NULL; }

@@ -1,0 +1,279 @@
+/*
+ * Internal structures shared by the core files. Nothing here is public.
+ */
+#ifndef AC_CORE_INTERNAL_H
+#define AC_CORE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "actorc.h"
+
+#define AC__CACHELINE 64
+
+#define AC__LIKELY(x) __builtin_expect(!!(x), 1)
+#define AC__UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Always-on invariant check: a violation would corrupt state. */
+#define AC__ASSERT(cond)                                                      \
+    do {                                                                      \
+        if (AC__UNLIKELY(!(cond)))                                            \
+            ac__assert_fail(#cond, __FILE__, __LINE__);                       \
+    } while (0)
+_Noreturn void ac__assert_fail(const char *expr, const char *file, int line);
+
+/* ---- errors (status.c) ------------------------------------------------ */
+
+/* Record a failure for this thread and return `status`. */
+ac_status ac__fail(ac_status status, const char *fmt, ...) AC_PRINTF(2, 3);
+/* As ac__fail, for functions returning a pointer: returns NULL. */
+void *ac__fail_null(ac_status status, const char *fmt, ...) AC_PRINTF(2, 3);
+
+/* ---- envelopes and messages (msg.c) ----------------------------------- */
+
+/* A queue node: one message on its way to one receiver. Every message has
+ * one embedded in it, used when the message is sent by its only owner (the
+ * common case); a shared message sent again gets a separate envelope. */
+typedef struct ac__node {
+    _Atomic(struct ac__node *) next;
+    ac_msg *msg;
+    ac_ref *sender; /* retained, or NULL */
+} ac__node;
+
+#define AC__MSG_IMMORTAL UINT32_MAX
+
+struct ac_msg {
+    ac__node node;
+    const ac_msg_type *type;
+    atomic_uint refs; /* AC__MSG_IMMORTAL: static, never freed */
+    uint32_t pad;
+    size_t size;
+    _Alignas(16) unsigned char payload[];
+};
+
+/* Wrap `msg` (consumed) and `sender` (borrowed, retained) in a node. NULL
+ * when out of memory (msg is then released). */
+ac__node *ac__node_make(ac_msg *msg, ac_ref *sender);
+/* Release the node's message, sender and the node itself. */
+void ac__node_free(ac__node *node);
+/* Detach a node from its message: frees a separate envelope, releases the
+ * sender; the message reference is handed to the caller. */
+ac_msg *ac__node_take_msg(ac__node *node, ac_ref **sender_out);
+
+/* ---- refs ------------------------------------------------------------- */
+
+typedef enum ac__ref_kind {
+    AC__REF_ACTOR = 1,
+    AC__REF_REPLY,       /* one-shot reply ref (ask) */
+    AC__REF_DEAD_LETTERS
+} ac__ref_kind;
+
+typedef struct ac__ref_ops {
+    ac__ref_kind kind;
+    /* Deliver a node (consumed). */
+    void (*deliver)(ac_ref *self, ac__node *node);
+    /* Free the object once its last reference is gone. */
+    void (*destroy)(ac_ref *self);
+    const char *(*path)(const ac_ref *self);
+} ac__ref_ops;
+
+struct ac_ref {
+    const ac__ref_ops *ops;
+    atomic_uint refs;
+    ac_system *system;
+};
+
+void ac__ref_init(ac_ref *ref, const ac__ref_ops *ops, ac_system *system);
+
+/* ---- mailbox (mailbox.c) ---------------------------------------------- */
+
+/* Intrusive MPSC queue (after Vyukov): producers exchange `head`, the one
+ * consumer owns `tail`. `stub` is a next-pointer-only placeholder. */
+typedef struct ac__mailbox {
+    _Atomic(ac__node *) head; /* producers */
+    ac__node *tail;           /* consumer */
+    ac__node stub;            /* placeholder; only its `next` is used */
+} ac__mailbox;
+
+void ac__mailbox_init(ac__mailbox *mb);
+/* Any thread. */
+void ac__mailbox_push(ac__mailbox *mb, ac__node *node);
+/* Consumer only. NULL when empty (or when a push is half done). */
+ac__node *ac__mailbox_pop(ac__mailbox *mb);
+/* Consumer only: may the queue hold something (including a push in
+ * progress)? Sequentially consistent with producers' pushes. */
+bool ac__mailbox_maybe_nonempty(ac__mailbox *mb);
+
+/* ---- actors (actor.c) ------------------------------------------------- */
+
+typedef enum ac__actor_state {
+    AC__ACTOR_NEW = 0,  /* spawned; init/pre_start not run yet */
+    AC__ACTOR_RUNNING,
+    AC__ACTOR_STOPPING, /* waiting for children to stop */
+    AC__ACTOR_DEAD
+} ac__actor_state;
+
+typedef enum ac__sys_kind {
+    AC__SYS_STOP = 1,
+    AC__SYS_WATCH,            /* ref = watcher */
+    AC__SYS_UNWATCH,          /* ref = watcher */
+    AC__SYS_CHILD_TERMINATED  /* ref = child */
+} ac__sys_kind;
+
+typedef struct ac__sysmsg {
+    struct ac__sysmsg *next;
+    ac__sys_kind kind;
+    ac_ref *ref; /* retained */
+} ac__sysmsg;
+
+/* A growable set of retained refs (watchers, watched). */
+typedef struct ac__refset {
+    ac_ref **items;
+    uint32_t count, cap;
+} ac__refset;
+
+typedef struct ac__children ac__children;
+
+typedef struct ac__actor {
+    ac_ref ref;
+    /* Written by producers (any thread). */
+    ac__mailbox mailbox;
+    _Atomic(ac__sysmsg *) sysq; /* LIFO stack; consumer takes all and reverses */
+    atomic_int scheduled;       /* 1 while queued or running; owns one ref */
+    atomic_int state;           /* ac__actor_state; written by its own turn */
+    /* Written by the actor's own turn only (or under the guardian lock). */
+    struct ac__actor *run_next; /* injection queue link */
+    const ac_actor_def *def;
+    void *user_data;
+    void (*user_data_free)(void *);
+    struct ac__actor *parent; /* NULL for the guardian; not retained */
+    char *path;
+    const char *name; /* points into path */
+    ac__children *children;
+    ac__refset watchers; /* who watches me */
+    ac__refset watching; /* whom I watch */
+    uint64_t anon_seq;
+    struct ac__actor *reg_prev, *reg_next; /* system registry, under its lock */
+    _Alignas(16) unsigned char state_mem[];
+} ac__actor;
+
+static inline ac__actor *ac__actor_of(const ac_ref *ref)
+{
+    return (ref && ref->ops->kind == AC__REF_ACTOR) ? (ac__actor *)ref : NULL;
+}
+
+/* The context handed to callbacks; lives on the worker's stack. */
+struct ac_ctx {
+    ac__actor *self;
+    ac_msg *msg;    /* current message, borrowed */
+    ac_ref *sender; /* borrowed */
+};
+
+/* Run one turn of `actor` on the calling worker. Consumes the scheduled
+ * reference unless the actor is rescheduled. */
+void ac__actor_turn(ac__actor *actor, int batch);
+/* Mark scheduled and hand to the scheduler (takes a ref) if it was not. */
+void ac__actor_schedule(ac__actor *actor);
+void ac__actor_push_sys(ac__actor *actor, ac__sys_kind kind, ac_ref *ref);
+/* Free an actor's memory regardless of refcount (system teardown). */
+void ac__actor_destroy_now(ac__actor *actor);
+/* Release what is queued in a cell (system teardown; refs are held). */
+void ac__actor_drain_for_teardown(ac__actor *actor);
+/* A dead-letter notice for subscribers (retains all three). */
+ac_msg *ac__dead_letter_msg_new(ac_msg *msg, ac_ref *sender, ac_ref *recipient);
+/* Guardian, created with the system. */
+ac__actor *ac__guardian_create(ac_system *system);
+
+/* ---- children table (children.c) -------------------------------------- */
+
+ac__children *ac__children_create(void);
+void ac__children_destroy(ac__children *c);
+ac__actor *ac__children_find(const ac__children *c, const char *name);
+int ac__children_add(ac__children *c, ac__actor *child);
+bool ac__children_remove(ac__children *c, ac__actor *child);
+size_t ac__children_count(const ac__children *c);
+/* Visit every child; stop early when fn returns false. */
+void ac__children_each(const ac__children *c, bool (*fn)(ac__actor *, void *), void *arg);
+
+/* ---- refsets ---------------------------------------------------------- */
+
+bool ac__refset_contains(const ac__refset *s, const ac_ref *r);
+int ac__refset_add(ac__refset *s, ac_ref *r); /* retains; no duplicates */
+bool ac__refset_remove(ac__refset *s, const ac_ref *r); /* releases */
+void ac__refset_clear(ac__refset *s);           /* releases all */
+
+/* ---- scheduler (scheduler.c) ------------------------------------------ */
+
+typedef struct ac__scheduler ac__scheduler;
+typedef struct ac__worker ac__worker;
+
+ac__scheduler *ac__scheduler_create(ac_system *system, int workers, int batch);
+int ac__scheduler_start(ac__scheduler *s);
+/* Stop and join every worker; then release actors still queued. */
+void ac__scheduler_stop(ac__scheduler *s);
+void ac__scheduler_destroy(ac__scheduler *s);
+/* Queue a runnable actor (from any thread). `fresh` marks a wake-up from a
+ * send inside a handler (kept local, LIFO) rather than a requeue. */
+void ac__scheduler_push(ac__scheduler *s, ac__actor *actor, bool fresh);
+
+/* The worker running on this thread, if any, and the actor it is running. */
+extern _Thread_local ac__worker *ac__tls_worker;
+extern _Thread_local ac__actor *ac__tls_actor;
+
+/* ---- system (system.c) ------------------------------------------------ */
+
+struct ac_system {
+    char *name;
+    int workers, batch;
+    ac_log_level log_level;
+    ac_log_sink_fn log_sink;
+    void *log_sink_user;
+    int dead_letter_log_per_s;
+
+    ac__scheduler *sched;
+    ac__actor *guardian;
+    ac_ref dead_letters_ref;
+
+    /* Guards the guardian's children and `terminating`. */
+    pthread_mutex_t guardian_lock;
+    atomic_bool terminating;
+    pthread_cond_t guardian_dead_cond;
+    bool guardian_dead;
+
+    /* Registry of every actor cell, for teardown. */
+    pthread_mutex_t registry_lock;
+    ac__actor *registry;
+
+    /* Dead letters. */
+    atomic_uint_fast64_t dead_letters;
+    atomic_long dl_window;  /* second of the current log window */
+    atomic_int dl_logged;   /* lines logged in that window */
+    atomic_int dl_suppressed;
+    pthread_mutex_t dl_sub_lock;
+    ac__refset dl_subscribers; /* under dl_sub_lock */
+    atomic_int dl_nsubs;       /* its count, readable without the lock */
+};
+
+void ac__registry_add(ac_system *sys, ac__actor *a);
+void ac__registry_remove(ac_system *sys, ac__actor *a);
+/* Count, log and publish one undeliverable message. Consumes node. */
+void ac__dead_letter(ac_system *sys, ac__node *node, ac_ref *recipient);
+/* Called by the guardian when it has stopped. */
+void ac__system_guardian_stopped(ac_system *sys);
+
+/* ---- logging (log.c) -------------------------------------------------- */
+
+void ac__log(ac_system *sys, ac_log_level level, const char *path, const char *fmt, ...)
+    AC_PRINTF(4, 5);
+void ac__logv(ac_system *sys, ac_log_level level, const char *path, const char *fmt,
+              va_list ap);
+ac_log_level ac__log_level_from_env(void);
+
+/* ---- time ------------------------------------------------------------- */
+
+uint64_t ac__now_ns(void);
+
+#endif

@@ -1,0 +1,208 @@
+/*
+ * Messages and envelopes.
+ *
+ * A message is one allocation: header, embedded queue node, payload. A
+ * message sent by its only owner travels in its own embedded node, so the
+ * common tell allocates nothing beyond the message. A message with more
+ * than one reference (broadcast, a retained message re-sent) may be queued
+ * in several mailboxes at once, so each further send wraps it in a separate
+ * envelope. The rule that decides it: refs == 1 at send time means nobody
+ * else can see the message, hence nobody else can be using its node.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static inline bool is_immortal(const ac_msg *msg)
+{
+    return atomic_load_explicit(&msg->refs, memory_order_relaxed) == AC__MSG_IMMORTAL;
+}
+
+ac_msg *ac_msg_new(const ac_msg_type *type, size_t size)
+{
+    if (!type || !type->name)
+        return ac__fail_null(AC_EINVAL, "ac_msg_new: message type (or its name) is NULL");
+    if (size > ((size_t)1 << 40))
+        return ac__fail_null(AC_EINVAL, "ac_msg_new: payload size %zu is too large", size);
+    ac_msg *msg = malloc(sizeof *msg + size);
+    if (!msg)
+        return ac__fail_null(AC_ENOMEM, "ac_msg_new: out of memory for %zu bytes", size);
+    msg->node.msg = msg;
+    msg->node.sender = NULL;
+    atomic_init(&msg->node.next, NULL);
+    msg->type = type;
+    atomic_init(&msg->refs, 1);
+    msg->pad = 0;
+    msg->size = size;
+    memset(msg->payload, 0, size);
+    return msg;
+}
+
+void *ac_msg_payload(ac_msg *msg) { return msg ? msg->payload : NULL; }
+const void *ac_msg_data(const ac_msg *msg) { return msg ? msg->payload : NULL; }
+size_t ac_msg_size(const ac_msg *msg) { return msg ? msg->size : 0; }
+const ac_msg_type *ac_msg_type_of(const ac_msg *msg) { return msg ? msg->type : NULL; }
+bool ac_msg_is(const ac_msg *msg, const ac_msg_type *type) { return msg && msg->type == type; }
+const char *ac_msg_type_name(const ac_msg *msg) { return msg ? msg->type->name : "(null)"; }
+
+ac_msg *ac_msg_retain(ac_msg *msg)
+{
+    if (msg && !is_immortal(msg))
+        atomic_fetch_add_explicit(&msg->refs, 1, memory_order_relaxed);
+    return msg;
+}
+
+void ac_msg_release(ac_msg *msg)
+{
+    if (!msg || is_immortal(msg))
+        return;
+    /* Release pairs with the acquire fence below in whichever thread drops
+     * the last reference, so every use happens before the free. */
+    if (atomic_fetch_sub_explicit(&msg->refs, 1, memory_order_release) != 1)
+        return;
+    atomic_thread_fence(memory_order_acquire);
+    if (msg->type->destroy)
+        msg->type->destroy(msg->payload, msg->size);
+    free(msg);
+}
+
+ac__node *ac__node_make(ac_msg *msg, ac_ref *sender)
+{
+    ac__node *node;
+    /* Acquire pairs with the release in ac_msg_release: once we see 1, the
+     * last user of the embedded node is done with it. */
+    if (atomic_load_explicit(&msg->refs, memory_order_acquire) == 1) {
+        node = &msg->node;
+    } else {
+        node = malloc(sizeof *node);
+        if (!node) {
+            ac_msg_release(msg);
+            return ac__fail_null(AC_ENOMEM, "out of memory for a message envelope");
+        }
+        node->msg = msg;
+    }
+    atomic_store_explicit(&node->next, NULL, memory_order_relaxed);
+    node->sender = sender ? ac_ref_retain(sender) : NULL;
+    return node;
+}
+
+ac_msg *ac__node_take_msg(ac__node *node, ac_ref **sender_out)
+{
+    ac_msg *msg = node->msg;
+    ac_ref *sender = node->sender;
+    if (node != &msg->node)
+        free(node);
+    if (sender_out)
+        *sender_out = sender;
+    else
+        ac_ref_release(sender);
+    return msg;
+}
+
+void ac__node_free(ac__node *node)
+{
+    ac_msg_release(ac__node_take_msg(node, NULL));
+}
+
+/* ---- built-in types ---------------------------------------------------- */
+
+const ac_msg_type ac_msg_type_str = {.name = "actorc.String"};
+const ac_msg_type ac_msg_type_bytes = {.name = "actorc.Bytes"};
+const ac_msg_type ac_msg_type_int64 = {.name = "actorc.Int64"};
+
+static ac_status check_type(const ac_msg *msg, const ac_msg_type *type, const char *fn)
+{
+    if (!msg)
+        return ac__fail(AC_EINVAL, "%s: message is NULL", fn);
+    if (msg->type != type)
+        return ac__fail(AC_ETYPE, "%s: message is a %s, not a %s", fn, msg->type->name,
+                        type->name);
+    return AC_OK;
+}
+
+ac_msg *ac_msg_str_new(const char *s)
+{
+    if (!s)
+        return ac__fail_null(AC_EINVAL, "ac_msg_str_new: string is NULL");
+    size_t len = strlen(s);
+    ac_msg *msg = ac_msg_new(&ac_msg_type_str, len + 1);
+    if (msg)
+        memcpy(msg->payload, s, len + 1);
+    return msg;
+}
+
+ac_msg *ac_msg_printf(const char *fmt, ...)
+{
+    if (!fmt)
+        return ac__fail_null(AC_EINVAL, "ac_msg_printf: format is NULL");
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (len < 0)
+        return ac__fail_null(AC_EINVAL, "ac_msg_printf: bad format \"%s\"", fmt);
+    ac_msg *msg = ac_msg_new(&ac_msg_type_str, (size_t)len + 1);
+    if (!msg)
+        return NULL;
+    va_start(ap, fmt);
+    vsnprintf((char *)msg->payload, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    return msg;
+}
+
+const char *ac_msg_str(const ac_msg *msg)
+{
+    if (check_type(msg, &ac_msg_type_str, "ac_msg_str") != AC_OK)
+        return NULL;
+    return (const char *)msg->payload;
+}
+
+ac_msg *ac_msg_bytes_new(const void *data, size_t len)
+{
+    if (!data && len)
+        return ac__fail_null(AC_EINVAL, "ac_msg_bytes_new: data is NULL but len is %zu", len);
+    ac_msg *msg = ac_msg_new(&ac_msg_type_bytes, len);
+    if (msg && len)
+        memcpy(msg->payload, data, len);
+    return msg;
+}
+
+const uint8_t *ac_msg_bytes(const ac_msg *msg, size_t *len)
+{
+    if (check_type(msg, &ac_msg_type_bytes, "ac_msg_bytes") != AC_OK)
+        return NULL;
+    if (len)
+        *len = msg->size;
+    return msg->payload;
+}
+
+ac_msg *ac_msg_int64_new(int64_t v)
+{
+    ac_msg *msg = ac_msg_new(&ac_msg_type_int64, sizeof v);
+    if (msg)
+        memcpy(msg->payload, &v, sizeof v);
+    return msg;
+}
+
+ac_status ac_msg_int64_get(const ac_msg *msg, int64_t *out)
+{
+    ac_status st = check_type(msg, &ac_msg_type_int64, "ac_msg_int64_get");
+    if (st != AC_OK)
+        return st;
+    if (!out)
+        return ac__fail(AC_EINVAL, "ac_msg_int64_get: out is NULL");
+    memcpy(out, msg->payload, sizeof *out);
+    return AC_OK;
+}
+
+int64_t ac_msg_int64(const ac_msg *msg)
+{
+    int64_t v = 0;
+    if (check_type(msg, &ac_msg_type_int64, "ac_msg_int64") != AC_OK)
+        return 0;
+    memcpy(&v, msg->payload, sizeof v);
+    return v;
+}

@@ -1,0 +1,424 @@
+/*
+ * The scheduler: N worker threads running actor turns.
+ *
+ * Each worker owns a bounded FIFO ring of runnable actors (only the owner
+ * pushes; the owner and thieves pop by CAS on `head`) and a one-slot
+ * `runnext`. An actor woken by a send from inside a handler goes to the
+ * sender's `runnext`, so a request/reply volley stays on one core and in
+ * its cache; the actor it displaces, and every actor requeued after a full
+ * batch, goes to the tail of the ring, which keeps turns fair. Threads that
+ * are not workers push into a global injection list. An idle worker steals
+ * from the others' rings; it takes another worker's `runnext` only when
+ * that worker has been stuck in the same turn for a while.
+ *
+ * Idle workers spin briefly, then park on a condition variable. Lost
+ * wake-ups are excluded by a Dekker-style handshake: a pusher publishes the
+ * actor, then (seq_cst fence) reads `nspinning`/`nparked`; a parking worker
+ * increments `nparked` (seq_cst) and only then re-checks every queue. So
+ * either the pusher sees the parked worker and signals it, or the worker
+ * sees the actor.
+ *
+ * `runnext` pushes do not wake anyone: the pushing worker will run that
+ * actor as soon as its current turn ends. A parked worker naps in 1 ms
+ * slices (instead of sleeping indefinitely) only while some `runnext` is
+ * occupied, so a handler that runs long cannot strand the actor behind it.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/internal.h"
+
+#define RING_SIZE 256u /* power of two */
+#define SPIN_ROUNDS 64
+#define RUNNEXT_STEAL_NS 50000ull /* victim stuck in one turn this long */
+
+_Thread_local ac__worker *ac__tls_worker;
+
+struct ac__worker {
+    /* Consumers (owner and thieves) CAS head; only the owner writes tail,
+     * runnext is exchanged by both. */
+    _Alignas(AC__CACHELINE) _Atomic uint32_t head;
+    _Atomic uint32_t tail;
+    _Atomic(ac__actor *) runnext;
+    atomic_uint_fast64_t turns; /* owner increments per turn */
+    _Atomic(ac__actor *) ring[RING_SIZE];
+    /* Owner only. */
+    _Alignas(AC__CACHELINE) ac__scheduler *s;
+    int index;
+    uint32_t rng;
+    uint32_t tick;
+    pthread_t thread;
+    uint64_t *seen_turns; /* per victim: turns when its runnext was first seen */
+    uint64_t *seen_at;
+};
+
+struct ac__scheduler {
+    ac_system *system;
+    int nworkers, batch;
+    int nstarted; /* threads to join */
+    ac__worker *workers;
+
+    _Alignas(AC__CACHELINE) pthread_mutex_t inject_lock;
+    ac__actor *inject_head, *inject_tail;
+    atomic_size_t inject_len;
+
+    _Alignas(AC__CACHELINE) pthread_mutex_t park_lock;
+    pthread_cond_t park_cond;
+    atomic_int nparked;
+    atomic_int nspinning;
+    atomic_bool stopping;
+};
+
+uint64_t ac__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* ---- the ring --------------------------------------------------------- */
+
+/* Owner only. False when full. */
+static bool ring_push(ac__worker *w, ac__actor *a)
+{
+    /* Acquire pairs with consumers' CAS on head: their read of the slot we
+     * are about to reuse is done. */
+    uint32_t h = atomic_load_explicit(&w->head, memory_order_acquire);
+    uint32_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
+    if (t - h >= RING_SIZE)
+        return false;
+    atomic_store_explicit(&w->ring[t & (RING_SIZE - 1)], a, memory_order_relaxed);
+    /* Release publishes the slot to consumers' acquire load of tail. */
+    atomic_store_explicit(&w->tail, t + 1, memory_order_release);
+    return true;
+}
+
+/* Owner or thief. */
+static ac__actor *ring_pop(ac__worker *w)
+{
+    uint32_t h = atomic_load_explicit(&w->head, memory_order_acquire);
+    for (;;) {
+        uint32_t t = atomic_load_explicit(&w->tail, memory_order_acquire);
+        if (t == h)
+            return NULL;
+        ac__actor *a = atomic_load_explicit(&w->ring[h & (RING_SIZE - 1)], memory_order_relaxed);
+        if (atomic_compare_exchange_weak_explicit(&w->head, &h, h + 1, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return a;
+    }
+}
+
+static bool ring_nonempty(ac__worker *w)
+{
+    return atomic_load_explicit(&w->tail, memory_order_seq_cst) !=
+           atomic_load_explicit(&w->head, memory_order_seq_cst);
+}
+
+/* ---- the injection list ----------------------------------------------- */
+
+static void inject_push(ac__scheduler *s, ac__actor *a)
+{
+    a->run_next = NULL;
+    pthread_mutex_lock(&s->inject_lock);
+    if (s->inject_tail)
+        s->inject_tail->run_next = a;
+    else
+        s->inject_head = a;
+    s->inject_tail = a;
+    atomic_fetch_add_explicit(&s->inject_len, 1, memory_order_seq_cst);
+    pthread_mutex_unlock(&s->inject_lock);
+}
+
+static ac__actor *inject_pop(ac__scheduler *s)
+{
+    if (atomic_load_explicit(&s->inject_len, memory_order_relaxed) == 0)
+        return NULL;
+    pthread_mutex_lock(&s->inject_lock);
+    ac__actor *a = s->inject_head;
+    if (a) {
+        s->inject_head = a->run_next;
+        if (!s->inject_head)
+            s->inject_tail = NULL;
+        atomic_fetch_sub_explicit(&s->inject_len, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&s->inject_lock);
+    return a;
+}
+
+/* ---- parking ---------------------------------------------------------- */
+
+static void wake_one_if_idle(ac__scheduler *s)
+{
+    /* Pairs with the seq_cst increment of nparked in park(). */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) > 0 ||
+        atomic_load_explicit(&s->nparked, memory_order_seq_cst) == 0)
+        return;
+    pthread_mutex_lock(&s->park_lock);
+    pthread_cond_signal(&s->park_cond);
+    pthread_mutex_unlock(&s->park_lock);
+}
+
+static bool any_work(ac__scheduler *s)
+{
+    if (atomic_load_explicit(&s->inject_len, memory_order_seq_cst) > 0)
+        return true;
+    for (int i = 0; i < s->nworkers; i++)
+        if (ring_nonempty(&s->workers[i]))
+            return true;
+    return false;
+}
+
+static bool any_runnext(ac__scheduler *s)
+{
+    for (int i = 0; i < s->nworkers; i++)
+        if (atomic_load_explicit(&s->workers[i].runnext, memory_order_relaxed))
+            return true;
+    return false;
+}
+
+static void park(ac__scheduler *s)
+{
+    pthread_mutex_lock(&s->park_lock);
+    atomic_fetch_add_explicit(&s->nparked, 1, memory_order_seq_cst);
+    if (!any_work(s) && !atomic_load_explicit(&s->stopping, memory_order_acquire)) {
+        if (any_runnext(s)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&s->park_cond, &s->park_lock, &ts);
+        } else {
+            pthread_cond_wait(&s->park_cond, &s->park_lock);
+        }
+    }
+    atomic_fetch_sub_explicit(&s->nparked, 1, memory_order_seq_cst);
+    pthread_mutex_unlock(&s->park_lock);
+}
+
+/* ---- pushing ---------------------------------------------------------- */
+
+static void push_local(ac__worker *w, ac__actor *a)
+{
+    if (!ring_push(w, a))
+        inject_push(w->s, a);
+    wake_one_if_idle(w->s);
+}
+
+void ac__scheduler_push(ac__scheduler *s, ac__actor *a, bool fresh)
+{
+    ac__worker *w = ac__tls_worker;
+    if (w && w->s == s) {
+        if (fresh) {
+            ac__actor *old = atomic_exchange_explicit(&w->runnext, a, memory_order_acq_rel);
+            if (old)
+                push_local(w, old);
+            return;
+        }
+        push_local(w, a);
+        return;
+    }
+    inject_push(s, a);
+    wake_one_if_idle(s);
+}
+
+/* ---- finding work ----------------------------------------------------- */
+
+static uint32_t next_rand(ac__worker *w)
+{
+    w->rng ^= w->rng << 13;
+    w->rng ^= w->rng >> 17;
+    w->rng ^= w->rng << 5;
+    return w->rng;
+}
+
+static ac__actor *steal_runnext(ac__worker *w, ac__worker *v)
+{
+    if (!atomic_load_explicit(&v->runnext, memory_order_relaxed))
+        return NULL;
+    uint64_t turns = atomic_load_explicit(&v->turns, memory_order_relaxed);
+    uint64_t now = ac__now_ns();
+    if (w->seen_turns[v->index] != turns) {
+        w->seen_turns[v->index] = turns;
+        w->seen_at[v->index] = now;
+        return NULL;
+    }
+    if (now - w->seen_at[v->index] < RUNNEXT_STEAL_NS)
+        return NULL;
+    return atomic_exchange_explicit(&v->runnext, NULL, memory_order_acq_rel);
+}
+
+static ac__actor *steal(ac__worker *w)
+{
+    ac__scheduler *s = w->s;
+    int n = s->nworkers;
+    int start = (int)(next_rand(w) % (uint32_t)n);
+    for (int k = 0; k < n; k++) {
+        ac__worker *v = &s->workers[(start + k) % n];
+        if (v == w)
+            continue;
+        ac__actor *a = ring_pop(v);
+        if (!a)
+            a = steal_runnext(w, v);
+        if (a)
+            return a;
+    }
+    return NULL;
+}
+
+static ac__actor *find_work(ac__worker *w)
+{
+    ac__actor *a;
+    /* Now and then look at the global list first, so it cannot starve. */
+    if ((++w->tick & 63) == 0 && (a = inject_pop(w->s)))
+        return a;
+    if ((a = atomic_exchange_explicit(&w->runnext, NULL, memory_order_acq_rel)))
+        return a;
+    if ((a = ring_pop(w)))
+        return a;
+    if ((a = inject_pop(w->s)))
+        return a;
+    return steal(w);
+}
+
+static ac__actor *spin_for_work(ac__worker *w)
+{
+    ac__scheduler *s = w->s;
+    atomic_fetch_add_explicit(&s->nspinning, 1, memory_order_seq_cst);
+    ac__actor *a = NULL;
+    for (int round = 0; round < SPIN_ROUNDS && !a; round++) {
+        for (int i = 0; i < 64; i++)
+            cpu_relax();
+        a = find_work(w);
+    }
+    atomic_fetch_sub_explicit(&s->nspinning, 1, memory_order_seq_cst);
+    return a;
+}
+
+static void *worker_main(void *arg)
+{
+    ac__worker *w = arg;
+    ac__scheduler *s = w->s;
+    ac__tls_worker = w;
+    while (!atomic_load_explicit(&s->stopping, memory_order_acquire)) {
+        ac__actor *a = find_work(w);
+        if (!a && !(a = spin_for_work(w))) {
+            park(s);
+            continue;
+        }
+        atomic_fetch_add_explicit(&w->turns, 1, memory_order_relaxed);
+        ac__actor_turn(a, s->batch);
+    }
+    ac__tls_worker = NULL;
+    return NULL;
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+ac__scheduler *ac__scheduler_create(ac_system *system, int workers, int batch)
+{
+    ac__scheduler *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->system = system;
+    s->nworkers = workers;
+    s->batch = batch;
+    s->workers = aligned_alloc(AC__CACHELINE, sizeof(ac__worker) * (size_t)workers);
+    if (!s->workers) {
+        free(s);
+        return NULL;
+    }
+    memset(s->workers, 0, sizeof(ac__worker) * (size_t)workers);
+    pthread_mutex_init(&s->inject_lock, NULL);
+    pthread_mutex_init(&s->park_lock, NULL);
+    pthread_cond_init(&s->park_cond, NULL);
+    for (int i = 0; i < workers; i++) {
+        ac__worker *w = &s->workers[i];
+        w->s = s;
+        w->index = i;
+        w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
+        w->seen_turns = calloc((size_t)workers, sizeof *w->seen_turns);
+        w->seen_at = calloc((size_t)workers, sizeof *w->seen_at);
+        if (!w->seen_turns || !w->seen_at) {
+            ac__scheduler_destroy(s);
+            return NULL;
+        }
+        atomic_init(&w->head, 0);
+        atomic_init(&w->tail, 0);
+        atomic_init(&w->runnext, NULL);
+        atomic_init(&w->turns, 0);
+    }
+    return s;
+}
+
+int ac__scheduler_start(ac__scheduler *s)
+{
+    for (int i = 0; i < s->nworkers; i++) {
+        int rc = pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]);
+        if (rc != 0) {
+            ac__scheduler_stop(s); /* joins the ones that started */
+            return ac__fail(AC_ESYS, "could not start worker thread %d: %s", i, strerror(rc));
+        }
+        s->nstarted++;
+    }
+    return AC_OK;
+}
+
+static void release_queued(ac__actor *a)
+{
+    if (a)
+        ac_ref_release(&a->ref);
+}
+
+void ac__scheduler_stop(ac__scheduler *s)
+{
+    atomic_store_explicit(&s->stopping, true, memory_order_release);
+    pthread_mutex_lock(&s->park_lock);
+    pthread_cond_broadcast(&s->park_cond);
+    pthread_mutex_unlock(&s->park_lock);
+    for (int i = 0; i < s->nstarted; i++)
+        pthread_join(s->workers[i].thread, NULL);
+    s->nstarted = 0;
+    /* Single-threaded from here: drop what is still queued. Queued actors
+     * are all stopped by now; releasing them may free them. */
+    for (int i = 0; i < s->nworkers; i++) {
+        ac__worker *w = &s->workers[i];
+        release_queued(atomic_exchange_explicit(&w->runnext, NULL, memory_order_relaxed));
+        ac__actor *a;
+        while ((a = ring_pop(w)))
+            release_queued(a);
+    }
+    ac__actor *a;
+    while ((a = inject_pop(s)))
+        release_queued(a);
+}
+
+void ac__scheduler_destroy(ac__scheduler *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->nworkers; i++) {
+        free(s->workers[i].seen_turns);
+        free(s->workers[i].seen_at);
+    }
+    pthread_mutex_destroy(&s->inject_lock);
+    pthread_mutex_destroy(&s->park_lock);
+    pthread_cond_destroy(&s->park_cond);
+    free(s->workers);
+    free(s);
+}

@@ -1,0 +1,80 @@
+/*
+ * Status codes and the per-thread last error.
+ *
+ * Every failing call records a status and a message naming what was wrong;
+ * the message lives in a fixed thread-local buffer, so recording an error
+ * never allocates and never fails.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static _Thread_local ac_status last_status;
+static _Thread_local char last_message[512];
+
+const char *ac_strerror(ac_status status)
+{
+    switch (status) {
+#define AC__STATUS_TEXT(name, text)                                           \
+    case name:                                                                \
+        return text;
+        AC_STATUS_MAP(AC__STATUS_TEXT)
+#undef AC__STATUS_TEXT
+    }
+    return "unknown status";
+}
+
+const char *ac_status_name(ac_status status)
+{
+    switch (status) {
+#define AC__STATUS_NAME(name, text)                                           \
+    case name:                                                                \
+        return #name;
+        AC_STATUS_MAP(AC__STATUS_NAME)
+#undef AC__STATUS_NAME
+    }
+    return "AC_UNKNOWN";
+}
+
+ac_status ac_last_status(void) { return last_status; }
+
+const char *ac_last_error(void) { return last_message; }
+
+void ac_clear_error(void)
+{
+    last_status = AC_OK;
+    last_message[0] = '\0';
+}
+
+static void record(ac_status status, const char *fmt, va_list ap)
+{
+    last_status = status;
+    vsnprintf(last_message, sizeof last_message, fmt, ap);
+}
+
+ac_status ac__fail(ac_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void *ac__fail_null(ac_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(status, fmt, ap);
+    va_end(ap);
+    return NULL;
+}
+
+void ac__assert_fail(const char *expr, const char *file, int line)
+{
+    fprintf(stderr, "actorc: internal invariant violated: %s (%s:%d)\n", expr, file, line);
+    abort();
+}

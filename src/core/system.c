@@ -1,0 +1,307 @@
+/*
+ * Actor systems: creation, termination, the registry of cells, dead
+ * letters.
+ *
+ * Termination stops the guardian (which stops its children first, and so
+ * on down), waits until it is dead, joins the workers, and then, single
+ * threaded, frees every cell in the registry whether or not the program
+ * still holds refs to it. It does so in two passes: first every cell is
+ * pinned and its queues are emptied (which releases refs held by queued
+ * messages without freeing anything), then every cell is freed.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+
+#define DEFAULT_BATCH 64
+#define DEFAULT_DEAD_LETTER_LOG_PER_S 10
+#define MAX_WORKERS 1024
+
+/* ---- the dead-letters ref --------------------------------------------- */
+
+static void dead_letters_deliver(ac_ref *self, ac__node *node)
+{
+    ac__dead_letter(self->system, node, NULL);
+}
+
+static void dead_letters_destroy(ac_ref *self) { (void)self; /* part of the system */ }
+
+static const char *dead_letters_path(const ac_ref *self)
+{
+    (void)self;
+    return "actorc://deadLetters";
+}
+
+static const ac__ref_ops dead_letters_ops = {
+    .kind = AC__REF_DEAD_LETTERS,
+    .deliver = dead_letters_deliver,
+    .destroy = dead_letters_destroy,
+    .path = dead_letters_path,
+};
+
+/* ---- options ---------------------------------------------------------- */
+
+static ac_status check_system_name(const char *name)
+{
+    if (!name)
+        return ac__fail(AC_EINVAL, "ac_system_create: name is NULL");
+    size_t len = strlen(name);
+    if (len == 0 || len > 64)
+        return ac__fail(AC_EINVAL, "ac_system_create: name \"%s\" must be 1 to 64 characters",
+                        name);
+    for (const char *c = name; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_')
+            return ac__fail(AC_EINVAL,
+                            "ac_system_create: name \"%s\" may hold only letters, digits, '-' "
+                            "and '_'",
+                            name);
+    return AC_OK;
+}
+
+static ac_status apply_options(ac_system *sys, const ac_system_options *o)
+{
+    ac_system_options d = {0};
+    if (!o)
+        o = &d;
+    if (o->workers < 0 || o->workers > MAX_WORKERS)
+        return ac__fail(AC_EINVAL,
+                        "ac_system_create: workers = %d; use 1..%d, or 0 for one per CPU",
+                        o->workers, MAX_WORKERS);
+    if (o->batch < 0 || o->batch > 1000000)
+        return ac__fail(AC_EINVAL,
+                        "ac_system_create: batch = %d; use 1..1000000, or 0 for %d", o->batch,
+                        DEFAULT_BATCH);
+    if ((int)o->log_level < AC_LOG_DEFAULT || o->log_level > AC_LOG_OFF)
+        return ac__fail(AC_EINVAL, "ac_system_create: log_level = %d is not an ac_log_level",
+                        (int)o->log_level);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    sys->workers = o->workers ? o->workers : (int)(cpus > 0 ? (cpus > MAX_WORKERS ? MAX_WORKERS : cpus) : 1);
+    sys->batch = o->batch ? o->batch : DEFAULT_BATCH;
+    sys->log_level = o->log_level ? o->log_level : ac__log_level_from_env();
+    sys->log_sink = o->log_sink;
+    sys->log_sink_user = o->log_sink_user;
+    sys->dead_letter_log_per_s = o->dead_letter_log_per_s == 0 ? DEFAULT_DEAD_LETTER_LOG_PER_S
+                                 : o->dead_letter_log_per_s < 0 ? 0
+                                                                : o->dead_letter_log_per_s;
+    return AC_OK;
+}
+
+/* ---- create / terminate ----------------------------------------------- */
+
+static void system_free(ac_system *sys)
+{
+    ac__scheduler_destroy(sys->sched);
+    pthread_mutex_destroy(&sys->guardian_lock);
+    pthread_cond_destroy(&sys->guardian_dead_cond);
+    pthread_mutex_destroy(&sys->registry_lock);
+    pthread_mutex_destroy(&sys->dl_sub_lock);
+    free(sys->name);
+    free(sys);
+}
+
+ac_system *ac_system_create(const char *name, const ac_system_options *options)
+{
+    if (ac__tls_actor)
+        return ac__fail_null(AC_EINACTOR, "ac_system_create: not allowed inside an actor");
+    if (check_system_name(name) != AC_OK)
+        return NULL;
+    ac_system *sys = calloc(1, sizeof *sys);
+    if (!sys)
+        return ac__fail_null(AC_ENOMEM, "ac_system_create: out of memory");
+    pthread_mutex_init(&sys->guardian_lock, NULL);
+    pthread_cond_init(&sys->guardian_dead_cond, NULL);
+    pthread_mutex_init(&sys->registry_lock, NULL);
+    pthread_mutex_init(&sys->dl_sub_lock, NULL);
+    if (apply_options(sys, options) != AC_OK) {
+        system_free(sys);
+        return NULL;
+    }
+    sys->name = strdup(name);
+    ac__ref_init(&sys->dead_letters_ref, &dead_letters_ops, sys);
+    sys->sched = sys->name ? ac__scheduler_create(sys, sys->workers, sys->batch) : NULL;
+    sys->guardian = sys->sched ? ac__guardian_create(sys) : NULL;
+    if (!sys->guardian) {
+        system_free(sys);
+        return ac__fail_null(AC_ENOMEM, "ac_system_create: out of memory");
+    }
+    if (ac__scheduler_start(sys->sched) != AC_OK) {
+        ac__actor_destroy_now(sys->guardian);
+        system_free(sys);
+        return NULL;
+    }
+    return sys;
+}
+
+void ac__system_guardian_stopped(ac_system *sys)
+{
+    pthread_mutex_lock(&sys->guardian_lock);
+    sys->guardian_dead = true;
+    pthread_cond_broadcast(&sys->guardian_dead_cond);
+    pthread_mutex_unlock(&sys->guardian_lock);
+}
+
+static void free_every_cell(ac_system *sys)
+{
+    /* Pass 1: pin and empty. Draining may release refs, never the last. */
+    for (ac__actor *a = sys->registry; a; a = a->reg_next)
+        ac_ref_retain(&a->ref);
+    for (ac__actor *a = sys->registry; a; a = a->reg_next)
+        ac__actor_drain_for_teardown(a);
+    ac__actor_drain_for_teardown(sys->guardian);
+    ac__refset_clear(&sys->dl_subscribers);
+    /* Pass 2: free. */
+    ac__actor *a = sys->registry;
+    while (a) {
+        ac__actor *next = a->reg_next;
+        ac__actor_destroy_now(a);
+        a = next;
+    }
+    sys->registry = NULL;
+    ac__actor_destroy_now(sys->guardian);
+}
+
+ac_status ac_system_terminate(ac_system *system)
+{
+    if (!system)
+        return ac__fail(AC_EINVAL, "ac_system_terminate: system is NULL");
+    if (ac__tls_actor || ac__tls_worker)
+        return ac__fail(AC_EINACTOR,
+                        "ac_system_terminate: not allowed inside an actor (it would wait for "
+                        "itself); stop your actors and terminate from outside");
+    pthread_mutex_lock(&system->guardian_lock);
+    atomic_store_explicit(&system->terminating, true, memory_order_relaxed);
+    pthread_mutex_unlock(&system->guardian_lock);
+
+    ac__actor_push_sys(system->guardian, AC__SYS_STOP, NULL);
+    pthread_mutex_lock(&system->guardian_lock);
+    while (!system->guardian_dead)
+        pthread_cond_wait(&system->guardian_dead_cond, &system->guardian_lock);
+    pthread_mutex_unlock(&system->guardian_lock);
+
+    ac__scheduler_stop(system->sched);
+    free_every_cell(system);
+    system_free(system);
+    return AC_OK;
+}
+
+const char *ac_system_name(const ac_system *system) { return system ? system->name : ""; }
+int ac_system_workers(const ac_system *system) { return system ? system->workers : 0; }
+
+/* ---- registry --------------------------------------------------------- */
+
+void ac__registry_add(ac_system *sys, ac__actor *a)
+{
+    pthread_mutex_lock(&sys->registry_lock);
+    a->reg_prev = NULL;
+    a->reg_next = sys->registry;
+    if (sys->registry)
+        sys->registry->reg_prev = a;
+    sys->registry = a;
+    pthread_mutex_unlock(&sys->registry_lock);
+}
+
+void ac__registry_remove(ac_system *sys, ac__actor *a)
+{
+    pthread_mutex_lock(&sys->registry_lock);
+    if (a->reg_prev)
+        a->reg_prev->reg_next = a->reg_next;
+    else if (sys->registry == a)
+        sys->registry = a->reg_next;
+    if (a->reg_next)
+        a->reg_next->reg_prev = a->reg_prev;
+    pthread_mutex_unlock(&sys->registry_lock);
+}
+
+/* ---- dead letters ----------------------------------------------------- */
+
+uint64_t ac_dead_letter_count(const ac_system *system)
+{
+    return system ? atomic_load_explicit(&system->dead_letters, memory_order_relaxed) : 0;
+}
+
+static bool dead_letter_log_allowed(ac_system *sys)
+{
+    if (sys->dead_letter_log_per_s == 0 || !ac_system_log_enabled(sys, AC_LOG_INFO))
+        return false;
+    long second = (long)(ac__now_ns() / 1000000000ull);
+    long window = atomic_load_explicit(&sys->dl_window, memory_order_relaxed);
+    if (window != second &&
+        atomic_compare_exchange_strong_explicit(&sys->dl_window, &window, second,
+                                                memory_order_relaxed, memory_order_relaxed)) {
+        int suppressed = atomic_exchange_explicit(&sys->dl_suppressed, 0, memory_order_relaxed);
+        atomic_store_explicit(&sys->dl_logged, 0, memory_order_relaxed);
+        if (suppressed > 0)
+            ac__log(sys, AC_LOG_INFO, NULL, "%d more dead letters were not logged", suppressed);
+    }
+    if (atomic_fetch_add_explicit(&sys->dl_logged, 1, memory_order_relaxed) <
+        sys->dead_letter_log_per_s)
+        return true;
+    atomic_fetch_add_explicit(&sys->dl_suppressed, 1, memory_order_relaxed);
+    return false;
+}
+
+static void publish_dead_letter(ac_system *sys, ac_msg *msg, ac_ref *sender, ac_ref *recipient)
+{
+    ac_ref *subs[16];
+    uint32_t n = 0;
+    pthread_mutex_lock(&sys->dl_sub_lock);
+    for (uint32_t i = 0; i < sys->dl_subscribers.count && n < 16; i++)
+        subs[n++] = ac_ref_retain(sys->dl_subscribers.items[i]);
+    pthread_mutex_unlock(&sys->dl_sub_lock);
+    for (uint32_t i = 0; i < n; i++) {
+        ac_msg *dl = ac__dead_letter_msg_new(msg, sender, recipient);
+        if (dl)
+            ac_tell(subs[i], dl, NULL);
+        ac_ref_release(subs[i]);
+    }
+}
+
+void ac__dead_letter(ac_system *sys, ac__node *node, ac_ref *recipient)
+{
+    ac_ref *sender;
+    ac_msg *msg = ac__node_take_msg(node, &sender);
+    atomic_fetch_add_explicit(&sys->dead_letters, 1, memory_order_relaxed);
+    if (dead_letter_log_allowed(sys))
+        ac__log(sys, AC_LOG_INFO, recipient ? ac_ref_path(recipient) : NULL,
+                "dead letter: %s from %s was not delivered", msg->type->name,
+                sender ? ac_ref_path(sender) : "no sender");
+    /* A notice that itself cannot be delivered is counted, not republished:
+     * that would loop. */
+    if (msg->type != &ac_msg_type_dead_letter && atomic_load_explicit(&sys->dl_nsubs, memory_order_relaxed) > 0)
+        publish_dead_letter(sys, msg, sender, recipient);
+    ac_ref_release(sender);
+    ac_msg_release(msg);
+}
+
+ac_status ac_dead_letters_subscribe(ac_system *system, ac_ref *subscriber)
+{
+    if (!system || !subscriber)
+        return ac__fail(AC_EINVAL, "ac_dead_letters_subscribe: %s is NULL",
+                        system ? "subscriber" : "system");
+    pthread_mutex_lock(&system->dl_sub_lock);
+    int rc = system->dl_subscribers.count >= 16 ? AC_EINVAL
+                                                 : ac__refset_add(&system->dl_subscribers, subscriber);
+    atomic_store_explicit(&system->dl_nsubs, (int)system->dl_subscribers.count, memory_order_relaxed);
+    pthread_mutex_unlock(&system->dl_sub_lock);
+    if (rc != AC_OK)
+        return ac__fail(rc, "ac_dead_letters_subscribe: at most 16 subscribers");
+    return AC_OK;
+}
+
+ac_status ac_dead_letters_unsubscribe(ac_system *system, ac_ref *subscriber)
+{
+    if (!system || !subscriber)
+        return ac__fail(AC_EINVAL, "ac_dead_letters_unsubscribe: %s is NULL",
+                        system ? "subscriber" : "system");
+    pthread_mutex_lock(&system->dl_sub_lock);
+    bool removed = ac__refset_remove(&system->dl_subscribers, subscriber);
+    atomic_store_explicit(&system->dl_nsubs, (int)system->dl_subscribers.count, memory_order_relaxed);
+    pthread_mutex_unlock(&system->dl_sub_lock);
+    return removed ? AC_OK
+                   : ac__fail(AC_ENOTFOUND, "ac_dead_letters_unsubscribe: %s is not subscribed",
+                              ac_ref_path(subscriber));
+}

@@ -1,0 +1,100 @@
+/*
+ * Leveled logging through a pluggable sink.
+ *
+ * Lines are formatted into a stack buffer and handed whole to the sink, so
+ * concurrent lines never interleave. The default sink writes one fputs per
+ * line to stderr (stdio locks the stream for the call).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <time.h>
+
+#include "core/internal.h"
+
+static const char *const level_names[] = {"default", "debug", "info", "warn", "error", "off"};
+
+const char *ac_log_level_name(ac_log_level level)
+{
+    if ((int)level < 0 || level > AC_LOG_OFF)
+        return "?";
+    return level_names[level];
+}
+
+int ac_log_level_parse(const char *name, ac_log_level *out)
+{
+    if (!name || !out)
+        return ac__fail(AC_EINVAL, "ac_log_level_parse: NULL argument");
+    for (int l = AC_LOG_DEBUG; l <= AC_LOG_OFF; l++) {
+        if (strcasecmp(name, level_names[l]) == 0) {
+            *out = (ac_log_level)l;
+            return AC_OK;
+        }
+    }
+    if (strcasecmp(name, "warning") == 0) {
+        *out = AC_LOG_WARN;
+        return AC_OK;
+    }
+    return ac__fail(AC_EINVAL, "unknown log level \"%s\" (use debug, info, warn, error or off)",
+                    name);
+}
+
+ac_log_level ac__log_level_from_env(void)
+{
+    const char *env = getenv("ACTORC_LOG_LEVEL");
+    ac_log_level level;
+    if (env && *env && ac_log_level_parse(env, &level) == AC_OK)
+        return level;
+    return AC_LOG_INFO;
+}
+
+static void stderr_sink(const char *system_name, ac_log_level level, const char *path,
+                        const char *text)
+{
+    struct timespec ts;
+    struct tm tm;
+    char line[1200];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s [%s] %s%s%s\n",
+             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+             ts.tv_nsec / 1000000, ac_log_level_name(level), system_name, path ? path : "",
+             path ? ": " : "", text);
+    fputs(line, stderr);
+}
+
+void ac__logv(ac_system *sys, ac_log_level level, const char *path, const char *fmt, va_list ap)
+{
+    char text[1024];
+    if (!ac_system_log_enabled(sys, level))
+        return;
+    vsnprintf(text, sizeof text, fmt, ap);
+    if (sys->log_sink)
+        sys->log_sink(sys->log_sink_user, level, sys->name, path, text);
+    else
+        stderr_sink(sys->name, level, path, text);
+}
+
+void ac__log(ac_system *sys, ac_log_level level, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ac__logv(sys, level, path, fmt, ap);
+    va_end(ap);
+}
+
+bool ac_system_log_enabled(const ac_system *system, ac_log_level level)
+{
+    return system && level >= AC_LOG_DEBUG && level < AC_LOG_OFF && level >= system->log_level;
+}
+
+void ac_system_log(ac_system *system, ac_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    if (!system || !fmt)
+        return;
+    va_start(ap, fmt);
+    ac__logv(system, level, NULL, fmt, ap);
+    va_end(ap);
+}
