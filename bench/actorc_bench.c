@@ -1,0 +1,773 @@
+/*
+ * actorc-bench: actorc's side of the peer benchmarks (CAF 0.17.6, Erlang/OTP
+ * 25; see the peers' README.md and bench.cpp / bench.erl).
+ *
+ *   actorc-bench suite     every workload of the suite group, then idle
+ *   actorc-bench mem       idle-actor memory (run it in a fresh process)
+ *   actorc-bench idle      CPU used by an idle system of 10,000 actors
+ *   actorc-bench NAME      one workload (see `actorc-bench list`)
+ *   actorc-bench version | compiler    for the run header
+ *
+ * Design. Each workload mirrors the peers' one: same operation, warm-ups,
+ * iteration counts, completion checks, nearest-rank percentiles and medians,
+ * and the same `RESULT <workload> <metric> <value> <unit>` lines. Figures
+ * that an actor can time (tell, ping-pong, spawn_in) are timed inside the
+ * driving actor, as the peers do; the main thread only starts an operation
+ * and waits on a `latch` (mutex + condvar) that the driving actor signals
+ * with the operation's results, which the main thread then verifies. The
+ * `spawn` workload is driven by the main thread itself: it spawns, stops and
+ * times; a collector actor stands in for the peers' blocking receive (it
+ * watches every spawnee when the spawnee reports started, since watching
+ * needs an actor). A failed check prints `VERIFICATION FAILED: ...` and
+ * exits 2; a failing API call prints `ERROR: ...` and exits 1.
+ *
+ * One system serves a whole process, as one actor_system or one VM does for
+ * the peers. Workloads live in a table so that new ones (ask, scatter) are a
+ * function and a row; their latencies take nearest-rank percentiles, as the
+ * peers' pct() does.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <actorc.h>
+
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------ utilities --- */
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+static _Noreturn void fail(const char *what)
+{
+    fprintf(stderr, "VERIFICATION FAILED: %s\n", what);
+    fflush(stderr);
+    _Exit(2);
+}
+
+static _Noreturn void die(const char *what)
+{
+    fprintf(stderr, "ERROR: %s: %s (%s)\n", what, ac_last_error(),
+            ac_status_name(ac_last_status()));
+    fflush(stderr);
+    _Exit(1);
+}
+
+static void check(ac_status st, const char *what)
+{
+    if (st != AC_OK)
+        die(what);
+}
+
+static void result(const char *wl, const char *metric, double v, const char *unit)
+{
+    printf("RESULT %s %s %.6g %s\n", wl, metric, v, unit);
+    fflush(stdout);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts v in place. */
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            kib = strtol(line + 6, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return kib;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n, size);
+    if (!p) {
+        fprintf(stderr, "ERROR: out of memory\n");
+        _Exit(1);
+    }
+    return p;
+}
+
+/* ---------------------------------------------------------------- latch --- */
+
+/* One operation's completion, signalled by an actor and awaited by the main
+ * thread. Operations never overlap, so a sequence number is enough. */
+typedef struct latch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t seq; /* signals so far; guarded by mu */
+    int64_t val[3];
+} latch;
+
+static void latch_init(latch *l)
+{
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    l->seq = 0;
+}
+
+static void latch_fini(latch *l)
+{
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
+}
+
+static void latch_signal(latch *l, int64_t a, int64_t b, int64_t c)
+{
+    pthread_mutex_lock(&l->mu);
+    l->val[0] = a;
+    l->val[1] = b;
+    l->val[2] = c;
+    l->seq++;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Wait for the signal after the *seen-th one; copies its values to out. */
+static void latch_wait(latch *l, uint64_t *seen, int64_t out[3])
+{
+    pthread_mutex_lock(&l->mu);
+    while (l->seq == *seen)
+        pthread_cond_wait(&l->cv, &l->mu);
+    *seen = l->seq;
+    memcpy(out, l->val, sizeof l->val);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* ------------------------------------------------------------- messages --- */
+
+/* Payloads are up to three int64s; signal-only messages have none. */
+typedef struct args {
+    int64_t v[3];
+} args;
+
+static const ac_msg_type GO = {.name = "bench.Go"};           /* {n} or {batch} */
+static const ac_msg_type STARTED = {.name = "bench.Started"}; /* {} */
+static const ac_msg_type COUNT = {.name = "bench.Count"};     /* {} */
+static const ac_msg_type COUNTS = {.name = "bench.Counts"};   /* {n, sum} */
+static const ac_msg_type PING = {.name = "bench.Ping"};       /* {k} */
+static const ac_msg_type PONG = {.name = "bench.Pong"};       /* {k} */
+
+static ac_msg *msg_new(const ac_msg_type *type, int nvals, int64_t a, int64_t b)
+{
+    ac_msg *m = ac_msg_new(type, (size_t)nvals * sizeof(int64_t));
+    if (!m)
+        die("ac_msg_new");
+    if (nvals > 0) {
+        int64_t *p = ac_msg_payload(m);
+        p[0] = a;
+        if (nvals > 1)
+            p[1] = b;
+    }
+    return m;
+}
+
+static int64_t arg(const ac_msg *m, int i)
+{
+    return ((const int64_t *)ac_msg_data(m))[i];
+}
+
+static void tell(ac_ref *to, ac_msg *m, ac_ref *from)
+{
+    check(ac_tell(to, m, from), "ac_tell");
+}
+
+static _Noreturn void unexpected(ac_ctx *ctx, const ac_msg *m)
+{
+    char what[256];
+    snprintf(what, sizeof what, "%s got unexpected message %s", ac_self_path(ctx),
+             ac_msg_type_name(m));
+    fail(what);
+}
+
+static ac_ref *spawn_top(ac_system *sys, const ac_actor_def *def, void *user_data)
+{
+    ac_props *props = ac_props_new(def, user_data);
+    if (!props)
+        die("ac_props_new");
+    ac_ref *ref = ac_spawn(sys, props, NULL);
+    if (!ref)
+        die("ac_spawn");
+    return ref;
+}
+
+static void stop_release(ac_ref *ref)
+{
+    check(ac_stop(ref), "ac_stop");
+    ac_ref_release(ref);
+}
+
+/* -------------------------------------------------------- spawn, spawn_in --- */
+/* One operation: a batch of 100 spawn + watch, each child reports started,
+ * stop each, every Terminated received. 50 warm-up + 100 measured batches. */
+
+enum { SPAWN_BATCH = 100, SPAWN_WARM = 50, SPAWN_MEASURED = 100 };
+
+/* Reports started to the ref in its user data, then idles until stopped. */
+static void spawnee_pre_start(ac_ctx *ctx)
+{
+    tell(ac_ctx_user_data(ctx), msg_new(&STARTED, 0, 0, 0), ac_self(ctx));
+}
+
+static void spawnee_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    unexpected(ctx, msg);
+}
+
+static const ac_actor_def spawnee = {
+    .name = "Spawnee", .pre_start = spawnee_pre_start, .receive = spawnee_receive};
+
+static void report_spawn_rates(const char *wl, double *rates, int64_t total_ns)
+{
+    double med = median(rates, SPAWN_MEASURED);
+    result(wl, "actors_per_s_median_batch", med, "actors/s");
+    result(wl, "per_op_median_batch", 1e9 / med, "ns/actor");
+    result(wl, "actors_per_s_overall", SPAWN_BATCH * SPAWN_MEASURED * 1e9 / (double)total_ns,
+           "actors/s");
+}
+
+/* spawn (from outside): the collector watches each spawnee once it reports
+ * started and signals twice per batch: all started, all terminated. */
+typedef struct collector_state {
+    int64_t started, down;
+} collector_state;
+
+static void collector_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    collector_state *st = ac_ctx_state(ctx);
+    latch *done = ac_ctx_user_data(ctx);
+    if (ac_msg_is(msg, &STARTED)) {
+        check(ac_watch(ctx, ac_sender(ctx)), "ac_watch");
+        if (++st->started == SPAWN_BATCH)
+            latch_signal(done, st->started, 0, 0);
+    } else if (ac_msg_is(msg, &ac_msg_type_terminated)) {
+        if (!ac_terminated_ref(msg))
+            fail("spawn: Terminated without its actor");
+        if (++st->down == SPAWN_BATCH) {
+            latch_signal(done, st->started, st->down, 0);
+            st->started = st->down = 0;
+        }
+    } else {
+        unexpected(ctx, msg);
+    }
+}
+
+static const ac_actor_def collector = {
+    .name = "Collector", .state_size = sizeof(collector_state), .receive = collector_receive};
+
+static int64_t spawn_batch_outside(ac_system *sys, ac_ref *coll, latch *done, uint64_t *seen)
+{
+    ac_ref *kids[SPAWN_BATCH];
+    int64_t r[3];
+    int64_t t0 = now_ns();
+    for (int i = 0; i < SPAWN_BATCH; i++)
+        kids[i] = spawn_top(sys, &spawnee, coll);
+    latch_wait(done, seen, r);
+    if (r[0] != SPAWN_BATCH)
+        fail("spawn: started count");
+    for (int i = 0; i < SPAWN_BATCH; i++)
+        check(ac_stop(kids[i]), "ac_stop");
+    latch_wait(done, seen, r);
+    int64_t el = now_ns() - t0;
+    if (r[0] != SPAWN_BATCH || r[1] != SPAWN_BATCH)
+        fail("spawn: counts");
+    for (int i = 0; i < SPAWN_BATCH; i++)
+        ac_ref_release(kids[i]);
+    return el;
+}
+
+static void bench_spawn(ac_system *sys, const void *param)
+{
+    (void)param;
+    latch done;
+    uint64_t seen = 0;
+    double rates[SPAWN_MEASURED];
+    int64_t total_ns = 0;
+    latch_init(&done);
+    ac_ref *coll = spawn_top(sys, &collector, &done);
+    for (int b = 0; b < SPAWN_WARM + SPAWN_MEASURED; b++) {
+        int64_t el = spawn_batch_outside(sys, coll, &done, &seen);
+        if (b >= SPAWN_WARM) {
+            rates[b - SPAWN_WARM] = SPAWN_BATCH * 1e9 / (double)el;
+            total_ns += el;
+        }
+    }
+    report_spawn_rates("spawn", rates, total_ns);
+    stop_release(coll);
+    latch_fini(&done);
+}
+
+/* spawn_in: the spawner actor spawns and watches a batch of children on Go,
+ * stops them once all started, and signals when all terminated, timing the
+ * batch itself. */
+typedef struct spawner_state {
+    int64_t started, down, t0;
+    ac_ref *kids[SPAWN_BATCH];
+} spawner_state;
+
+static void spawner_go(ac_ctx *ctx, spawner_state *st)
+{
+    st->started = st->down = 0;
+    st->t0 = now_ns();
+    for (int i = 0; i < SPAWN_BATCH; i++) {
+        ac_props *props = ac_props_new(&spawnee, ac_self(ctx));
+        if (!props)
+            die("ac_props_new");
+        st->kids[i] = ac_spawn_child(ctx, props, NULL);
+        if (!st->kids[i])
+            die("ac_spawn_child");
+        check(ac_watch(ctx, st->kids[i]), "ac_watch");
+    }
+}
+
+static void spawner_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    spawner_state *st = ac_ctx_state(ctx);
+    if (ac_msg_is(msg, &GO)) {
+        spawner_go(ctx, st);
+    } else if (ac_msg_is(msg, &STARTED)) {
+        if (++st->started == SPAWN_BATCH)
+            for (int i = 0; i < SPAWN_BATCH; i++)
+                check(ac_stop(st->kids[i]), "ac_stop");
+    } else if (ac_msg_is(msg, &ac_msg_type_terminated)) {
+        if (!ac_terminated_ref(msg))
+            fail("spawn_in: Terminated without its actor");
+        if (++st->down == SPAWN_BATCH) {
+            int64_t el = now_ns() - st->t0;
+            for (int i = 0; i < SPAWN_BATCH; i++)
+                ac_ref_release(st->kids[i]);
+            latch_signal(ac_ctx_user_data(ctx), st->started, st->down, el);
+        }
+    } else {
+        unexpected(ctx, msg);
+    }
+}
+
+static const ac_actor_def spawner = {
+    .name = "Spawner", .state_size = sizeof(spawner_state), .receive = spawner_receive};
+
+static void bench_spawn_in(ac_system *sys, const void *param)
+{
+    (void)param;
+    latch done;
+    uint64_t seen = 0;
+    int64_t r[3], total_ns = 0;
+    double rates[SPAWN_MEASURED];
+    latch_init(&done);
+    ac_ref *sp = spawn_top(sys, &spawner, &done);
+    for (int b = 0; b < SPAWN_WARM + SPAWN_MEASURED; b++) {
+        tell(sp, msg_new(&GO, 1, SPAWN_BATCH, 0), NULL);
+        latch_wait(&done, &seen, r);
+        if (r[0] != SPAWN_BATCH || r[1] != SPAWN_BATCH)
+            fail("spawn_in: counts");
+        if (b >= SPAWN_WARM) {
+            rates[b - SPAWN_WARM] = SPAWN_BATCH * 1e9 / (double)r[2];
+            total_ns += r[2];
+        }
+    }
+    report_spawn_rates("spawn_in", rates, total_ns);
+    stop_release(sp);
+    latch_fini(&done);
+}
+
+/* ----------------------------------------------------------------- tell --- */
+/* One operation: one sender actor fires N small ints (i & 0xff) at one
+ * counting actor, then asks it for count and sum (FIFO per pair, so the
+ * request is handled after all N). Timed in the sender, first send to reply. */
+
+typedef struct tell_params {
+    const char *name;
+    int64_t n;
+    int iters, warm;
+} tell_params;
+
+static const tell_params TELL_1K = {"tell_1k", 1000, 100, 10};
+static const tell_params TELL_10K = {"tell_10k", 10000, 30, 3};
+
+typedef struct counter_state {
+    int64_t n, sum;
+} counter_state;
+
+static void counter_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    counter_state *st = ac_ctx_state(ctx);
+    if (ac_msg_is(msg, &ac_msg_type_int64)) {
+        st->n++;
+        st->sum += ac_msg_int64(msg);
+    } else if (ac_msg_is(msg, &COUNT)) {
+        check(ac_reply(ctx, msg_new(&COUNTS, 2, st->n, st->sum)), "ac_reply");
+        st->n = st->sum = 0;
+    } else {
+        unexpected(ctx, msg);
+    }
+}
+
+static const ac_actor_def counter = {
+    .name = "Counter", .state_size = sizeof(counter_state), .receive = counter_receive};
+
+/* The sender's and the pinger's user data: its peer and the main thread's
+ * latch. */
+typedef struct driver_env {
+    ac_ref *peer;
+    latch done;
+} driver_env;
+
+typedef struct tell_sender_state {
+    int64_t t0;
+} tell_sender_state;
+
+static void tell_sender_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    tell_sender_state *st = ac_ctx_state(ctx);
+    driver_env *env = ac_ctx_user_data(ctx);
+    if (ac_msg_is(msg, &GO)) {
+        int64_t n = arg(msg, 0);
+        st->t0 = now_ns();
+        for (int64_t i = 0; i < n; i++) {
+            ac_msg *m = ac_msg_int64_new(i & 0xff);
+            if (!m)
+                die("ac_msg_int64_new");
+            tell(env->peer, m, ac_self(ctx));
+        }
+        tell(env->peer, msg_new(&COUNT, 0, 0, 0), ac_self(ctx));
+    } else if (ac_msg_is(msg, &COUNTS)) {
+        int64_t el = now_ns() - st->t0;
+        latch_signal(&env->done, arg(msg, 0), arg(msg, 1), el);
+    } else {
+        unexpected(ctx, msg);
+    }
+}
+
+static const ac_actor_def tell_sender = {.name = "TellSender",
+                                         .state_size = sizeof(tell_sender_state),
+                                         .receive = tell_sender_receive};
+
+static void bench_tell(ac_system *sys, const void *param)
+{
+    const tell_params *p = param;
+    driver_env env;
+    uint64_t seen = 0;
+    int64_t r[3], expected_sum = 0;
+    double *rates = xcalloc((size_t)p->iters, sizeof *rates);
+    for (int64_t i = 0; i < p->n; i++)
+        expected_sum += i & 0xff;
+    latch_init(&env.done);
+    env.peer = spawn_top(sys, &counter, NULL);
+    ac_ref *snd = spawn_top(sys, &tell_sender, &env);
+    for (int it = 0; it < p->warm + p->iters; it++) {
+        tell(snd, msg_new(&GO, 1, p->n, 0), NULL);
+        latch_wait(&env.done, &seen, r);
+        if (r[0] != p->n || r[1] != expected_sum)
+            fail("tell: receiver count/sum mismatch");
+        if (it >= p->warm)
+            rates[it - p->warm] = (double)p->n * 1e9 / (double)r[2];
+    }
+    result(p->name, "msgs_per_s_median_iter", median(rates, (size_t)p->iters), "msg/s");
+    stop_release(snd);
+    stop_release(env.peer);
+    latch_fini(&env.done);
+    free(rates);
+}
+
+/* ------------------------------------------------------------- pingpong --- */
+/* One operation: two actors volley 10,000 exchanges (ping k, pong k); the
+ * pinger checks the sequence of every pong. 2 warm-up + 20 measured. */
+
+enum { PP_N = 10000, PP_ITERS = 20, PP_WARM = 2 };
+
+static void ponger_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    if (!ac_msg_is(msg, &PING))
+        unexpected(ctx, msg);
+    check(ac_reply(ctx, msg_new(&PONG, 1, arg(msg, 0), 0)), "ac_reply");
+}
+
+static const ac_actor_def ponger = {.name = "Ponger", .receive = ponger_receive};
+
+typedef struct pinger_state {
+    int64_t n, expect, t0;
+} pinger_state;
+
+static void pinger_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    pinger_state *st = ac_ctx_state(ctx);
+    driver_env *env = ac_ctx_user_data(ctx);
+    if (ac_msg_is(msg, &GO)) {
+        st->n = arg(msg, 0);
+        st->expect = 1;
+        st->t0 = now_ns();
+        tell(env->peer, msg_new(&PING, 1, 1, 0), ac_self(ctx));
+    } else if (ac_msg_is(msg, &PONG)) {
+        int64_t k = arg(msg, 0);
+        if (k != st->expect)
+            fail("ping-pong out of sequence");
+        if (k == st->n) {
+            latch_signal(&env->done, k, now_ns() - st->t0, 0);
+        } else {
+            st->expect = k + 1;
+            tell(env->peer, msg_new(&PING, 1, k + 1, 0), ac_self(ctx));
+        }
+    } else {
+        unexpected(ctx, msg);
+    }
+}
+
+static const ac_actor_def pinger = {
+    .name = "Pinger", .state_size = sizeof(pinger_state), .receive = pinger_receive};
+
+static void bench_pingpong(ac_system *sys, const void *param)
+{
+    (void)param;
+    driver_env env;
+    uint64_t seen = 0;
+    int64_t r[3];
+    double rates[PP_ITERS];
+    latch_init(&env.done);
+    env.peer = spawn_top(sys, &ponger, NULL);
+    ac_ref *pi = spawn_top(sys, &pinger, &env);
+    for (int it = 0; it < PP_WARM + PP_ITERS; it++) {
+        tell(pi, msg_new(&GO, 1, PP_N, 0), NULL);
+        latch_wait(&env.done, &seen, r);
+        if (r[0] != PP_N)
+            fail("ping-pong: exchange count");
+        if (it >= PP_WARM)
+            rates[it - PP_WARM] = PP_N * 1e9 / (double)r[1];
+    }
+    result("pingpong", "exchanges_per_s_median_iter", median(rates, PP_ITERS), "exch/s");
+    stop_release(pi);
+    stop_release(env.peer);
+    latch_fini(&env.done);
+}
+
+/* --------------------------------------------------------- idle actors --- */
+/* Idle actors count their starts and stops in shared atomics (no messages,
+ * so no message garbage inflates RSS) and wait to be stopped. */
+
+typedef struct idle_env {
+    atomic_llong started, stopped;
+} idle_env;
+
+static void idler_pre_start(ac_ctx *ctx)
+{
+    idle_env *env = ac_ctx_user_data(ctx);
+    atomic_fetch_add_explicit(&env->started, 1, memory_order_relaxed);
+}
+
+static void idler_post_stop(ac_ctx *ctx)
+{
+    idle_env *env = ac_ctx_user_data(ctx);
+    atomic_fetch_add_explicit(&env->stopped, 1, memory_order_relaxed);
+}
+
+static void idler_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    unexpected(ctx, msg);
+}
+
+static const ac_actor_def idler = {.name = "Idler",
+                                   .pre_start = idler_pre_start,
+                                   .receive = idler_receive,
+                                   .post_stop = idler_post_stop};
+
+/* Poll (1 ms) until *count reaches n; false after timeout_ms. */
+static int wait_count(atomic_llong *count, long long n, long timeout_ms)
+{
+    for (long waited = 0; atomic_load(count) < n; waited++) {
+        if (waited >= timeout_ms)
+            return 0;
+        sleep_ms(1);
+    }
+    return 1;
+}
+
+static void spawn_idlers(ac_system *sys, idle_env *env, ac_ref **refs, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        refs[i] = spawn_top(sys, &idler, env);
+    if (!wait_count(&env->started, n, 60000))
+        fail("idle actors: not all started");
+}
+
+static void stop_idlers(idle_env *env, ac_ref **refs, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        stop_release(refs[i]);
+    if (!wait_count(&env->stopped, n, 10000))
+        fail("idle actors: not all terminated");
+}
+
+/* idle_mem: 100,000 idle actors; resident memory growth per actor. The ref
+ * array is allocated before the baseline. */
+enum { MEM_ACTORS = 100000 };
+
+static void bench_idle_mem(ac_system *sys, const void *param)
+{
+    (void)param;
+    idle_env env = {0};
+    ac_ref **refs = xcalloc(MEM_ACTORS, sizeof *refs);
+    sleep_ms(200);
+    long before = rss_kib();
+    spawn_idlers(sys, &env, refs, MEM_ACTORS);
+    sleep_ms(200);
+    long after = rss_kib();
+    if (before < 0 || after < 0)
+        fail("mem: cannot read VmRSS");
+    result("idle_mem", "rss_before", (double)before, "KiB");
+    result("idle_mem", "rss_after", (double)after, "KiB");
+    result("idle_mem", "bytes_per_actor_rss", (double)(after - before) * 1024.0 / MEM_ACTORS,
+           "B/actor");
+    stop_idlers(&env, refs, MEM_ACTORS);
+    free(refs);
+}
+
+/* idle: process CPU time while 10,000 actors idle for 2 s (the main thread
+ * sleeps), as a percentage of one core. */
+enum { IDLE_ACTORS = 10000, IDLE_SETTLE_MS = 200, IDLE_WINDOW_MS = 2000 };
+
+static void bench_idle(ac_system *sys, const void *param)
+{
+    (void)param;
+    idle_env env = {0};
+    ac_ref **refs = xcalloc(IDLE_ACTORS, sizeof *refs);
+    spawn_idlers(sys, &env, refs, IDLE_ACTORS);
+    sleep_ms(IDLE_SETTLE_MS);
+    int64_t cpu0 = cpu_ns(), wall0 = now_ns();
+    sleep_ms(IDLE_WINDOW_MS);
+    int64_t cpu = cpu_ns() - cpu0, wall = now_ns() - wall0;
+    printf("INFO idle actors %d cpu_ns %" PRId64 " wall_ns %" PRId64 "\n", IDLE_ACTORS, cpu,
+           wall);
+    fflush(stdout);
+    result("idle", "cpu_pct_of_one_core", 100.0 * (double)cpu / (double)wall, "%");
+    stop_idlers(&env, refs, IDLE_ACTORS);
+    free(refs);
+}
+
+/* ------------------------------------------------------------ the table --- */
+
+typedef struct workload {
+    const char *name;
+    const char *mode; /* the mode that runs it: "suite", "mem" or "idle" */
+    void (*run)(ac_system *sys, const void *param);
+    const void *param;
+} workload;
+
+static const workload WORKLOADS[] = {
+    {"spawn", "suite", bench_spawn, NULL},
+    {"spawn_in", "suite", bench_spawn_in, NULL},
+    {"tell_1k", "suite", bench_tell, &TELL_1K},
+    {"tell_10k", "suite", bench_tell, &TELL_10K},
+    {"pingpong", "suite", bench_pingpong, NULL},
+    {"idle_mem", "mem", bench_idle_mem, NULL},
+    {"idle", "idle", bench_idle, NULL},
+};
+enum { NWORKLOADS = sizeof WORKLOADS / sizeof WORKLOADS[0] };
+
+/* suite runs its own group and then idle: the idle figure costs 2 s and
+ * belongs in every run; mem needs a fresh process, so it stays apart. */
+static int selected(const workload *w, const char *arg)
+{
+    if (strcmp(arg, "suite") == 0)
+        return strcmp(w->mode, "suite") == 0 || strcmp(w->mode, "idle") == 0;
+    return strcmp(arg, w->mode) == 0 || strcmp(arg, w->name) == 0;
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#if defined(__clang__)
+#define COMPILER "clang-" STR(__clang_major__) "." STR(__clang_minor__) "." STR(__clang_patchlevel__)
+#elif defined(__GNUC__)
+#define COMPILER "gcc-" STR(__GNUC__) "." STR(__GNUC_MINOR__) "." STR(__GNUC_PATCHLEVEL__)
+#else
+#define COMPILER "unknown"
+#endif
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: actorc-bench suite|mem|idle|list|version|compiler|WORKLOAD\n");
+    return 64;
+}
+
+static int list_workloads(void)
+{
+    for (size_t i = 0; i < NWORKLOADS; i++)
+        printf("%-10s %s\n", WORKLOADS[i].name, WORKLOADS[i].mode);
+    return 0;
+}
+
+static int run_selected(const char *arg)
+{
+    size_t todo = 0;
+    for (size_t i = 0; i < NWORKLOADS; i++)
+        todo += (size_t)selected(&WORKLOADS[i], arg);
+    if (todo == 0)
+        return usage();
+    ac_system *sys = ac_system_create("bench", NULL);
+    if (!sys)
+        die("ac_system_create");
+    printf("INFO actorc_version %d.%d.%d workers %d\n", AC_VERSION_MAJOR, AC_VERSION_MINOR,
+           AC_VERSION_PATCH, ac_system_workers(sys));
+    fflush(stdout);
+    for (size_t i = 0; i < NWORKLOADS; i++)
+        if (selected(&WORKLOADS[i], arg))
+            WORKLOADS[i].run(sys, WORKLOADS[i].param);
+    check(ac_system_terminate(sys), "ac_system_terminate");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *arg = argc > 1 ? argv[1] : "suite";
+    if (argc > 2)
+        return usage();
+    if (strcmp(arg, "list") == 0)
+        return list_workloads();
+    if (strcmp(arg, "version") == 0) {
+        printf("%d.%d.%d\n", AC_VERSION_MAJOR, AC_VERSION_MINOR, AC_VERSION_PATCH);
+        return 0;
+    }
+    if (strcmp(arg, "compiler") == 0) {
+        printf("%s\n", COMPILER);
+        return 0;
+    }
+    return run_selected(arg);
+}
