@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Build and run actorc's benchmarks, like the peers' run.sh.
+#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem), then aggregate
+#   OUT=file RUNS=1 NO_AGGREGATE=1 bench/run.sh   # append raw output to file
+# BUILD_DIR: the CMake build directory (default: build/release at the
+# repository root), configured as a Release build when it has no cache yet.
+# PEERS_DIR: the peer benchmarks (default: ../shared/peers beside the
+# repository), for aggregate.py.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+REPO="$(cd "$HERE/.." && pwd)"
+PEERS_DIR="${PEERS_DIR:-$(dirname "$REPO")/shared/peers}"
+BUILD_DIR="${BUILD_DIR:-$REPO/build/release}"
+RUNS="${RUNS:-5}"
+OUT="${OUT:-${TMPDIR:-/tmp}/peers-results/actorc-$(date +%Y%m%d-%H%M%S).txt}"
+BENCH="$BUILD_DIR/bench/actorc-bench"
+mkdir -p "$(dirname "$OUT")"
+
+# Build (incremental: a no-op when up to date). Build output goes to stderr.
+if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >&2
+fi
+cmake --build "$BUILD_DIR" --target actorc-bench -j "$(nproc)" >&2
+
+commit="$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo '?')"
+echo "# peer=actorc version=$("$BENCH" version)+$commit cc=$("$BENCH" compiler) host_cpus=$(nproc) date=$(date -Is)" >> "$OUT"
+for r in $(seq 1 "$RUNS"); do
+  echo "# run $r suite" >> "$OUT"
+  timeout 600 "$BENCH" suite >> "$OUT"
+  echo "# run $r mem" >> "$OUT"
+  timeout 300 "$BENCH" mem >> "$OUT"
+done
+if [ -z "${NO_AGGREGATE:-}" ]; then
+  python3 "$PEERS_DIR/aggregate.py" "$OUT"
+fi
+echo "raw output: $OUT" >&2
