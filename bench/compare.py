@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Set actorc's benchmark figures beside CAF's and Erlang's.
+
+usage: compare.py [--markdown] actorc=FILE caf=FILE erlang=FILE
+
+Each FILE holds the raw output of one system's run.sh (any number of runs);
+every RESULT line is one per-run figure. Printed: per workload/metric, each
+system's median over its runs, and actorc's ratio to the best peer, oriented
+so that > 1 means actorc is better (throughput: actorc / best; latency,
+time per op, memory, CPU: best / actorc). "n/a": the system did not run;
+"-": the system has no such figure.
+"""
+import statistics
+import sys
+from collections import OrderedDict
+
+SYSTEMS = ("actorc", "caf", "erlang")
+PEERS = ("caf", "erlang")
+
+# A peer's figure that measures what an actorc figure of another name
+# measures. Erlang has no caller outside its runtime: its spawn, ask and
+# scatter_seq callers are processes, so they compare with actorc's in-system
+# (_in) figures. CAF's in-system scatter is its request/then (_R) variant.
+ALIASES = {
+    "erlang": {"spawn": "spawn_in", "ask": "ask_in", "scatter_seq": "scatter_seq_in"},
+    "caf": {"scatter_seq_in_R": "scatter_seq_in"},
+}
+
+
+def read_runs(system, path):
+    """{(workload, metric, unit): [value per run]} and the number of runs."""
+    figures, runs = OrderedDict(), 0
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return figures, 0
+    aliases = ALIASES.get(system, {})
+    for line in lines:
+        if line.startswith("# run ") and line.endswith(" suite"):
+            runs += 1
+        if not line.startswith("RESULT "):
+            continue
+        _, wl, metric, value, unit = line.split(maxsplit=4)
+        key = (aliases.get(wl, wl), metric, unit.strip())
+        figures.setdefault(key, []).append(float(value))
+    return figures, runs
+
+
+def higher_is_better(unit):
+    return unit.endswith("/s")
+
+
+def ratio(unit, mine, peers):
+    """actorc against the best peer, > 1 when actorc is better."""
+    if mine is None or not peers:
+        return None
+    if higher_is_better(unit):
+        return mine / max(peers)
+    best = min(peers)
+    if mine == 0:
+        return float("inf") if best > 0 else 1.0
+    return best / mine
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= max(scale, 1e4):
+            return f"{v / scale:.4g}{suffix}"
+    return f"{v:.4g}"
+
+
+def build_rows(data):
+    keys = OrderedDict()
+    for system in SYSTEMS:
+        for key in data[system][0]:
+            keys.setdefault(key)
+    rows = []
+    for key in keys:
+        cells = {}
+        for system in SYSTEMS:
+            figures, runs = data[system]
+            vals = figures.get(key)
+            cells[system] = statistics.median(vals) if vals else ("n/a" if not figures else None)
+        peers = [cells[p] for p in PEERS if isinstance(cells[p], float)]
+        mine = cells["actorc"] if isinstance(cells["actorc"], float) else None
+        best = None
+        if peers:
+            pick = max if higher_is_better(key[2]) else min
+            best = [p for p in PEERS if cells[p] == pick(peers)][0]
+        rows.append((key, cells, ratio(key[2], mine, peers), best))
+    return rows
+
+
+def cell_text(c):
+    return c if isinstance(c, str) else fmt(c)
+
+
+def table_lines(rows, markdown):
+    head = ["workload", "metric", "unit", "actorc", "CAF", "Erlang", "actorc/best", "best peer"]
+    body = []
+    for (wl, metric, unit), cells, r, best in rows:
+        body.append([wl, metric, unit] + [cell_text(cells[s]) for s in SYSTEMS]
+                    + ["-" if r is None else f"{r:.2f}", best or "-"])
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        out += ["| " + " | ".join(row) + " |" for row in body]
+        return out
+    widths = [max(len(row[i]) for row in [head] + body) for i in range(len(head))]
+    right = {3, 4, 5, 6}
+    def line(row):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+    return [line(head), line(["-" * w for w in widths])] + [line(row) for row in body]
+
+
+def main(argv):
+    markdown = "--markdown" in argv
+    paths = dict(a.split("=", 1) for a in argv if "=" in a)
+    data = {s: read_runs(s, paths.get(s, "")) for s in SYSTEMS}
+    runs = ", ".join(f"{s} {data[s][1]}" for s in SYSTEMS)
+    print(f"Medians over runs ({runs}). actorc/best: actorc against the best peer,")
+    print("> 1.0 means actorc is better (throughput: actorc / best peer; us, ns/actor,")
+    print("B/actor, KiB, %: best peer / actorc). n/a: did not run; -: no such figure.")
+    print("Erlang's spawn, ask and scatter_seq callers are processes: they stand in the")
+    print("spawn_in, ask_in and scatter_seq_in rows; CAF's scatter_seq_in_R in scatter_seq_in.")
+    print()
+    for line in table_lines(build_rows(data), markdown):
+        print(line)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
