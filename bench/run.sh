@@ -3,7 +3,9 @@
 #   RUNS=5 bench/run.sh               # 5 runs of (suite + mem), then aggregate
 #   OUT=file RUNS=1 NO_AGGREGATE=1 bench/run.sh   # append raw output to file
 # BUILD_DIR: the CMake build directory (default: build/release at the
-# repository root), configured as a Release build when it has no cache yet.
+# repository root, which `make build` shares). One without a cache yet is
+# configured as `make build` does (RelWithDebInfo: -O2 -g), less tests and
+# examples, which the benchmark does not need.
 # PEERS_DIR: the peer benchmarks (default: ../shared/peers beside the
 # repository), for aggregate.py.
 set -euo pipefail
@@ -18,7 +20,9 @@ mkdir -p "$(dirname "$OUT")"
 
 # Build (incremental: a no-op when up to date). Build output goes to stderr.
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
-  cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >&2
+  cmake -S "$REPO" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACTORC_SANITIZE= \
+    -DACTORC_BUILD_BENCH=ON -DACTORC_BUILD_TESTS=OFF -DACTORC_BUILD_EXAMPLES=OFF \
+    -DACTORC_BUILD_APPS=OFF >&2
 fi
 cmake --build "$BUILD_DIR" --target actorc-bench -j "$(nproc)" >&2
 
