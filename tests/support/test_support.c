@@ -235,6 +235,18 @@ static bool rec_has_label(void *arg)
     return ts_rec_index_of(g->r, g->label) >= 0;
 }
 
+static bool rec_has_count_of(void *arg)
+{
+    rec_goal *g = arg;
+    return ts_rec_count_of(g->r, g->label) >= g->n;
+}
+
+bool ts_rec_wait_count_of(ts_recorder *r, const char *label, size_t n, double timeout_s)
+{
+    rec_goal g = {r, n, label};
+    return ts_wait_until(rec_has_count_of, &g, timeout_s);
+}
+
 bool ts_rec_wait_count(ts_recorder *r, size_t n, double timeout_s)
 {
     rec_goal g = {r, n, NULL};

@@ -78,6 +78,8 @@ long ts_rec_index_of(ts_recorder *r, const char *label);
 void ts_rec_get(ts_recorder *r, size_t i, char *buf, size_t cap);
 /* Wait until the recorder holds at least `n` entries. */
 bool ts_rec_wait_count(ts_recorder *r, size_t n, double timeout_s);
+/* Wait until at least `n` entries equal `label`. */
+bool ts_rec_wait_count_of(ts_recorder *r, const char *label, size_t n, double timeout_s);
 /* Wait until an entry equal to `label` is present. */
 bool ts_rec_wait_for(ts_recorder *r, const char *label, double timeout_s);
 /* Print all entries (for diagnosing a failure). */
