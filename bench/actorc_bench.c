@@ -181,7 +181,7 @@ typedef struct args {
     int64_t v[3];
 } args;
 
-static const ac_msg_type GO = {.name = "bench.Go"};           /* {n} or {batch} */
+static const ac_msg_type GO = {.name = "bench.Go"};           /* {n}; {} to the spawner */
 static const ac_msg_type STARTED = {.name = "bench.Started"}; /* {} */
 static const ac_msg_type COUNT = {.name = "bench.Count"};     /* {} */
 static const ac_msg_type COUNTS = {.name = "bench.Counts"};   /* {n, sum} */
@@ -396,7 +396,7 @@ static void bench_spawn_in(ac_system *sys, const void *param)
     latch_init(&done);
     ac_ref *sp = spawn_top(sys, &spawner, &done);
     for (int b = 0; b < SPAWN_WARM + SPAWN_MEASURED; b++) {
-        tell(sp, msg_new(&GO, 1, SPAWN_BATCH, 0), NULL);
+        tell(sp, msg_new(&GO, 0, 0, 0), NULL);
         latch_wait(&done, &seen, r);
         if (r[0] != SPAWN_BATCH || r[1] != SPAWN_BATCH)
             fail("spawn_in: counts");
