@@ -120,8 +120,8 @@ def main(argv):
     paths = dict(a.split("=", 1) for a in argv if "=" in a)
     data = {s: read_runs(s, paths.get(s, "")) for s in SYSTEMS}
     runs = ", ".join(f"{s} {data[s][1]}" for s in SYSTEMS)
-    print(f"Medians over runs ({runs}). actorc/best: actorc against the best peer,")
-    print("> 1.0 means actorc is better (throughput: actorc / best peer; us, ns/actor,")
+    print(f"Medians over runs ({runs}). actorc/best: actorc against the best peer;")
+    print("above 1.0 means actorc is better (throughput: actorc / best peer; us, ns/actor,")
     print("B/actor, KiB, %: best peer / actorc). n/a: did not run; -: no such figure.")
     print("Erlang's spawn, ask and scatter_seq callers are processes: they stand in the")
     print("spawn_in, ask_in and scatter_seq_in rows; CAF's scatter_seq_in_R in scatter_seq_in.")
