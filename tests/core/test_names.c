@@ -1,0 +1,287 @@
+/*
+ * Names and paths: sibling clashes (AC_EEXIST), invalid names (AC_ENAME),
+ * anonymous names, paths of top-level actors and children. A failed spawn
+ * consumes its props (the user data free function runs; ASan checks that
+ * nothing leaks).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "ts_test.h"
+
+typedef struct nm_data {
+    ac_system *sys;
+    ts_recorder *rec;
+    atomic_llong frees;
+    atomic_llong got;
+} nm_data;
+
+static void nm_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    nm_data *d = ac_ctx_user_data(ctx);
+    (void)msg;
+    atomic_fetch_add(&d->got, 1);
+}
+
+static void nm_free(void *user)
+{
+    nm_data *d = user;
+    atomic_fetch_add(&d->frees, 1);
+}
+
+static const ac_actor_def nm_def = {.name = "Named", .receive = nm_receive};
+
+static ac_props *props(nm_data *d)
+{
+    ac_props *p = ac_props_new(&nm_def, d);
+    assert_non_null(p);
+    assert_status(ac_props_set_user_data_free(p, nm_free), AC_OK);
+    return p;
+}
+
+static nm_data *setup(ts_fixture *fx)
+{
+    nm_data *d = ts_fx_data(fx, sizeof *d, NULL);
+    d->rec = ts_fx_rec(fx);
+    d->sys = ts_fx_system(fx, "names", NULL);
+    assert_non_null(d->sys);
+    return d;
+}
+
+static void test_duplicate_top_level(void **state)
+{
+    ts_fixture *fx = *state;
+    nm_data *d = setup(fx);
+    ac_ref *a = ac_spawn(d->sys, props(d), "a");
+    assert_non_null(a);
+
+    ac_clear_error();
+    ac_ref *b = ac_spawn(d->sys, props(d), "a");
+    assert_null(b);
+    assert_last_error(AC_EEXIST);
+    /* the failed spawn consumed its props */
+    assert_int_equal(atomic_load(&d->frees), 1);
+
+    /* the first actor is untouched */
+    assert_status(ac_tell(a, ac_msg_int64_new(1), NULL), AC_OK);
+    assert_eventually(ts_wait_eq(&d->got, 1, TS_WAIT_S), "message to the first actor");
+
+    /* the same name is fine elsewhere: a different top-level name works */
+    ac_ref *c = ac_spawn(d->sys, props(d), "A");
+    assert_non_null(c);
+
+    ac_ref_release(a);
+    ac_ref_release(c);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+    assert_int_equal(atomic_load(&d->frees), 3);
+}
+
+static void test_invalid_names(void **state)
+{
+    ts_fixture *fx = *state;
+    nm_data *d = setup(fx);
+    char too_long[257];
+    memset(too_long, 'x', 256);
+    too_long[256] = '\0';
+    const char *bad[] = {
+        "",          /* empty */
+        "a/b",       /* slash */
+        "/",
+        "a/",
+        "$x",        /* reserved prefix */
+        "$",
+        "has space",
+        " lead",
+        "tab\there",
+        "new\nline",
+        "del\x7f",
+        too_long,    /* 256 characters */
+    };
+    const size_t n = sizeof bad / sizeof bad[0];
+    for (size_t i = 0; i < n; i++) {
+        ac_clear_error();
+        ac_ref *r = ac_spawn(d->sys, props(d), bad[i]);
+        if (r != NULL) {
+            fail_msg("spawn with invalid name #%zu \"%s\" succeeded", i, bad[i]);
+        }
+        if (ac_last_status() != AC_ENAME) {
+            fail_msg("invalid name #%zu: got %s, expected AC_ENAME", i,
+                     ac_status_name(ac_last_status()));
+        }
+        assert_true(ts_nonempty(ac_last_error()));
+    }
+    assert_int_equal(atomic_load(&d->frees), (long long)n);
+
+    /* 255 characters is the longest valid name */
+    char longest[256];
+    memset(longest, 'y', 255);
+    longest[255] = '\0';
+    ac_ref *ok = ac_spawn(d->sys, props(d), longest);
+    assert_non_null(ok);
+    assert_string_equal(ac_ref_name(ok), longest);
+
+    /* punctuation other than '/' is fine, and '$' is fine past the start */
+    ac_ref *punct = ac_spawn(d->sys, props(d), "a-b_c.d:e$f");
+    assert_non_null(punct);
+    assert_string_equal(ac_ref_name(punct), "a-b_c.d:e$f");
+
+    ac_ref_release(ok);
+    ac_ref_release(punct);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+    assert_int_equal(atomic_load(&d->frees), (long long)n + 2);
+}
+
+static void test_anonymous_names(void **state)
+{
+    ts_fixture *fx = *state;
+    nm_data *d = setup(fx);
+    ac_ref *a = ac_spawn(d->sys, props(d), NULL);
+    ac_ref *b = ac_spawn(d->sys, props(d), NULL);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(ac_ref_name(a)[0], '$');
+    assert_int_equal(ac_ref_name(b)[0], '$');
+    assert_true(strlen(ac_ref_name(a)) > 1);
+    assert_string_not_equal(ac_ref_name(a), ac_ref_name(b));
+    char want[300];
+    snprintf(want, sizeof want, "actorc://names/user/%s", ac_ref_name(a));
+    assert_string_equal(ac_ref_path(a), want);
+
+    /* both are real actors */
+    assert_status(ac_tell(a, ac_msg_int64_new(1), NULL), AC_OK);
+    assert_status(ac_tell(b, ac_msg_int64_new(1), NULL), AC_OK);
+    assert_eventually(ts_wait_eq(&d->got, 2, TS_WAIT_S), "messages to anonymous actors");
+
+    ac_ref_release(a);
+    ac_ref_release(b);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
+static void test_paths(void **state)
+{
+    ts_fixture *fx = *state;
+    nm_data *d = setup(fx);
+    ac_ref *a = ac_spawn(d->sys, props(d), "top");
+    assert_non_null(a);
+    assert_string_equal(ac_ref_path(a), "actorc://names/user/top");
+    assert_string_equal(ac_ref_name(a), "top");
+    assert_ptr_equal(ac_ref_system(a), d->sys);
+    assert_string_equal(ac_system_name(d->sys), "names");
+
+    /* a retained ref is the same actor */
+    ac_ref *again = ac_ref_retain(a);
+    assert_non_null(again);
+    assert_string_equal(ac_ref_path(again), "actorc://names/user/top");
+    ac_ref_release(again);
+
+    assert_string_equal(ac_ref_path(NULL), "");
+    assert_string_equal(ac_ref_name(NULL), "");
+    ac_ref_release(NULL); /* accepted */
+    assert_null(ac_ref_retain(NULL));
+
+    ac_ref_release(a);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
+/* ---- children ------------------------------------------------------------ */
+
+static void child_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+static const ac_actor_def child_def = {.name = "Child", .receive = child_receive};
+
+static void record_spawn(ac_ctx *ctx, const char *label, const char *name)
+{
+    nm_data *d = ac_ctx_user_data(ctx);
+    ac_props *p = ac_props_new(&child_def, d);
+    ac_props_set_user_data_free(p, nm_free);
+    ac_clear_error();
+    ac_ref *c = ac_spawn_child(ctx, p, name);
+    if (c != NULL) {
+        ts_rec_add(d->rec, "%s: ok %s", label, ac_ref_path(c));
+        ac_ref_release(c);
+    } else {
+        ts_rec_add(d->rec, "%s: %s%s", label, ac_status_name(ac_last_status()),
+                   ts_nonempty(ac_last_error()) ? "" : " (no error text)");
+    }
+}
+
+static void parent_pre_start(ac_ctx *ctx)
+{
+    record_spawn(ctx, "kid", "kid");
+    record_spawn(ctx, "kid again", "kid");
+    record_spawn(ctx, "slash", "a/b");
+    record_spawn(ctx, "dollar", "$kid");
+    record_spawn(ctx, "empty", "");
+    record_spawn(ctx, "same as parent", "p1");
+    record_spawn(ctx, "anonymous", NULL);
+    nm_data *d = ac_ctx_user_data(ctx);
+    ts_rec_add(d->rec, "%s done", ac_self_name(ctx));
+}
+
+static const ac_actor_def parent_def = {
+    .name = "Parent", .pre_start = parent_pre_start, .receive = child_receive,
+};
+
+static void expect_event(ts_recorder *rec, const char *label)
+{
+    if (ts_rec_index_of(rec, label) < 0) {
+        ts_rec_dump(rec, "events");
+        fail_msg("missing event \"%s\"", label);
+    }
+}
+
+static void test_child_names(void **state)
+{
+    ts_fixture *fx = *state;
+    nm_data *d = setup(fx);
+    ac_ref *p1 = ts_spawn(d->sys, &parent_def, d, "p1");
+    assert_non_null(p1);
+    assert_eventually(ts_rec_wait_for(d->rec, "p1 done", TS_WAIT_S), "p1's spawns");
+    ac_ref *p2 = ts_spawn(d->sys, &parent_def, d, "p2");
+    assert_non_null(p2);
+    assert_eventually(ts_rec_wait_for(d->rec, "p2 done", TS_WAIT_S), "p2's spawns");
+
+    expect_event(d->rec, "kid: ok actorc://names/user/p1/kid");
+    expect_event(d->rec, "kid: ok actorc://names/user/p2/kid"); /* other parent: fine */
+    assert_int_equal(ts_rec_count_of(d->rec, "kid again: AC_EEXIST"), 2);
+    assert_int_equal(ts_rec_count_of(d->rec, "slash: AC_ENAME"), 2);
+    assert_int_equal(ts_rec_count_of(d->rec, "dollar: AC_ENAME"), 2);
+    assert_int_equal(ts_rec_count_of(d->rec, "empty: AC_ENAME"), 2);
+    expect_event(d->rec, "same as parent: ok actorc://names/user/p1/p1");
+    /* anonymous children get a "$" name under their parent */
+    bool anon = false;
+    for (size_t i = 0; i < ts_rec_count(d->rec); i++) {
+        char ev[TS_REC_LABEL];
+        ts_rec_get(d->rec, i, ev, sizeof ev);
+        if (strncmp(ev, "anonymous: ok actorc://names/user/p1/$", 38) == 0) {
+            anon = true;
+        }
+    }
+    if (!anon) {
+        ts_rec_dump(d->rec, "events");
+        fail_msg("no anonymous child under p1");
+    }
+    /* 4 failed spawns per parent consumed their props right away */
+    assert_int_equal(atomic_load(&d->frees), 8);
+
+    ac_ref_release(p1);
+    ac_ref_release(p2);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+    /* plus 3 children per parent after terminate (parents have no free fn) */
+    assert_int_equal(atomic_load(&d->frees), 14);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TS_UNIT(test_duplicate_top_level),
+        TS_UNIT(test_invalid_names),
+        TS_UNIT(test_anonymous_names),
+        TS_UNIT(test_paths),
+        TS_UNIT(test_child_names),
+    };
+    return cmocka_run_group_tests_name("names", tests, NULL, NULL);
+}
