@@ -15,5 +15,8 @@
 #include "actorc/msg.h"
 #include "actorc/system.h"
 #include "actorc/actor.h"
+#include "actorc/error.h"
+#include "actorc/timer.h"
+#include "actorc/ask.h"
 
 #endif

@@ -30,6 +30,7 @@ extern "C" {
     X(AC_ETIMEOUT, "timed out")                                               \
     X(AC_EFAILED, "request failed")                                           \
     X(AC_ENOTFOUND, "not found")                                              \
+    X(AC_EPENDING, "not settled yet")                                         \
     X(AC_ESYS, "system call failed")
 
 typedef enum ac_status {

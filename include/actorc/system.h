@@ -36,6 +36,8 @@ typedef struct ac_system_options {
     /* Dead letters: at most this many log lines per second (default 10;
      * negative: none). Counting and subscribers see every one. */
     int dead_letter_log_per_s;
+    /* Time advances only through ac_clock_advance (see timer.h). */
+    bool manual_clock;
 } ac_system_options;
 
 /* Create and start a system. `name` is 1..64 characters of [A-Za-z0-9_-].

@@ -64,6 +64,15 @@ static void dead_letter_destroy(void *payload, size_t size)
 const ac_msg_type ac_msg_type_terminated = {.name = "actorc.Terminated",
                                             .destroy = terminated_destroy};
 const ac_msg_type ac_msg_type_poison_pill = {.name = "actorc.PoisonPill"};
+
+static void run_destroy(void *payload, size_t size)
+{
+    ac__run_header *h = payload;
+    if (h->destroy)
+        h->destroy(payload, size);
+}
+
+const ac_msg_type ac__msg_type_run = {.name = "actorc.Run", .destroy = run_destroy};
 const ac_msg_type ac_msg_type_dead_letter = {.name = "actorc.DeadLetter",
                                              .destroy = dead_letter_destroy};
 
@@ -142,10 +151,9 @@ void ac_ref_release(ac_ref *ref)
 {
     if (!ref)
         return;
-    /* Release pairs with the acquire fence: all uses happen before destroy. */
-    if (atomic_fetch_sub_explicit(&ref->refs, 1, memory_order_release) != 1)
+    /* acq_rel: every other holder's uses happen before destroy. */
+    if (atomic_fetch_sub_explicit(&ref->refs, 1, memory_order_acq_rel) != 1)
         return;
-    atomic_thread_fence(memory_order_acquire);
     ref->ops->destroy(ref);
 }
 
@@ -623,7 +631,10 @@ static void dispatch(ac__actor *a, ac__node *node)
         /* unwatched (or never watched): dropped */
     } else {
         ac_ctx ctx = {.self = a, .msg = msg, .sender = sender};
-        a->def->receive(&ctx, msg);
+        if (AC__UNLIKELY(msg->type == &ac__msg_type_run))
+            ((ac__run_header *)(void *)msg->payload)->run(&ctx, msg);
+        else
+            a->def->receive(&ctx, msg);
     }
     ac_ref_release(sender);
     ac_msg_release(msg);
@@ -641,13 +652,8 @@ static int state_of(ac__actor *a)
     return atomic_load_explicit(&a->state, memory_order_relaxed);
 }
 
-static bool wants_another_turn(ac__actor *a)
-{
-    if (atomic_load_explicit(&a->sysq, memory_order_seq_cst))
-        return true;
-    int st = state_of(a);
-    return st != AC__ACTOR_STOPPING && ac__mailbox_maybe_nonempty(&a->mailbox);
-}
+
+static void end_turn(ac__actor *a);
 
 void ac__actor_turn(ac__actor *a, int batch)
 {
@@ -666,12 +672,26 @@ void ac__actor_turn(ac__actor *a, int batch)
     if (state_of(a) == AC__ACTOR_DEAD)
         drain_to_dead_letters(a);
     ac__tls_actor = NULL;
+    end_turn(a);
+}
 
-    /* seq_cst store, then seq_cst loads of the queues: pairs with the
-     * producers' seq_cst push and load of `scheduled` (see mailbox.c). */
+/* Give up the activation, unless work is left or arrived meanwhile. The
+ * consumer-only view of the mailbox is read while we still own it; after
+ * `scheduled` is cleared another worker may own it, so from then on only
+ * the atomic `head` and `sysq` are read. A producer that pushed before
+ * the clear saw scheduled == 1 and left the scheduling to us: its push
+ * moved `head` away from what we read before the clear. seq_cst on both
+ * sides (mailbox push, the clear and the loads) makes that visible. */
+static void end_turn(ac__actor *a)
+{
+    bool mailbox_counts = state_of(a) != AC__ACTOR_STOPPING;
+    bool leftover = mailbox_counts && ac__mailbox_maybe_nonempty(&a->mailbox);
+    ac__node *head = atomic_load_explicit(&a->mailbox.head, memory_order_seq_cst);
     atomic_store_explicit(&a->scheduled, 0, memory_order_seq_cst);
-    if (wants_another_turn(a) &&
-        atomic_exchange_explicit(&a->scheduled, 1, memory_order_acq_rel) == 0) {
+    bool more = leftover || atomic_load_explicit(&a->sysq, memory_order_seq_cst) ||
+                (mailbox_counts &&
+                 atomic_load_explicit(&a->mailbox.head, memory_order_seq_cst) != head);
+    if (more && atomic_exchange_explicit(&a->scheduled, 1, memory_order_acq_rel) == 0) {
         ac__scheduler_push(a->ref.system->sched, a, false); /* keeps our reference */
         return;
     }

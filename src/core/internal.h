@@ -78,6 +78,9 @@ typedef struct ac__ref_ops {
     /* Free the object once its last reference is gone. */
     void (*destroy)(ac_ref *self);
     const char *(*path)(const ac_ref *self);
+    /* Optional: a message this ref sent could not be delivered to
+     * `recipient` (stopped). Lets an ask fail fast. */
+    void (*undeliverable)(ac_ref *self, ac_ref *recipient);
 } ac__ref_ops;
 
 struct ac_ref {
@@ -156,6 +159,7 @@ typedef struct ac__actor {
     ac__refset watchers; /* who watches me */
     ac__refset watching; /* whom I watch */
     uint64_t anon_seq;
+    uint64_t ask_seq; /* correlation ids of ac_ask_in */
     struct ac__actor *reg_prev, *reg_next; /* system registry, under its lock */
     _Alignas(16) unsigned char state_mem[];
 } ac__actor;
@@ -164,6 +168,14 @@ static inline ac__actor *ac__actor_of(const ac_ref *ref)
 {
     return (ref && ref->ops->kind == AC__REF_ACTOR) ? (ac__actor *)ref : NULL;
 }
+
+/* A message that runs a function in its receiver's turn instead of
+ * receive (ask continuations). Its payload starts with this header. */
+typedef struct ac__run_header {
+    void (*run)(ac_ctx *ctx, ac_msg *msg);
+    void (*destroy)(void *payload, size_t size); /* optional */
+} ac__run_header;
+extern const ac_msg_type ac__msg_type_run; /* "actorc.Run" */
 
 /* The context handed to callbacks; lives on the worker's stack. */
 struct ac_ctx {
@@ -223,6 +235,22 @@ void ac__scheduler_push(ac__scheduler *s, ac__actor *actor, bool fresh);
 extern _Thread_local ac__worker *ac__tls_worker;
 extern _Thread_local ac__actor *ac__tls_actor;
 
+/* ---- timers (timers.c) ------------------------------------------------ */
+
+#include "core/timer_wheel.h"
+
+typedef struct ac__timers ac__timers;
+
+ac__timers *ac__timers_create(ac_system *sys, bool manual);
+/* Stop the timer thread (no more firing); armed timers stay armed. */
+void ac__timers_stop(ac__timers *t);
+/* Discard what is still armed and free. */
+void ac__timers_destroy(ac__timers *t);
+/* Arm `timer` to fire after delay_ms (>= 1 tick). Any thread. */
+void ac__timer_arm(ac__timers *t, ac__timer *timer, uint64_t delay_ms);
+/* True if it was armed and now is not (fire will not run). Any thread. */
+bool ac__timer_cancel(ac__timers *t, ac__timer *timer);
+
 /* ---- system (system.c) ------------------------------------------------ */
 
 struct ac_system {
@@ -234,6 +262,7 @@ struct ac_system {
     int dead_letter_log_per_s;
 
     ac__scheduler *sched;
+    ac__timers *timers;
     ac__actor *guardian;
     ac_ref dead_letters_ref;
 

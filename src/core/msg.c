@@ -59,11 +59,9 @@ void ac_msg_release(ac_msg *msg)
 {
     if (!msg || is_immortal(msg))
         return;
-    /* Release pairs with the acquire fence below in whichever thread drops
-     * the last reference, so every use happens before the free. */
-    if (atomic_fetch_sub_explicit(&msg->refs, 1, memory_order_release) != 1)
+    /* acq_rel: every other holder's uses happen before the free. */
+    if (atomic_fetch_sub_explicit(&msg->refs, 1, memory_order_acq_rel) != 1)
         return;
-    atomic_thread_fence(memory_order_acquire);
     if (msg->type->destroy)
         msg->type->destroy(msg->payload, msg->size);
     free(msg);

@@ -13,10 +13,10 @@
  *
  * Idle workers spin briefly, then park on a condition variable. Lost
  * wake-ups are excluded by a Dekker-style handshake: a pusher publishes the
- * actor, then (seq_cst fence) reads `nspinning`/`nparked`; a parking worker
- * increments `nparked` (seq_cst) and only then re-checks every queue. So
- * either the pusher sees the parked worker and signals it, or the worker
- * sees the actor.
+ * actor, then reads `nspinning`/`nparked` with read-modify-writes; a
+ * parking worker increments `nparked` and only then re-checks every queue.
+ * So either the pusher sees the parked worker and signals it, or the
+ * worker sees the actor.
  *
  * `runnext` pushes do not wake anyone: the pushing worker will run that
  * actor as soon as its current turn ends. A parked worker naps in 1 ms
@@ -161,10 +161,12 @@ static ac__actor *inject_pop(ac__scheduler *s)
 
 static void wake_one_if_idle(ac__scheduler *s)
 {
-    /* Pairs with the seq_cst increment of nparked in park(). */
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&s->nspinning, memory_order_seq_cst) > 0 ||
-        atomic_load_explicit(&s->nparked, memory_order_seq_cst) == 0)
+    /* Read-modify-writes (adding 0), not loads: each is ordered against
+     * the spinner's decrement of nspinning and the parker's increment of
+     * nparked in those variables' modification order, so either we see
+     * the idle worker or it synchronises with us and sees what we pushed. */
+    if (atomic_fetch_add_explicit(&s->nspinning, 0, memory_order_seq_cst) > 0 ||
+        atomic_fetch_add_explicit(&s->nparked, 0, memory_order_seq_cst) == 0)
         return;
     pthread_mutex_lock(&s->park_lock);
     pthread_cond_signal(&s->park_cond);

@@ -94,6 +94,7 @@ static ac_status apply_options(ac_system *sys, const ac_system_options *o)
 
 static void system_free(ac_system *sys)
 {
+    ac__timers_destroy(sys->timers);
     ac__scheduler_destroy(sys->sched);
     pthread_mutex_destroy(&sys->guardian_lock);
     pthread_cond_destroy(&sys->guardian_dead_cond);
@@ -127,6 +128,12 @@ ac_system *ac_system_create(const char *name, const ac_system_options *options)
     if (!sys->guardian) {
         system_free(sys);
         return ac__fail_null(AC_ENOMEM, "ac_system_create: out of memory");
+    }
+    sys->timers = ac__timers_create(sys, options && options->manual_clock);
+    if (!sys->timers) {
+        ac__actor_destroy_now(sys->guardian);
+        system_free(sys);
+        return NULL;
     }
     if (ac__scheduler_start(sys->sched) != AC_OK) {
         ac__actor_destroy_now(sys->guardian);
@@ -182,7 +189,10 @@ ac_status ac_system_terminate(ac_system *system)
         pthread_cond_wait(&system->guardian_dead_cond, &system->guardian_lock);
     pthread_mutex_unlock(&system->guardian_lock);
 
+    ac__timers_stop(system->timers);
     ac__scheduler_stop(system->sched);
+    ac__timers_destroy(system->timers);
+    system->timers = NULL;
     free_every_cell(system);
     system_free(system);
     return AC_OK;
@@ -265,6 +275,8 @@ void ac__dead_letter(ac_system *sys, ac__node *node, ac_ref *recipient)
     ac_ref *sender;
     ac_msg *msg = ac__node_take_msg(node, &sender);
     atomic_fetch_add_explicit(&sys->dead_letters, 1, memory_order_relaxed);
+    if (sender && sender->ops->undeliverable)
+        sender->ops->undeliverable(sender, recipient);
     if (dead_letter_log_allowed(sys))
         ac__log(sys, AC_LOG_INFO, recipient ? ac_ref_path(recipient) : NULL,
                 "dead letter: %s from %s was not delivered", msg->type->name,

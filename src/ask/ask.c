@@ -1,0 +1,474 @@
+/*
+ * Ask: one-shot reply refs, futures, and asks from inside actors.
+ *
+ * A reply ref is a ref kind of its own. Its `state` moves 0 (pending) ->
+ * 1 (claimed by whoever settles it: a reply, an error reply, the timer,
+ * or the news that the target had stopped) -> 2 (answer written). The
+ * claim is a CAS, so exactly one outcome wins and the answer is written
+ * once; everything that arrives later is dropped without a trace.
+ *
+ * References to a reply ref: the asker's (the future handle, or the
+ * asking call's own until it returns), the armed timer's, and the one in
+ * the request's envelope as its sender. Settling cancels the timer; if the
+ * cancel loses against a firing timer, the timer's own CAS fails and it
+ * just drops its reference. Nothing of an ask outlives its settlement and
+ * its last reference.
+ *
+ * Waiting outside actors spins briefly (the answer to a local ask usually
+ * arrives within microseconds), then sleeps on a futex on `state`; the
+ * answer's fields are published by the release store of 2, which the
+ * waiter's acquire load pairs with.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+
+enum { PENDING = 0, CLAIMED = 1, SETTLED = 2 };
+enum { FOR_FUTURE = 0, FOR_ACTOR = 1 };
+#define SPIN_WAIT_NS 20000ull
+
+struct ac_future {
+    ac_ref ref;
+    atomic_int state;
+    atomic_int sleepers; /* threads in futex wait */
+    ac__timer timer;
+    ac_ref *target; /* retained; for the timeout message */
+    uint32_t timeout_ms;
+    uint8_t kind;
+    atomic_flag cb_lock;
+    bool cb_done;
+    ac_answer answer;
+    /* FOR_FUTURE: callback; FOR_ACTOR: continuation (fn may be NULL). */
+    void (*fn)(void);
+    void *user;
+    ac_ref *asker; /* FOR_ACTOR, retained */
+    uint64_t id;
+};
+typedef struct ac_future reply_t;
+
+/* ---- answers ---------------------------------------------------------- */
+
+void ac_answer_release(ac_answer *a)
+{
+    if (!a)
+        return;
+    ac_msg_release(a->reply);
+    ac_error_release(a->error);
+    ac_ref_release(a->sender);
+    memset(a, 0, sizeof *a);
+}
+
+static void answer_copy(ac_answer *to, const ac_answer *from)
+{
+    to->reply = ac_msg_retain(from->reply);
+    to->error = ac_error_retain(from->error);
+    to->sender = ac_ref_retain(from->sender);
+}
+
+static ac_status answer_status(const ac_answer *a)
+{
+    if (!a->error)
+        return AC_OK;
+    if (ac_error_is(a->error, AC_ASK_TIMEOUT_ERROR))
+        return AC_ETIMEOUT;
+    if (ac_error_is(a->error, AC_ACTOR_STOPPED_ERROR))
+        return AC_EDEAD;
+    return AC_EFAILED;
+}
+
+/* ---- the answer message for actors ------------------------------------ */
+
+typedef struct answer_payload {
+    ac__run_header run; /* used when a continuation was given */
+    ac_answer answer;
+    uint64_t id;
+    ac_ask_fn fn;
+    void *user;
+} answer_payload;
+
+static void answer_payload_destroy(void *payload, size_t size)
+{
+    (void)size;
+    ac_answer_release(&((answer_payload *)payload)->answer);
+}
+
+const ac_msg_type ac_msg_type_answer = {.name = "actorc.Answer",
+                                        .destroy = answer_payload_destroy};
+
+static void run_continuation(ac_ctx *ctx, ac_msg *msg)
+{
+    answer_payload *p = ac_msg_payload(msg);
+    p->fn(ctx, &p->answer, p->user);
+}
+
+const ac_answer *ac_answer_of(const ac_msg *msg)
+{
+    if (!ac_msg_is(msg, &ac_msg_type_answer))
+        return ac__fail_null(msg ? AC_ETYPE : AC_EINVAL, "ac_answer_of: message is %s, not an answer",
+                             ac_msg_type_name(msg));
+    return &((const answer_payload *)ac_msg_data(msg))->answer;
+}
+
+uint64_t ac_answer_id(const ac_msg *msg)
+{
+    if (!ac_msg_is(msg, &ac_msg_type_answer))
+        return 0;
+    return ((const answer_payload *)ac_msg_data(msg))->id;
+}
+
+/* ---- completion ------------------------------------------------------- */
+
+static long futex(atomic_int *addr, int op, int val, const struct timespec *ts)
+{
+    return syscall(SYS_futex, (int *)addr, op, val, ts, NULL, 0);
+}
+
+static void deliver_to_actor(reply_t *r)
+{
+    ac_msg *m = ac_msg_new(r->fn ? &ac__msg_type_run : &ac_msg_type_answer, sizeof(answer_payload));
+    AC__ASSERT(m != NULL); /* an ask must be answered */
+    answer_payload *p = ac_msg_payload(m);
+    p->run.run = run_continuation;
+    p->run.destroy = answer_payload_destroy;
+    answer_copy(&p->answer, &r->answer);
+    p->id = r->id;
+    p->fn = (ac_ask_fn)r->fn;
+    p->user = r->user;
+    ac_tell(r->asker, m, r->answer.sender);
+}
+
+static void run_future_callback(reply_t *r)
+{
+    while (atomic_flag_test_and_set_explicit(&r->cb_lock, memory_order_acquire))
+        ;
+    r->cb_done = true;
+    ac_future_fn fn = (ac_future_fn)r->fn;
+    atomic_flag_clear_explicit(&r->cb_lock, memory_order_release);
+    if (fn)
+        fn(&r->answer, r->user);
+}
+
+/* The claimer writes the answer, then publishes and notifies. */
+static void complete(reply_t *r)
+{
+    if (ac__timer_cancel(r->ref.system->timers, &r->timer))
+        ac_ref_release(&r->ref); /* the timer's reference; the caller holds another */
+    /* Release: publishes the answer to acquire loads of state. */
+    atomic_store_explicit(&r->state, SETTLED, memory_order_seq_cst);
+    if (r->kind == FOR_ACTOR) {
+        deliver_to_actor(r);
+        return;
+    }
+    if (atomic_load_explicit(&r->sleepers, memory_order_seq_cst) > 0)
+        futex(&r->state, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+    run_future_callback(r);
+}
+
+static bool claim(reply_t *r)
+{
+    int expected = PENDING;
+    return atomic_compare_exchange_strong_explicit(&r->state, &expected, CLAIMED,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+}
+
+static void settle_error(reply_t *r, ac_error *err, ac_ref *sender)
+{
+    r->answer.error = err;
+    r->answer.sender = sender;
+    complete(r);
+}
+
+/* ---- the reply ref ---------------------------------------------------- */
+
+static void reply_deliver(ac_ref *self, ac__node *node)
+{
+    reply_t *r = (reply_t *)self;
+    if (!claim(r)) {
+        ac__node_free(node); /* settled already: dropped, silently */
+        return;
+    }
+    ac_ref *sender;
+    ac_msg *msg = ac__node_take_msg(node, &sender);
+    if (msg->type == &ac_msg_type_error) {
+        ac_error *err = ac_error_retain(ac_msg_error(msg));
+        ac_msg_release(msg);
+        settle_error(r, err, sender);
+        return;
+    }
+    r->answer.reply = msg;
+    r->answer.sender = sender;
+    complete(r);
+}
+
+static void reply_undeliverable(ac_ref *self, ac_ref *recipient)
+{
+    reply_t *r = (reply_t *)self;
+    if (!claim(r))
+        return;
+    ac_error *err = ac_error_new(AC_ACTOR_STOPPED_ERROR, "Ask to %s failed: the actor is stopped",
+                                 recipient ? ac_ref_path(recipient) : ac_ref_path(r->target));
+    AC__ASSERT(err != NULL);
+    settle_error(r, err, NULL);
+}
+
+static void reply_destroy(ac_ref *self)
+{
+    reply_t *r = (reply_t *)self;
+    ac_answer_release(&r->answer);
+    ac_ref_release(r->target);
+    ac_ref_release(r->asker);
+    free(r);
+}
+
+static const char *reply_path(const ac_ref *self)
+{
+    (void)self;
+    return "actorc://temp/ask";
+}
+
+static const ac__ref_ops reply_ops = {
+    .kind = AC__REF_REPLY,
+    .deliver = reply_deliver,
+    .destroy = reply_destroy,
+    .path = reply_path,
+    .undeliverable = reply_undeliverable,
+};
+
+static void timer_fire(ac__timer *t)
+{
+    reply_t *r = (reply_t *)((char *)t - offsetof(reply_t, timer));
+    if (claim(r)) {
+        ac_error *err = ac_error_new(AC_ASK_TIMEOUT_ERROR,
+                                     "Ask timed out on %s after %u ms", ac_ref_path(r->target),
+                                     r->timeout_ms);
+        AC__ASSERT(err != NULL);
+        settle_error(r, err, NULL);
+    }
+    ac_ref_release(&r->ref); /* the timer's reference */
+}
+
+static void timer_discard(ac__timer *t)
+{
+    reply_t *r = (reply_t *)((char *)t - offsetof(reply_t, timer));
+    ac_ref_release(&r->ref);
+}
+
+static const ac__timer_ops reply_timer_ops = {.fire = timer_fire, .discard = timer_discard};
+
+/* ---- starting an ask -------------------------------------------------- */
+
+static ac_status check_ask(const char *fn, ac_ref *target, ac_msg *msg, int64_t timeout_ms)
+{
+    const char *bad = !msg ? "message is NULL" : !target ? "target is NULL" : NULL;
+    if (bad) {
+        ac_msg_release(msg);
+        return ac__fail(AC_EINVAL, "%s: %s", fn, bad);
+    }
+    if (timeout_ms < 0 || timeout_ms > INT32_MAX) {
+        ac_msg_release(msg);
+        return ac__fail(AC_EINVAL, "%s: timeout_ms = %lld; use 1..%d, or 0 for the default (%d)",
+                        fn, (long long)timeout_ms, INT32_MAX, AC_ASK_DEFAULT_TIMEOUT_MS);
+    }
+    if (atomic_load_explicit(&target->system->terminating, memory_order_relaxed) && !ac__tls_actor) {
+        ac_msg_release(msg);
+        return ac__fail(AC_ETERMINATED, "%s: system \"%s\" is terminating", fn,
+                        target->system->name);
+    }
+    return AC_OK;
+}
+
+/* Create, arm and send. Returns the reply with the caller's reference. */
+static reply_t *start_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms, int kind)
+{
+    reply_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        ac_msg_release(msg);
+        return ac__fail_null(AC_ENOMEM, "ask: out of memory");
+    }
+    ac__ref_init(&r->ref, &reply_ops, target->system);
+    atomic_init(&r->ref.refs, 2); /* the caller's and the timer's */
+    atomic_init(&r->state, PENDING);
+    atomic_flag_clear(&r->cb_lock);
+    r->timer.ops = &reply_timer_ops;
+    r->target = ac_ref_retain(target);
+    r->timeout_ms = (uint32_t)(timeout_ms ? timeout_ms : AC_ASK_DEFAULT_TIMEOUT_MS);
+    r->kind = (uint8_t)kind;
+    return r;
+}
+
+static void send_ask(reply_t *r, ac_msg *msg)
+{
+    ac__timer_arm(r->ref.system->timers, &r->timer, r->timeout_ms);
+    ac_tell(r->target, msg, &r->ref);
+}
+
+ac_future *ac_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms)
+{
+    if (check_ask("ac_ask", target, msg, timeout_ms) != AC_OK)
+        return NULL;
+    reply_t *r = start_ask(target, msg, timeout_ms, FOR_FUTURE);
+    if (r)
+        send_ask(r, msg);
+    return r;
+}
+
+ac_status ac_ask_in(ac_ctx *ctx, ac_ref *target, ac_msg *msg, int64_t timeout_ms, ac_ask_fn fn,
+                    void *user, uint64_t *id_out)
+{
+    if (!ctx) {
+        ac_msg_release(msg);
+        return ac__fail(AC_EINVAL, "ac_ask_in: ctx is NULL");
+    }
+    ac_status st = check_ask("ac_ask_in", target, msg, timeout_ms);
+    if (st != AC_OK)
+        return st;
+    reply_t *r = start_ask(target, msg, timeout_ms, FOR_ACTOR);
+    if (!r)
+        return AC_ENOMEM;
+    r->asker = ac_ref_retain(&ctx->self->ref);
+    r->fn = (void (*)(void))fn;
+    r->user = user;
+    r->id = ++ctx->self->ask_seq;
+    if (id_out)
+        *id_out = r->id;
+    send_ask(r, msg);
+    ac_ref_release(&r->ref); /* the answer comes as a message */
+    return AC_OK;
+}
+
+/* ---- futures ---------------------------------------------------------- */
+
+static bool settled(reply_t *r)
+{
+    return atomic_load_explicit(&r->state, memory_order_acquire) == SETTLED;
+}
+
+/* Sleep on the futex until settled or `deadline_ns` (0: none). */
+static bool sleep_until_settled(reply_t *r, uint64_t deadline_ns)
+{
+    atomic_fetch_add_explicit(&r->sleepers, 1, memory_order_seq_cst);
+    while (!settled(r)) {
+        int seen = atomic_load_explicit(&r->state, memory_order_seq_cst);
+        if (seen == SETTLED)
+            break;
+        struct timespec ts, *tsp = NULL;
+        if (deadline_ns) {
+            uint64_t now = ac__now_ns();
+            if (now >= deadline_ns)
+                break;
+            uint64_t left = deadline_ns - now;
+            ts.tv_sec = (time_t)(left / 1000000000ull);
+            ts.tv_nsec = (long)(left % 1000000000ull);
+            tsp = &ts;
+        }
+        futex(&r->state, FUTEX_WAIT_PRIVATE, seen, tsp);
+    }
+    atomic_fetch_sub_explicit(&r->sleepers, 1, memory_order_relaxed);
+    return settled(r);
+}
+
+static bool wait_settled(reply_t *r, int64_t wait_ms)
+{
+    uint64_t start = ac__now_ns();
+    uint64_t deadline = wait_ms < 0 ? 0 : start + (uint64_t)wait_ms * 1000000ull;
+    while (!settled(r)) {
+        uint64_t now = ac__now_ns();
+        if (deadline && now >= deadline)
+            return false;
+        if (now - start > SPIN_WAIT_NS)
+            return sleep_until_settled(r, deadline);
+        for (int i = 0; i < 32; i++)
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#else
+            ;
+#endif
+    }
+    return true;
+}
+
+ac_status ac_future_wait(ac_future *f, int64_t wait_ms, ac_answer *answer)
+{
+    if (answer)
+        memset(answer, 0, sizeof *answer);
+    if (!f || !answer)
+        return ac__fail(AC_EINVAL, "ac_future_wait: %s is NULL", f ? "answer" : "future");
+    if (ac__tls_actor)
+        return ac__fail(AC_EINACTOR,
+                        "ac_future_wait: would block a worker; inside an actor use ac_ask_in");
+    if (f->kind != FOR_FUTURE)
+        return ac__fail(AC_EINVAL, "ac_future_wait: not a future");
+    if (!wait_settled(f, wait_ms))
+        return ac__fail(AC_EPENDING, "ac_future_wait: not settled within %lld ms",
+                        (long long)wait_ms);
+    answer_copy(answer, &f->answer);
+    return answer_status(answer);
+}
+
+bool ac_future_poll(ac_future *f, ac_answer *answer)
+{
+    if (answer)
+        memset(answer, 0, sizeof *answer);
+    if (!f || !settled(f))
+        return false;
+    if (answer)
+        answer_copy(answer, &f->answer);
+    return true;
+}
+
+ac_status ac_future_on_complete(ac_future *f, ac_future_fn fn, void *user)
+{
+    if (!f || !fn)
+        return ac__fail(AC_EINVAL, "ac_future_on_complete: %s is NULL", f ? "callback" : "future");
+    while (atomic_flag_test_and_set_explicit(&f->cb_lock, memory_order_acquire))
+        ;
+    if (f->fn) {
+        atomic_flag_clear_explicit(&f->cb_lock, memory_order_release);
+        return ac__fail(AC_EINVAL, "ac_future_on_complete: a callback is already set");
+    }
+    bool done = f->cb_done;
+    f->fn = (void (*)(void))fn;
+    f->user = user;
+    atomic_flag_clear_explicit(&f->cb_lock, memory_order_release);
+    if (done)
+        fn(&f->answer, user);
+    return AC_OK;
+}
+
+void ac_future_release(ac_future *f)
+{
+    if (f)
+        ac_ref_release(&f->ref);
+}
+
+ac_status ac_ask_wait(ac_ref *target, ac_msg *msg, int64_t timeout_ms, ac_answer *answer)
+{
+    if (answer)
+        memset(answer, 0, sizeof *answer);
+    if (!answer) {
+        ac_msg_release(msg);
+        return ac__fail(AC_EINVAL, "ac_ask_wait: answer is NULL");
+    }
+    if (ac__tls_actor) {
+        ac_msg_release(msg);
+        return ac__fail(AC_EINACTOR,
+                        "ac_ask_wait: would block a worker (and could deadlock); inside an actor "
+                        "use ac_ask_in");
+    }
+    ac_future *f = ac_ask(target, msg, timeout_ms);
+    if (!f)
+        return ac_last_status();
+    wait_settled(f, -1);
+    /* We hold the only handle: take the answer's references over. */
+    *answer = f->answer;
+    memset(&f->answer, 0, sizeof f->answer);
+    ac_future_release(f);
+    return answer_status(answer);
+}

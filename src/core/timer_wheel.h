@@ -1,0 +1,64 @@
+/*
+ * A hierarchical timing wheel (no locking: the caller serialises).
+ *
+ * Four levels of 64 slots at 1 ms per tick cover 2^24 ms (4.6 hours);
+ * later deadlines wait in an overflow list. A timer sits at the lowest
+ * level whose span still holds its deadline; when time enters a slot's
+ * range at a higher level, the slot is cascaded down. Arm and cancel are
+ * O(1): an intrusive doubly linked list per slot.
+ */
+#ifndef AC_CORE_TIMER_WHEEL_H
+#define AC_CORE_TIMER_WHEEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define AC__WHEEL_BITS 6
+#define AC__WHEEL_SLOTS (1u << AC__WHEEL_BITS)
+#define AC__WHEEL_LEVELS 4
+
+typedef struct ac__timer ac__timer;
+
+typedef struct ac__timer_ops {
+    /* The deadline passed. Called without any lock held; the timer is no
+     * longer armed and may be re-armed or freed. */
+    void (*fire)(ac__timer *t);
+    /* The system is going away with the timer still armed: release it. */
+    void (*discard)(ac__timer *t);
+} ac__timer_ops;
+
+struct ac__timer {
+    ac__timer *prev, *next; /* NULL prev: not armed */
+    uint64_t deadline;      /* tick */
+    const ac__timer_ops *ops;
+};
+
+typedef struct ac__wheel {
+    uint64_t now; /* last tick processed */
+    size_t armed;
+    ac__timer slots[AC__WHEEL_LEVELS][AC__WHEEL_SLOTS]; /* list heads */
+    ac__timer overflow;
+} ac__wheel;
+
+void ac__wheel_init(ac__wheel *w, uint64_t now);
+/* Arm for `deadline` (clamped to now + 1). */
+void ac__wheel_add(ac__wheel *w, ac__timer *t, uint64_t deadline);
+/* Disarm; false if it was not armed. */
+bool ac__wheel_remove(ac__wheel *w, ac__timer *t);
+/* Move time to `to`, appending every timer that became due to `due` (a
+ * list head), in deadline order. */
+void ac__wheel_advance(ac__wheel *w, uint64_t to, ac__timer *due);
+/* A tick at or before which something may need doing (UINT64_MAX: none
+ * armed). Exact for timers due within the current 64 ms block. */
+uint64_t ac__wheel_next_event(const ac__wheel *w);
+/* Unlink every armed timer into `out`. */
+void ac__wheel_take_all(ac__wheel *w, ac__timer *out);
+
+static inline bool ac__timer_armed(const ac__timer *t) { return t->prev != NULL; }
+
+void ac__timer_list_init(ac__timer *head);
+void ac__timer_list_append(ac__timer *head, ac__timer *t);
+ac__timer *ac__timer_list_pop(ac__timer *head);
+
+#endif

@@ -1,0 +1,330 @@
+/*
+ * The timer service of a system: the clock, the wheel, the timer thread,
+ * and the scheduled messages built on them (ac_schedule_once/repeat).
+ *
+ * One mutex guards the wheel. Timers are collected under it and fired
+ * after it is released, so a firing timer may arm or cancel timers. The
+ * thread sleeps on a condition variable until the wheel's next event, or
+ * indefinitely while nothing is armed; arming an earlier deadline wakes it.
+ * With a manual clock there is no thread: ac_clock_advance moves time and
+ * fires on the caller's thread.
+ *
+ * Cancel and fire race benignly: cancel removes the timer under the lock
+ * and returns true only if it was still in the wheel, in which case fire
+ * will not run; otherwise fire has run or is about to.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/internal.h"
+
+struct ac__timers {
+    ac_system *system;
+    bool manual;
+    uint64_t start_ns;            /* real clock origin */
+    _Atomic uint64_t manual_now;  /* manual clock, ms */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool stop, thread_started;
+    uint64_t sleep_until; /* tick the thread sleeps until; UINT64_MAX: none */
+    pthread_t thread;
+    ac__wheel wheel;
+    atomic_size_t armed; /* mirror of wheel.armed, readable without the lock */
+};
+
+static uint64_t clock_now(ac__timers *t)
+{
+    if (t->manual)
+        return atomic_load_explicit(&t->manual_now, memory_order_acquire);
+    return (ac__now_ns() - t->start_ns) / 1000000ull;
+}
+
+static void fire_all(ac__timer *due)
+{
+    ac__timer *t;
+    while ((t = ac__timer_list_pop(due)))
+        t->ops->fire(t);
+}
+
+/* Call with the lock held: advance the wheel to the clock. */
+static void collect_due(ac__timers *t, ac__timer *due)
+{
+    ac__wheel_advance(&t->wheel, clock_now(t), due);
+    atomic_store_explicit(&t->armed, t->wheel.armed, memory_order_relaxed);
+}
+
+static void wait_until_tick(ac__timers *t, uint64_t target)
+{
+    uint64_t ns = t->start_ns + target * 1000000ull;
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
+                          .tv_nsec = (long)(ns % 1000000000ull)};
+    pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+}
+
+static void *timer_main(void *arg)
+{
+    ac__timers *t = arg;
+    pthread_mutex_lock(&t->lock);
+    while (!t->stop) {
+        ac__timer due;
+        ac__timer_list_init(&due);
+        collect_due(t, &due);
+        if (due.next != &due) {
+            pthread_mutex_unlock(&t->lock);
+            fire_all(&due);
+            pthread_mutex_lock(&t->lock);
+            continue;
+        }
+        t->sleep_until = ac__wheel_next_event(&t->wheel);
+        if (t->sleep_until == UINT64_MAX)
+            pthread_cond_wait(&t->cond, &t->lock);
+        else
+            wait_until_tick(t, t->sleep_until);
+        t->sleep_until = UINT64_MAX;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return NULL;
+}
+
+ac__timers *ac__timers_create(ac_system *sys, bool manual)
+{
+    ac__timers *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->system = sys;
+    t->manual = manual;
+    t->start_ns = ac__now_ns();
+    t->sleep_until = UINT64_MAX;
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    ac__wheel_init(&t->wheel, 0);
+    if (!manual) {
+        int rc = pthread_create(&t->thread, NULL, timer_main, t);
+        if (rc != 0) {
+            ac__timers_destroy(t);
+            return ac__fail_null(AC_ESYS, "could not start the timer thread: %s", strerror(rc));
+        }
+        t->thread_started = true;
+    }
+    return t;
+}
+
+void ac__timers_stop(ac__timers *t)
+{
+    if (!t || !t->thread_started)
+        return;
+    pthread_mutex_lock(&t->lock);
+    t->stop = true;
+    pthread_cond_signal(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+    pthread_join(t->thread, NULL);
+    t->thread_started = false;
+}
+
+void ac__timers_destroy(ac__timers *t)
+{
+    if (!t)
+        return;
+    ac__timers_stop(t);
+    ac__timer left;
+    ac__timer_list_init(&left);
+    pthread_mutex_lock(&t->lock);
+    ac__wheel_take_all(&t->wheel, &left);
+    atomic_store_explicit(&t->armed, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&t->lock);
+    ac__timer *x;
+    while ((x = ac__timer_list_pop(&left)))
+        x->ops->discard(x);
+    pthread_mutex_destroy(&t->lock);
+    pthread_cond_destroy(&t->cond);
+    free(t);
+}
+
+void ac__timer_arm(ac__timers *t, ac__timer *timer, uint64_t delay_ms)
+{
+    pthread_mutex_lock(&t->lock);
+    uint64_t now = clock_now(t);
+    if (t->wheel.armed == 0 && now > t->wheel.now)
+        t->wheel.now = now; /* idle wheel: catch up without ticking */
+    ac__wheel_add(&t->wheel, timer, now + (delay_ms ? delay_ms : 1));
+    atomic_store_explicit(&t->armed, t->wheel.armed, memory_order_relaxed);
+    if (timer->deadline < t->sleep_until || t->wheel.armed == 1)
+        pthread_cond_signal(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+}
+
+bool ac__timer_cancel(ac__timers *t, ac__timer *timer)
+{
+    pthread_mutex_lock(&t->lock);
+    bool removed = ac__wheel_remove(&t->wheel, timer);
+    if (removed)
+        atomic_store_explicit(&t->armed, t->wheel.armed, memory_order_relaxed);
+    pthread_mutex_unlock(&t->lock);
+    return removed;
+}
+
+/* ---- the clock -------------------------------------------------------- */
+
+int64_t ac_clock_now_ms(const ac_system *system)
+{
+    return system ? (int64_t)clock_now(system->timers) : 0;
+}
+
+size_t ac_timers_armed(const ac_system *system)
+{
+    return system ? atomic_load_explicit(&system->timers->armed, memory_order_relaxed) : 0;
+}
+
+ac_status ac_clock_advance(ac_system *system, int64_t ms)
+{
+    if (!system)
+        return ac__fail(AC_EINVAL, "ac_clock_advance: system is NULL");
+    ac__timers *t = system->timers;
+    if (!t->manual)
+        return ac__fail(AC_EINVAL,
+                        "ac_clock_advance: system \"%s\" runs on the real clock (set "
+                        "ac_system_options.manual_clock)",
+                        system->name);
+    if (ms < 0)
+        return ac__fail(AC_EINVAL, "ac_clock_advance: ms = %lld; time only moves forward",
+                        (long long)ms);
+    if (ac__tls_actor)
+        return ac__fail(AC_EINACTOR, "ac_clock_advance: not allowed inside an actor");
+    ac__timer due;
+    ac__timer_list_init(&due);
+    pthread_mutex_lock(&t->lock);
+    atomic_store_explicit(&t->manual_now, atomic_load(&t->manual_now) + (uint64_t)ms,
+                          memory_order_release);
+    collect_due(t, &due);
+    pthread_mutex_unlock(&t->lock);
+    fire_all(&due);
+    return AC_OK;
+}
+
+/* ---- scheduled messages ----------------------------------------------- */
+
+struct ac_cancellable {
+    ac__timer timer;
+    atomic_uint refs;      /* the caller's + one while armed */
+    atomic_bool cancelled;
+    ac_system *system;
+    ac_ref *target, *sender;
+    ac_msg *msg;
+    uint64_t interval_ms; /* 0: once */
+};
+
+static void cancellable_release(ac_cancellable *c)
+{
+    /* acq_rel: every other holder's uses happen before the free. */
+    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    ac_ref_release(c->target);
+    ac_ref_release(c->sender);
+    ac_msg_release(c->msg);
+    free(c);
+}
+
+static bool target_dead(ac_ref *target)
+{
+    ac__actor *a = ac__actor_of(target);
+    return a && atomic_load_explicit(&a->state, memory_order_acquire) == AC__ACTOR_DEAD;
+}
+
+static void schedule_fire(ac__timer *timer)
+{
+    ac_cancellable *c = (ac_cancellable *)timer;
+    if (!atomic_load_explicit(&c->cancelled, memory_order_acquire)) {
+        ac_tell(c->target, ac_msg_retain(c->msg), c->sender);
+        if (c->interval_ms && !target_dead(c->target)) {
+            ac__timer_arm(c->system->timers, &c->timer, c->interval_ms); /* keeps the ref */
+            return;
+        }
+    }
+    cancellable_release(c);
+}
+
+static void schedule_discard(ac__timer *timer)
+{
+    /* The system is going away: let go of its refs now, so that a handle
+     * released later touches nothing of the system. */
+    ac_cancellable *c = (ac_cancellable *)timer;
+    ac_ref_release(c->target);
+    ac_ref_release(c->sender);
+    ac_msg_release(c->msg);
+    c->target = c->sender = NULL;
+    c->msg = NULL;
+    cancellable_release(c);
+}
+
+static const ac__timer_ops schedule_ops = {.fire = schedule_fire, .discard = schedule_discard};
+
+static ac_cancellable *schedule(const char *fn, ac_ref *target, int64_t delay_ms,
+                                int64_t interval_ms, ac_msg *msg, ac_ref *sender)
+{
+    const char *bad = !msg ? "message is NULL" : !target ? "target is NULL" : NULL;
+    if (!bad && delay_ms < 0)
+        bad = "delay is negative";
+    if (!bad && interval_ms < 0)
+        bad = "interval must be at least 1 ms";
+    if (bad) {
+        ac_msg_release(msg);
+        return ac__fail_null(AC_EINVAL, "%s: %s", fn, bad);
+    }
+    ac_cancellable *c = calloc(1, sizeof *c);
+    if (!c) {
+        ac_msg_release(msg);
+        return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
+    }
+    c->timer.ops = &schedule_ops;
+    atomic_init(&c->refs, 2);
+    c->system = target->system;
+    c->target = ac_ref_retain(target);
+    c->sender = ac_ref_retain(sender);
+    c->msg = msg;
+    c->interval_ms = (uint64_t)interval_ms;
+    ac__timer_arm(c->system->timers, &c->timer, (uint64_t)delay_ms);
+    return c;
+}
+
+ac_cancellable *ac_schedule_once(ac_ref *target, int64_t delay_ms, ac_msg *msg, ac_ref *sender)
+{
+    return schedule("ac_schedule_once", target, delay_ms, 0, msg, sender);
+}
+
+ac_cancellable *ac_schedule_repeat(ac_ref *target, int64_t initial_ms, int64_t interval_ms,
+                                   ac_msg *msg, ac_ref *sender)
+{
+    if (interval_ms < 1) {
+        ac_msg_release(msg);
+        return ac__fail_null(AC_EINVAL, "ac_schedule_repeat: interval_ms = %lld; use >= 1",
+                             (long long)interval_ms);
+    }
+    return schedule("ac_schedule_repeat", target, initial_ms, interval_ms, msg, sender);
+}
+
+bool ac_cancel(ac_cancellable *c)
+{
+    if (!c)
+        return ac__fail(AC_EINVAL, "ac_cancel: handle is NULL"), false;
+    if (atomic_exchange_explicit(&c->cancelled, true, memory_order_acq_rel))
+        return false;
+    if (ac__timer_cancel(c->system->timers, &c->timer)) {
+        cancellable_release(c); /* the wheel's reference */
+        return true;
+    }
+    /* Firing right now: the flag stops a repeat; a once-timer that is
+     * mid-fire has delivered (or is delivering) its message. */
+    return c->interval_ms != 0;
+}
+
+void ac_cancellable_release(ac_cancellable *c)
+{
+    if (c)
+        cancellable_release(c);
+}
