@@ -187,7 +187,12 @@ static void test_batch_one_lets_others_run(void **state)
     assert_eventually(ts_wait_eq(&d->flood_handled, FLOOD + 1, TS_WAIT_S), "flood drained");
     long long at = atomic_load(&d->flood_at_other);
     print_message("other ran after %lld of %d flood messages\n", at, FLOOD + 1);
-    assert_true(at < FLOOD + 1);
+    /* a generous bound: with batch 1 the other actor waits for a handful of
+     * turns; a batch that was not honoured would keep the worker on the
+     * flood for thousands of messages */
+    if (at > 1000) {
+        fail_msg("the other actor ran only after %lld flood messages", at);
+    }
     ac_ref_release(flood);
     ac_ref_release(other);
     assert_status(ts_fx_terminate(fx), AC_OK);
