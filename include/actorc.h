@@ -16,6 +16,7 @@
 #include "actorc/system.h"
 #include "actorc/actor.h"
 #include "actorc/error.h"
+#include "actorc/supervision.h"
 #include "actorc/timer.h"
 #include "actorc/ask.h"
 

@@ -32,6 +32,8 @@ struct ac_props {
     const ac_actor_def *def;
     void *user_data;
     void (*user_data_free)(void *);
+    bool has_strategy;
+    ac_supervisor_strategy strategy;
 };
 
 /* ---- message types owned by the core ---------------------------------- */
@@ -206,6 +208,22 @@ ac_status ac_props_set_user_data_free(ac_props *props, void (*free_fn)(void *))
     return AC_OK;
 }
 
+ac_status ac_props_set_supervisor(ac_props *props, const ac_supervisor_strategy *strategy)
+{
+    if (!props || !strategy)
+        return ac__fail(AC_EINVAL, "ac_props_set_supervisor: %s is NULL",
+                        props ? "strategy" : "props");
+    if ((int)strategy->directive < AC_RESTART || strategy->directive > AC_ESCALATE)
+        return ac__fail(AC_EINVAL, "ac_props_set_supervisor: directive = %d is not an ac_directive",
+                        (int)strategy->directive);
+    if (strategy->within_ms < 0)
+        return ac__fail(AC_EINVAL, "ac_props_set_supervisor: within_ms = %lld; use >= 1, or 0 for %d",
+                        (long long)strategy->within_ms, AC_DEFAULT_RESTART_WINDOW_MS);
+    props->strategy = *strategy;
+    props->has_strategy = true;
+    return AC_OK;
+}
+
 void ac_props_free(ac_props *props)
 {
     if (!props)
@@ -308,6 +326,16 @@ static ac_ref *spawn_child_of(ac__actor *parent, ac_props *props, const char *na
         free(path);
         return ac__fail_null(AC_ENOMEM, "spawn: out of memory for %s", name);
     }
+    if (props->has_strategy) {
+        a->strategy = malloc(sizeof *a->strategy);
+        if (!a->strategy) {
+            ac__children_remove(parent->children, a);
+            free(a);
+            free(path);
+            return ac__fail_null(AC_ENOMEM, "spawn: out of memory for %s", name);
+        }
+        *a->strategy = props->strategy;
+    }
     a->parent = parent;
     a->user_data = props->user_data;
     a->user_data_free = props->user_data_free;
@@ -390,10 +418,16 @@ static void actor_deliver(ac_ref *self, ac__node *node)
 
 void ac__actor_push_sys(ac__actor *a, ac__sys_kind kind, ac_ref *ref)
 {
+    ac__actor_push_sys_err(a, kind, ref, NULL);
+}
+
+void ac__actor_push_sys_err(ac__actor *a, ac__sys_kind kind, ac_ref *ref, ac_error *err)
+{
     ac__sysmsg *m = malloc(sizeof *m);
     AC__ASSERT(m != NULL); /* losing a system message would hang a stop */
     m->kind = kind;
     m->ref = ac_ref_retain(ref);
+    m->err = ac_error_retain(err);
     ac__sysmsg *head = atomic_load_explicit(&a->sysq, memory_order_relaxed);
     do {
         m->next = head;
@@ -509,14 +543,144 @@ static void unlock_children(ac__actor *a)
         pthread_mutex_unlock(&a->ref.system->guardian_lock);
 }
 
-static void actor_start(ac__actor *a)
+static void fail_actor(ac__actor *a, ac_error *cause, ac_msg *msg);
+
+static void set_state(ac__actor *a, ac__actor_state st)
+{
+    /* Release: producers' acquire loads (DEAD check) see what came before. */
+    atomic_store_explicit(&a->state, (int)st, memory_order_release);
+}
+
+/* init (on a zeroed state) then pre_start, or post_restart after a restart. */
+static void actor_start(ac__actor *a, ac_error *restart_cause)
 {
     ac_ctx ctx = {.self = a};
-    atomic_store_explicit(&a->state, AC__ACTOR_RUNNING, memory_order_release);
+    set_state(a, AC__ACTOR_RUNNING);
+    memset(a->state_mem, 0, a->def->state_size);
     if (a->def->init)
         a->def->init(&ctx, a->state_mem);
-    if (a->def->pre_start)
+    if (restart_cause && a->def->post_restart)
+        a->def->post_restart(&ctx, restart_cause);
+    else if (a->def->pre_start)
         a->def->pre_start(&ctx);
+    if (ctx.failure)
+        fail_actor(a, ctx.failure, NULL);
+}
+
+/* ---- failure and supervision ------------------------------------------ */
+
+static ac__failure_record *failure_record(ac__actor *a)
+{
+    if (!a->failure) {
+        a->failure = calloc(1, sizeof *a->failure);
+        AC__ASSERT(a->failure != NULL);
+    }
+    return a->failure;
+}
+
+/* Suspend `a` and report `cause` (consumed) to its parent. */
+static void fail_actor(ac__actor *a, ac_error *cause, ac_msg *msg)
+{
+    ac__log(a->ref.system, AC_LOG_ERROR, a->path, "failed%s%s: %s: %s", msg ? " handling a " : "",
+            msg ? msg->type->name : "", ac_error_name(cause), ac_error_message(cause));
+    ac__failure_record *f = failure_record(a);
+    ac_error_release(f->cause);
+    ac_msg_release(f->failed_msg);
+    f->cause = cause;
+    f->failed_msg = ac_msg_retain(msg);
+    set_state(a, AC__ACTOR_SUSPENDED);
+    ac__actor_push_sys_err(a->parent, AC__SYS_FAILED, &a->ref, cause);
+}
+
+static void clear_failure(ac__actor *a)
+{
+    if (!a->failure)
+        return;
+    ac_error_release(a->failure->cause);
+    ac_msg_release(a->failure->failed_msg);
+    a->failure->cause = NULL;
+    a->failure->failed_msg = NULL;
+}
+
+ac_status ac_fail(ac_ctx *ctx, ac_error *cause)
+{
+    if (!ctx || !cause) {
+        ac_error_release(cause);
+        return ac__fail(AC_EINVAL, "ac_fail: %s is NULL", ctx ? "cause" : "ctx");
+    }
+    if (ctx->failure) {
+        ac_error_release(cause);
+        return AC_OK;
+    }
+    ctx->failure = cause;
+    return AC_OK;
+}
+
+static bool stop_child(ac__actor *child, void *unused);
+
+static void finish_restart(ac__actor *a)
+{
+    ac_error *cause = a->failure ? ac_error_retain(a->failure->cause) : NULL;
+    clear_failure(a);
+    actor_start(a, cause);
+    ac_error_release(cause);
+}
+
+static void begin_restart(ac__actor *a)
+{
+    if (atomic_load_explicit(&a->state, memory_order_relaxed) != AC__ACTOR_SUSPENDED)
+        return;
+    ac_ctx ctx = {.self = a};
+    ac__failure_record *f = a->failure;
+    if (a->def->pre_restart)
+        a->def->pre_restart(&ctx, f ? f->cause : NULL, f ? f->failed_msg : NULL);
+    else if (a->def->post_stop)
+        a->def->post_stop(&ctx);
+    if (ctx.failure) { /* a failing pre_restart does not stop the restart */
+        ac__log(a->ref.system, AC_LOG_ERROR, a->path, "pre_restart failed: %s: %s",
+                ac_error_name(ctx.failure), ac_error_message(ctx.failure));
+        ac_error_release(ctx.failure);
+    }
+    set_state(a, AC__ACTOR_RESTARTING);
+    size_t n = ac__children_count(a->children);
+    ac__children_each(a->children, stop_child, NULL);
+    if (n == 0)
+        finish_restart(a);
+}
+
+static void resume(ac__actor *a)
+{
+    if (atomic_load_explicit(&a->state, memory_order_relaxed) != AC__ACTOR_SUSPENDED)
+        return;
+    clear_failure(a);
+    set_state(a, AC__ACTOR_RUNNING);
+}
+
+static void begin_stop(ac__actor *a);
+
+static void child_failed(ac__actor *a, ac_ref *child_ref, ac_error *cause)
+{
+    ac__actor *child = ac__actor_of(child_ref);
+    if (ac__children_find(a->children, child->name) != child)
+        return; /* stale: that child is gone */
+    int st = atomic_load_explicit(&a->state, memory_order_relaxed);
+    if (st >= AC__ACTOR_RESTARTING)
+        return; /* the child is being stopped anyway */
+    switch (ac__supervise_decide(a, child, cause)) {
+    case AC_RESUME:
+        ac__actor_push_sys(child, AC__SYS_RESUME, NULL);
+        break;
+    case AC_RESTART:
+        ac__actor_push_sys(child, AC__SYS_RESTART, NULL);
+        break;
+    case AC_STOP:
+        ac__actor_push_sys(child, AC__SYS_STOP, NULL);
+        break;
+    case AC_ESCALATE:
+        if (st == AC__ACTOR_RUNNING)
+            fail_actor(a, ac_error_retain(cause), NULL);
+        break;
+    }
 }
 
 static void finish_stop(ac__actor *a)
@@ -524,7 +688,13 @@ static void finish_stop(ac__actor *a)
     ac_ctx ctx = {.self = a};
     if (a->def->post_stop)
         a->def->post_stop(&ctx);
-    atomic_store_explicit(&a->state, AC__ACTOR_DEAD, memory_order_release);
+    if (ctx.failure) { /* nothing left to supervise: just tell */
+        ac__log(a->ref.system, AC_LOG_ERROR, a->path, "post_stop failed: %s: %s",
+                ac_error_name(ctx.failure), ac_error_message(ctx.failure));
+        ac_error_release(ctx.failure);
+    }
+    clear_failure(a);
+    set_state(a, AC__ACTOR_DEAD);
     for (uint32_t i = 0; i < a->watchers.count; i++)
         send_terminated(a, a->watchers.items[i]);
     ac__refset_clear(&a->watchers);
@@ -570,8 +740,13 @@ static void child_terminated(ac__actor *a, ac_ref *child_ref)
     unlock_children(a);
     if (removed)
         ac_ref_release(child_ref); /* the table's reference */
-    if (left == 0 && atomic_load_explicit(&a->state, memory_order_relaxed) == AC__ACTOR_STOPPING)
+    if (left > 0)
+        return;
+    int st = atomic_load_explicit(&a->state, memory_order_relaxed);
+    if (st == AC__ACTOR_STOPPING)
         finish_stop(a);
+    else if (st == AC__ACTOR_RESTARTING)
+        finish_restart(a);
 }
 
 static void handle_sys(ac__actor *a, ac__sysmsg *m)
@@ -593,8 +768,19 @@ static void handle_sys(ac__actor *a, ac__sysmsg *m)
     case AC__SYS_CHILD_TERMINATED:
         child_terminated(a, m->ref);
         break;
+    case AC__SYS_FAILED:
+        if (!dead)
+            child_failed(a, m->ref, m->err);
+        break;
+    case AC__SYS_RESUME:
+        resume(a);
+        break;
+    case AC__SYS_RESTART:
+        begin_restart(a);
+        break;
     }
     ac_ref_release(m->ref);
+    ac_error_release(m->err);
     free(m);
 }
 
@@ -635,6 +821,8 @@ static void dispatch(ac__actor *a, ac__node *node)
             ((ac__run_header *)(void *)msg->payload)->run(&ctx, msg);
         else
             a->def->receive(&ctx, msg);
+        if (AC__UNLIKELY(ctx.failure != NULL))
+            fail_actor(a, ctx.failure, msg);
     }
     ac_ref_release(sender);
     ac_msg_release(msg);
@@ -659,7 +847,7 @@ void ac__actor_turn(ac__actor *a, int batch)
 {
     ac__tls_actor = a;
     if (state_of(a) == AC__ACTOR_NEW)
-        actor_start(a);
+        actor_start(a, NULL);
     drain_sys(a);
     for (int i = 0; i < batch && state_of(a) == AC__ACTOR_RUNNING; i++) {
         if (atomic_load_explicit(&a->sysq, memory_order_relaxed) && drain_sys(a))
@@ -684,7 +872,8 @@ void ac__actor_turn(ac__actor *a, int batch)
  * sides (mailbox push, the clear and the loads) makes that visible. */
 static void end_turn(ac__actor *a)
 {
-    bool mailbox_counts = state_of(a) != AC__ACTOR_STOPPING;
+    int st = state_of(a);
+    bool mailbox_counts = st == AC__ACTOR_RUNNING || st == AC__ACTOR_DEAD;
     bool leftover = mailbox_counts && ac__mailbox_maybe_nonempty(&a->mailbox);
     ac__node *head = atomic_load_explicit(&a->mailbox.head, memory_order_seq_cst);
     atomic_store_explicit(&a->scheduled, 0, memory_order_seq_cst);
@@ -709,6 +898,7 @@ static void drain_queues(ac__actor *a)
     while (m) {
         ac__sysmsg *next = m->next;
         ac_ref_release(m->ref);
+        ac_error_release(m->err);
         free(m);
         m = next;
     }
@@ -716,6 +906,9 @@ static void drain_queues(ac__actor *a)
 
 static void free_cell(ac__actor *a)
 {
+    clear_failure(a);
+    free(a->failure);
+    free(a->strategy);
     ac__children_destroy(a->children);
     ac__refset_clear(&a->watchers);
     ac__refset_clear(&a->watching);

@@ -113,9 +113,11 @@ bool ac__mailbox_maybe_nonempty(ac__mailbox *mb);
 /* ---- actors (actor.c) ------------------------------------------------- */
 
 typedef enum ac__actor_state {
-    AC__ACTOR_NEW = 0,  /* spawned; init/pre_start not run yet */
+    AC__ACTOR_NEW = 0,    /* spawned; init/pre_start not run yet */
     AC__ACTOR_RUNNING,
-    AC__ACTOR_STOPPING, /* waiting for children to stop */
+    AC__ACTOR_SUSPENDED,  /* failed; waiting for the parent's decision */
+    AC__ACTOR_RESTARTING, /* waiting for children to stop, then re-init */
+    AC__ACTOR_STOPPING,   /* waiting for children to stop, then post_stop */
     AC__ACTOR_DEAD
 } ac__actor_state;
 
@@ -123,14 +125,27 @@ typedef enum ac__sys_kind {
     AC__SYS_STOP = 1,
     AC__SYS_WATCH,            /* ref = watcher */
     AC__SYS_UNWATCH,          /* ref = watcher */
-    AC__SYS_CHILD_TERMINATED  /* ref = child */
+    AC__SYS_CHILD_TERMINATED, /* ref = child */
+    AC__SYS_FAILED,           /* ref = child, err = cause */
+    AC__SYS_RESUME,
+    AC__SYS_RESTART
 } ac__sys_kind;
 
 typedef struct ac__sysmsg {
     struct ac__sysmsg *next;
     ac__sys_kind kind;
-    ac_ref *ref; /* retained */
+    ac_ref *ref;  /* retained */
+    ac_error *err; /* retained */
 } ac__sysmsg;
+
+/* What an actor keeps about its failures; allocated at the first one. */
+typedef struct ac__failure_record {
+    ac_error *cause;    /* current failure, until resumed or restarted */
+    ac_msg *failed_msg; /* the message being handled, or NULL */
+    /* Restart accounting, written only in the parent's turns. */
+    int restarts;
+    int64_t window_start_ms;
+} ac__failure_record;
 
 /* A growable set of retained refs (watchers, watched). */
 typedef struct ac__refset {
@@ -160,6 +175,8 @@ typedef struct ac__actor {
     ac__refset watching; /* whom I watch */
     uint64_t anon_seq;
     uint64_t ask_seq; /* correlation ids of ac_ask_in */
+    ac_supervisor_strategy *strategy; /* how I supervise my children; NULL: default */
+    ac__failure_record *failure;
     struct ac__actor *reg_prev, *reg_next; /* system registry, under its lock */
     _Alignas(16) unsigned char state_mem[];
 } ac__actor;
@@ -182,7 +199,13 @@ struct ac_ctx {
     ac__actor *self;
     ac_msg *msg;    /* current message, borrowed */
     ac_ref *sender; /* borrowed */
+    ac_error *failure; /* set by ac_fail */
 };
+
+/* ---- supervision (supervision.c) -------------------------------------- */
+
+/* The parent's decision for a failed child (in the parent's turn). */
+ac_directive ac__supervise_decide(ac__actor *parent, ac__actor *child, ac_error *cause);
 
 /* Run one turn of `actor` on the calling worker. Consumes the scheduled
  * reference unless the actor is rescheduled. */
@@ -190,6 +213,7 @@ void ac__actor_turn(ac__actor *actor, int batch);
 /* Mark scheduled and hand to the scheduler (takes a ref) if it was not. */
 void ac__actor_schedule(ac__actor *actor);
 void ac__actor_push_sys(ac__actor *actor, ac__sys_kind kind, ac_ref *ref);
+void ac__actor_push_sys_err(ac__actor *actor, ac__sys_kind kind, ac_ref *ref, ac_error *err);
 /* Free an actor's memory regardless of refcount (system teardown). */
 void ac__actor_destroy_now(ac__actor *actor);
 /* Release what is queued in a cell (system teardown; refs are held). */
