@@ -413,11 +413,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_system_create_bad_input, reset, ts_teardown),
         cmocka_unit_test_setup_teardown(test_props_bad_input, reset, ts_teardown),
         cmocka_unit_test_setup_teardown(test_spawn_bad_input, reset, ts_teardown),
-        cmocka_unit_test_setup_teardown(test_tell_bad_input, reset, ts_teardown),
         cmocka_unit_test_setup_teardown(test_ctx_functions_outside_actor, reset, ts_teardown),
         cmocka_unit_test_setup_teardown(test_dead_letter_api_bad_input, reset, ts_teardown),
         cmocka_unit_test_setup_teardown(test_message_bad_input, reset, ts_teardown),
         cmocka_unit_test_setup_teardown(test_log_bad_input, reset, ts_teardown),
+        cmocka_unit_test_setup_teardown(test_tell_bad_input, reset, ts_teardown),
     };
     return cmocka_run_group_tests_name("bad_input", tests, NULL, NULL);
 }
