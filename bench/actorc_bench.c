@@ -682,6 +682,121 @@ static void bench_idle(ac_system *sys, const void *param)
     free(refs);
 }
 
+/* -------------------------------------------------------------- restart --- */
+/* One operation: M int messages to an actor that fails (ac_fail) on every
+ * odd one and counts the even ones, then a Count; its supervisor restarts
+ * it every time (no restart limit). The Count reply carries the handled and
+ * restart counts, which live outside the actor's state (a restart resets
+ * that): M/2 each, so no failed message was retried and none was lost.
+ * Timed by the main thread, first send to the reply. Its own system, with
+ * logging off, so that the error line of every failure is not written. */
+
+enum { RESTART_MSGS = 100000, RESTART_ITERS = 10, RESTART_WARM = 2 };
+
+typedef struct restart_env {
+    latch done;
+    ac_ref *failer;   /* set by the supervisor's pre_start, before it signals */
+    int64_t handled;  /* only the failer's handlers touch these two */
+    int64_t restarts;
+} restart_env;
+
+static void failer_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    restart_env *env = ac_ctx_user_data(ctx);
+    if (ac_msg_is(msg, &ac_msg_type_int64)) {
+        if (ac_msg_int64(msg) & 1) {
+            ac_error *e = ac_error_new("bench.Odd", "odd message");
+            if (!e)
+                die("ac_error_new");
+            check(ac_fail(ctx, e), "ac_fail");
+        } else {
+            env->handled++;
+        }
+    } else if (ac_msg_is(msg, &COUNT)) {
+        latch_signal(&env->done, env->handled, env->restarts, now_ns());
+    } else {
+        unexpected(ctx, msg);
+    }
+}
+
+static void failer_post_restart(ac_ctx *ctx, const ac_error *cause)
+{
+    restart_env *env = ac_ctx_user_data(ctx);
+    if (!ac_error_is(cause, "bench.Odd"))
+        fail("restart: restarted for another cause");
+    env->restarts++;
+}
+
+static const ac_actor_def failer = {
+    .name = "Failer", .receive = failer_receive, .post_restart = failer_post_restart};
+
+static void restart_sup_pre_start(ac_ctx *ctx)
+{
+    restart_env *env = ac_ctx_user_data(ctx);
+    ac_props *props = ac_props_new(&failer, env);
+    if (!props)
+        die("ac_props_new");
+    env->failer = ac_spawn_child(ctx, props, "failer");
+    if (!env->failer)
+        die("ac_spawn_child");
+    latch_signal(&env->done, 0, 0, 0);
+}
+
+static void restart_sup_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    unexpected(ctx, msg);
+}
+
+static const ac_actor_def restart_sup = {
+    .name = "RestartSupervisor", .pre_start = restart_sup_pre_start, .receive = restart_sup_receive};
+
+static void bench_restart(ac_system *bench_sys, const void *param)
+{
+    (void)bench_sys;
+    (void)param;
+    ac_system_options opts = {.log_level = AC_LOG_OFF};
+    ac_system *sys = ac_system_create("bench_restart", &opts);
+    if (!sys)
+        die("ac_system_create");
+    restart_env env = {0};
+    uint64_t seen = 0;
+    int64_t r[3];
+    double rates[RESTART_ITERS];
+    latch_init(&env.done);
+    ac_props *props = ac_props_new(&restart_sup, &env);
+    if (!props)
+        die("ac_props_new");
+    ac_supervisor_strategy never_give_up = {.directive = AC_RESTART, .max_restarts = -1};
+    check(ac_props_set_supervisor(props, &never_give_up), "ac_props_set_supervisor");
+    ac_ref *sup = ac_spawn(sys, props, "supervisor");
+    if (!sup)
+        die("ac_spawn");
+    latch_wait(&env.done, &seen, r);
+    for (int it = 0; it < RESTART_WARM + RESTART_ITERS; it++) {
+        int64_t t0 = now_ns();
+        for (int64_t i = 0; i < RESTART_MSGS; i++) {
+            ac_msg *m = ac_msg_int64_new(i);
+            if (!m)
+                die("ac_msg_int64_new");
+            tell(env.failer, m, NULL);
+        }
+        tell(env.failer, msg_new(&COUNT, 0, 0, 0), NULL);
+        latch_wait(&env.done, &seen, r);
+        int64_t rounds = it + 1;
+        if (r[0] != rounds * RESTART_MSGS / 2)
+            fail("restart: handled count (a failed message retried or one lost)");
+        if (r[1] != rounds * RESTART_MSGS / 2)
+            fail("restart: restart count");
+        if (it >= RESTART_WARM)
+            rates[it - RESTART_WARM] = (RESTART_MSGS / 2) * 1e9 / (double)(r[2] - t0);
+    }
+    result("restart", "restarts_per_s", median(rates, RESTART_ITERS), "restarts/s");
+    ac_ref_release(env.failer);
+    stop_release(sup);
+    check(ac_system_terminate(sys), "ac_system_terminate");
+    latch_fini(&env.done);
+}
+
 /* ------------------------------------------------------------ the table --- */
 
 typedef struct workload {
@@ -698,6 +813,7 @@ static const workload WORKLOADS[] = {
     {"tell_10k", "suite", bench_tell, &TELL_10K},
     {"pingpong", "suite", bench_pingpong, NULL},
     {"idle_mem", "mem", bench_idle_mem, NULL},
+    {"restart", "suite", bench_restart, NULL},
     {"idle", "idle", bench_idle, NULL},
 };
 enum { NWORKLOADS = sizeof WORKLOADS / sizeof WORKLOADS[0] };
