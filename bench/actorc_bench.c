@@ -3,7 +3,8 @@
  * 25; see the peers' README.md and bench.cpp / bench.erl).
  *
  *   actorc-bench suite     every workload of the suite group, then idle
- *   actorc-bench mem       idle-actor memory (run it in a fresh process)
+ *   actorc-bench mem       the memory workloads (idle actors, asks in
+ *                          flight), each in a fresh child process
  *   actorc-bench idle      CPU used by an idle system of 10,000 actors
  *   actorc-bench NAME      one workload (see `actorc-bench list`)
  *   actorc-bench version | compiler    for the run header
@@ -22,9 +23,11 @@
  * exits 2; a failing API call prints `ERROR: ...` and exits 1.
  *
  * One system serves a whole process, as one actor_system or one VM does for
- * the peers. Workloads live in a table so that new ones (ask, scatter) are a
- * function and a row; their latencies take nearest-rank percentiles, as the
- * peers' pct() does.
+ * the peers. Workloads live in a table so that new ones are a function and a
+ * row; latencies take nearest-rank percentiles, as the peers' pct() does.
+ * The memory workloads each want a process of their own (one run's freed
+ * memory would be reused by the next and hide its growth), so `mem` forks a
+ * child per workload before any system exists.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -37,7 +40,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#if __GLIBC_PREREQ(2, 33)
+#define HAVE_MALLINFO2 1
+#endif
+#endif
 
 /* ------------------------------------------------------------ utilities --- */
 
@@ -102,6 +115,23 @@ static double median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of n latencies (sorted in place), as the peers'
+ * pct(): the value of rank ceil(p/100 * n), at least 1. */
+static int64_t pct(int64_t *v, size_t n, double p)
+{
+    qsort(v, n, sizeof *v, cmp_i64);
+    size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+    if (rank < 1)
+        rank = 1;
+    return v[rank - 1];
+}
+
 static long rss_kib(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
@@ -116,6 +146,19 @@ static long rss_kib(void)
         }
     fclose(f);
     return kib;
+}
+
+/* Bytes the heap has handed out and not taken back (malloc's in-use chunks,
+ * their headers included, plus mmapped blocks), or -1 without mallinfo2.
+ * Unlike RSS it does not depend on whether freed memory is reused. */
+static long long heap_in_use(void)
+{
+#ifdef HAVE_MALLINFO2
+    struct mallinfo2 mi = mallinfo2();
+    return (long long)(mi.uordblks + mi.hblkhd);
+#else
+    return -1;
+#endif
 }
 
 static void *xcalloc(size_t n, size_t size)
@@ -187,6 +230,8 @@ static const ac_msg_type COUNT = {.name = "bench.Count"};     /* {} */
 static const ac_msg_type COUNTS = {.name = "bench.Counts"};   /* {n, sum} */
 static const ac_msg_type PING = {.name = "bench.Ping"};       /* {k} */
 static const ac_msg_type PONG = {.name = "bench.Pong"};       /* {k} */
+static const ac_msg_type ASK = {.name = "bench.Ask"};         /* {x}; the reply is int64 x+1 */
+static const ac_msg_type RELEASE = {.name = "bench.Release"}; /* {} */
 
 static ac_msg *msg_new(const ac_msg_type *type, int nvals, int64_t a, int64_t b)
 {
@@ -579,6 +624,333 @@ static void bench_pingpong(ac_system *sys, const void *param)
     latch_fini(&env.done);
 }
 
+/* ------------------------------------------------------------------ ask --- */
+/* One operation: one request {x} to a server actor that replies x+1; the
+ * caller checks every reply's type and value. 1,000 warm-up + 5,000
+ * measured, sequential. `ask`: the caller is the main thread, blocked in
+ * ac_ask_wait; `ask_in`: the caller is an actor, using ac_ask_in with a
+ * continuation that times the ask, checks it and issues the next one. As
+ * the peers do, the time of one ask covers making the request through
+ * having the reply; asks/s is the measured count over the summed times.
+ * The peers wait without limit; an ask here has a deadline far beyond any
+ * answer, and a timeout fails the check. */
+
+enum { ASK_WARM = 1000, ASK_N = 5000 };
+#define ASK_TIMEOUT_MS 60000
+
+static void ask_server_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    if (!ac_msg_is(msg, &ASK))
+        unexpected(ctx, msg);
+    ac_msg *reply = ac_msg_int64_new(arg(msg, 0) + 1);
+    if (!reply)
+        die("ac_msg_int64_new");
+    check(ac_reply(ctx, reply), "ac_reply");
+}
+
+static const ac_actor_def ask_server = {.name = "AskServer", .receive = ask_server_receive};
+
+/* Fails unless the ask succeeded with the reply x+1. */
+static void check_answer(const char *wl, ac_status st, const ac_answer *ans, int64_t x)
+{
+    char what[512];
+    if (st != AC_OK || ans->error) {
+        snprintf(what, sizeof what, "%s: ask %" PRId64 " failed: %s (%s: %s)", wl, x,
+                 ac_status_name(st), ac_error_name(ans->error), ac_error_message(ans->error));
+        fail(what);
+    }
+    int64_t r;
+    if (ac_msg_int64_get(ans->reply, &r) != AC_OK || r != x + 1) {
+        snprintf(what, sizeof what, "%s: ask %" PRId64 " got a wrong reply (%s)", wl, x,
+                 ac_msg_type_name(ans->reply));
+        fail(what);
+    }
+}
+
+static void report_latency(const char *wl, int64_t *lat, size_t n)
+{
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += lat[i];
+    result(wl, "p50", (double)pct(lat, n, 50) / 1000.0, "us");
+    result(wl, "p99", (double)pct(lat, n, 99) / 1000.0, "us");
+    result(wl, "asks_per_s", (double)n * 1e9 / (double)total, "asks/s");
+}
+
+static void bench_ask(ac_system *sys, const void *param)
+{
+    (void)param;
+    int64_t *lat = xcalloc(ASK_N, sizeof *lat);
+    ac_ref *srv = spawn_top(sys, &ask_server, NULL);
+    for (int64_t i = 0; i < ASK_WARM + ASK_N; i++) {
+        int64_t x = i;
+        ac_answer ans;
+        int64_t t0 = now_ns();
+        ac_status st = ac_ask_wait(srv, msg_new(&ASK, 1, x, 0), ASK_TIMEOUT_MS, &ans);
+        int64_t el = now_ns() - t0;
+        check_answer("ask", st, &ans, x);
+        ac_answer_release(&ans);
+        if (i >= ASK_WARM)
+            lat[i - ASK_WARM] = el;
+    }
+    report_latency("ask", lat, ASK_N);
+    stop_release(srv);
+    free(lat);
+}
+
+/* ask_in: the asker's user data. The latencies are read by the main thread
+ * only after the asker's last signal (the latch orders them). */
+typedef struct asker_env {
+    ac_ref *server;
+    int64_t *lat;
+    latch done;
+} asker_env;
+
+typedef struct asker_state {
+    int64_t warm, n, i, x, t0;
+} asker_state;
+
+static void asker_answer(ac_ctx *ctx, const ac_answer *answer, void *user);
+
+static void asker_next(ac_ctx *ctx, asker_state *st, asker_env *env)
+{
+    if (st->i == st->warm + st->n) {
+        latch_signal(&env->done, st->i, 0, 0);
+        return;
+    }
+    st->x = st->i;
+    st->t0 = now_ns();
+    check(ac_ask_in(ctx, env->server, msg_new(&ASK, 1, st->x, 0), ASK_TIMEOUT_MS, asker_answer,
+                    env, NULL),
+          "ac_ask_in");
+}
+
+static void asker_answer(ac_ctx *ctx, const ac_answer *answer, void *user)
+{
+    asker_state *st = ac_ctx_state(ctx);
+    asker_env *env = user;
+    int64_t el = now_ns() - st->t0;
+    check_answer("ask_in", answer->error ? AC_EFAILED : AC_OK, answer, st->x);
+    if (st->i >= st->warm)
+        env->lat[st->i - st->warm] = el;
+    st->i++;
+    asker_next(ctx, st, env);
+}
+
+static void asker_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    asker_state *st = ac_ctx_state(ctx);
+    if (!ac_msg_is(msg, &GO))
+        unexpected(ctx, msg);
+    st->warm = arg(msg, 0);
+    st->n = arg(msg, 1);
+    st->i = 0;
+    asker_next(ctx, st, ac_ctx_user_data(ctx));
+}
+
+static const ac_actor_def asker = {
+    .name = "Asker", .state_size = sizeof(asker_state), .receive = asker_receive};
+
+static void bench_ask_in(ac_system *sys, const void *param)
+{
+    (void)param;
+    asker_env env;
+    uint64_t seen = 0;
+    int64_t r[3];
+    latch_init(&env.done);
+    env.lat = xcalloc(ASK_N, sizeof *env.lat);
+    env.server = spawn_top(sys, &ask_server, NULL);
+    ac_ref *a = spawn_top(sys, &asker, &env);
+    tell(a, msg_new(&GO, 2, ASK_WARM, ASK_N), NULL);
+    latch_wait(&env.done, &seen, r);
+    if (r[0] != ASK_WARM + ASK_N)
+        fail("ask_in: ask count");
+    report_latency("ask_in", env.lat, ASK_N);
+    stop_release(a);
+    stop_release(env.server);
+    free(env.lat);
+    latch_fini(&env.done);
+}
+
+/* ------------------------------------------------------------- ask_par --- */
+/* Throughput: the main thread fires 100,000 asks (ac_ask futures) at one
+ * server, then collects every future in order and checks its reply; one
+ * operation is the lot, from the first ask to the last future released.
+ * 2 warm-up + 10 measured; the median rate. Every settled ask must have
+ * cancelled its timer. */
+
+enum { PAR_N = 100000, PAR_WARM = 2, PAR_ITERS = 10 };
+
+/* Collect futures[0..n) (asked with x = base + i): wait, check, release. */
+static void collect_futures(const char *wl, ac_future **futures, int64_t n, int64_t base)
+{
+    for (int64_t i = 0; i < n; i++) {
+        ac_answer ans;
+        ac_status st = ac_future_wait(futures[i], -1, &ans);
+        check_answer(wl, st, &ans, base + i);
+        ac_answer_release(&ans);
+        ac_future_release(futures[i]);
+        futures[i] = NULL;
+    }
+}
+
+static void fire_asks(ac_ref *target, ac_future **futures, int64_t n, int64_t base)
+{
+    for (int64_t i = 0; i < n; i++) {
+        futures[i] = ac_ask(target, msg_new(&ASK, 1, base + i, 0), ASK_TIMEOUT_MS);
+        if (!futures[i])
+            die("ac_ask");
+    }
+}
+
+static void check_no_timers(ac_system *sys, const char *wl)
+{
+    char what[256];
+    size_t armed = ac_timers_armed(sys);
+    if (armed != 0) {
+        snprintf(what, sizeof what, "%s: %zu timers still armed after every ask settled", wl,
+                 armed);
+        fail(what);
+    }
+}
+
+static void bench_ask_par(ac_system *sys, const void *param)
+{
+    (void)param;
+    ac_future **futures = xcalloc(PAR_N, sizeof *futures);
+    double rates[PAR_ITERS];
+    ac_ref *srv = spawn_top(sys, &ask_server, NULL);
+    for (int it = 0; it < PAR_WARM + PAR_ITERS; it++) {
+        int64_t base = (int64_t)it * PAR_N;
+        int64_t t0 = now_ns();
+        fire_asks(srv, futures, PAR_N, base);
+        collect_futures("ask_par", futures, PAR_N, base);
+        int64_t el = now_ns() - t0;
+        check_no_timers(sys, "ask_par");
+        if (it >= PAR_WARM)
+            rates[it - PAR_WARM] = PAR_N * 1e9 / (double)el;
+    }
+    result("ask_par", "asks_per_s", median(rates, PAR_ITERS), "asks/s");
+    stop_release(srv);
+    free(futures);
+}
+
+/* ask_par_mem (mem mode, fresh process): memory per ask in flight. 100,000
+ * asks from the main thread to a server that stashes each request (the
+ * message and its sender, the ask's reply ref, both retained) and answers
+ * none until told to release; the figure is the heap's growth between
+ * before the first ask and all 100,000 stashed, per ask: the ask's reply
+ * ref (future, timer, bookkeeping) and its request message, malloc's
+ * headers included. The caller's future array and the server's stash slots
+ * are allocated before the baseline, and a warm-up round of 1,000 runs the
+ * same path first. RSS growth over the same interval is printed as INFO. */
+
+enum { ASK_MEM_N = 100000, ASK_MEM_WARM = 1000 };
+
+typedef struct stash_env {
+    ac_ref **senders; /* retained */
+    ac_msg **msgs;    /* retained */
+    int64_t expect;   /* signal when this many are stashed */
+    latch done;
+} stash_env;
+
+typedef struct stasher_state {
+    int64_t n;
+} stasher_state;
+
+static void stasher_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    stasher_state *st = ac_ctx_state(ctx);
+    stash_env *env = ac_ctx_user_data(ctx);
+    if (ac_msg_is(msg, &ASK)) {
+        if (!ac_sender(ctx))
+            fail("ask_par_mem: a request without a sender");
+        env->senders[st->n] = ac_ref_retain(ac_sender(ctx));
+        env->msgs[st->n] = ac_msg_retain(msg);
+        if (++st->n == env->expect)
+            latch_signal(&env->done, st->n, 0, 0);
+    } else if (ac_msg_is(msg, &RELEASE)) {
+        for (int64_t k = 0; k < st->n; k++) {
+            ac_msg *reply = ac_msg_int64_new(arg(env->msgs[k], 0) + 1);
+            if (!reply)
+                die("ac_msg_int64_new");
+            tell(env->senders[k], reply, ac_self(ctx));
+            ac_ref_release(env->senders[k]);
+            ac_msg_release(env->msgs[k]);
+        }
+        st->n = 0;
+    } else {
+        unexpected(ctx, msg);
+    }
+}
+
+static const ac_actor_def stasher = {
+    .name = "Stasher", .state_size = sizeof(stasher_state), .receive = stasher_receive};
+
+/* Fire n asks, wait until all are stashed, then measure (before release). */
+static void stash_round(ac_ref *srv, stash_env *env, ac_future **futures, int64_t n,
+                        int64_t base, uint64_t *seen, long *rss, long long *heap)
+{
+    int64_t r[3];
+    env->expect = n;
+    fire_asks(srv, futures, n, base);
+    latch_wait(&env->done, seen, r);
+    if (r[0] != n)
+        fail("ask_par_mem: stash count");
+    if (rss) {
+        sleep_ms(200);
+        *rss = rss_kib();
+        *heap = heap_in_use();
+    }
+    tell(srv, msg_new(&RELEASE, 0, 0, 0), NULL);
+    collect_futures("ask_par_mem", futures, n, base);
+}
+
+static void bench_ask_par_mem(ac_system *sys, const void *param)
+{
+    (void)param;
+    stash_env env;
+    uint64_t seen = 0;
+    long rss_after = -1;
+    long long heap_after = -1;
+    latch_init(&env.done);
+    env.senders = xcalloc(ASK_MEM_N, sizeof *env.senders);
+    env.msgs = xcalloc(ASK_MEM_N, sizeof *env.msgs);
+    ac_future **futures = xcalloc(ASK_MEM_N, sizeof *futures);
+    /* Touch the arrays so that their pages count in the baseline. */
+    memset(env.senders, 0, ASK_MEM_N * sizeof *env.senders);
+    memset(env.msgs, 0, ASK_MEM_N * sizeof *env.msgs);
+    memset(futures, 0, ASK_MEM_N * sizeof *futures);
+    ac_ref *srv = spawn_top(sys, &stasher, &env);
+    stash_round(srv, &env, futures, ASK_MEM_WARM, 0, &seen, NULL, NULL);
+    sleep_ms(200);
+    long rss_before = rss_kib();
+    long long heap_before = heap_in_use();
+    stash_round(srv, &env, futures, ASK_MEM_N, ASK_MEM_WARM, &seen, &rss_after, &heap_after);
+    check_no_timers(sys, "ask_par_mem");
+    if (rss_before < 0 || rss_after < 0)
+        fail("ask_par_mem: cannot read VmRSS");
+    double rss_per = (double)(rss_after - rss_before) * 1024.0 / ASK_MEM_N;
+    if (heap_before >= 0) {
+        printf("INFO ask_par_mem asks_in_flight %d measure mallinfo2_uordblks+hblkhd"
+               " heap_before %lld heap_after %lld B rss_before %ld rss_after %ld KiB"
+               " rss_bytes_per_ask %.1f\n",
+               ASK_MEM_N, heap_before, heap_after, rss_before, rss_after, rss_per);
+        result("ask_par", "bytes_per_ask", (double)(heap_after - heap_before) / ASK_MEM_N, "B");
+    } else {
+        printf("INFO ask_par_mem asks_in_flight %d measure VmRSS rss_before %ld rss_after %ld"
+               " KiB\n",
+               ASK_MEM_N, rss_before, rss_after);
+        result("ask_par", "bytes_per_ask", rss_per, "B");
+    }
+    fflush(stdout);
+    stop_release(srv);
+    free(futures);
+    free(env.msgs);
+    free(env.senders);
+    latch_fini(&env.done);
+}
+
 /* --------------------------------------------------------- idle actors --- */
 /* Idle actors count their starts and stops in shared atomics (no messages,
  * so no message garbage inflates RSS) and wait to be stopped. */
@@ -811,8 +1183,12 @@ static const workload WORKLOADS[] = {
     {"spawn_in", "suite", bench_spawn_in, NULL},
     {"tell_1k", "suite", bench_tell, &TELL_1K},
     {"tell_10k", "suite", bench_tell, &TELL_10K},
+    {"ask", "suite", bench_ask, NULL},
+    {"ask_in", "suite", bench_ask_in, NULL},
     {"pingpong", "suite", bench_pingpong, NULL},
+    {"ask_par", "suite", bench_ask_par, NULL},
     {"idle_mem", "mem", bench_idle_mem, NULL},
+    {"ask_par_mem", "mem", bench_ask_par_mem, NULL},
     {"restart", "suite", bench_restart, NULL},
     {"idle", "idle", bench_idle, NULL},
 };
@@ -846,8 +1222,49 @@ static int usage(void)
 static int list_workloads(void)
 {
     for (size_t i = 0; i < NWORKLOADS; i++)
-        printf("%-10s %s\n", WORKLOADS[i].name, WORKLOADS[i].mode);
+        printf("%-12s %s\n", WORKLOADS[i].name, WORKLOADS[i].mode);
     return 0;
+}
+
+/* Run the selected workloads in this process, on one system. */
+static int run_here(const char *arg, const workload *only)
+{
+    ac_system *sys = ac_system_create("bench", NULL);
+    if (!sys)
+        die("ac_system_create");
+    printf("INFO actorc_version %d.%d.%d workers %d\n", AC_VERSION_MAJOR, AC_VERSION_MINOR,
+           AC_VERSION_PATCH, ac_system_workers(sys));
+    fflush(stdout);
+    for (size_t i = 0; i < NWORKLOADS; i++)
+        if (only ? &WORKLOADS[i] == only : selected(&WORKLOADS[i], arg))
+            WORKLOADS[i].run(sys, WORKLOADS[i].param);
+    check(ac_system_terminate(sys), "ac_system_terminate");
+    return 0;
+}
+
+/* Run one workload in a child process, forked while this process has no
+ * system (no threads); its exit status is the result. */
+static int run_in_child(const workload *w)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("ERROR: fork");
+        return 1;
+    }
+    if (pid == 0) {
+        int rc = run_here(NULL, w);
+        fflush(stdout);
+        _exit(rc);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+    }
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    fprintf(stderr, "ERROR: %s: killed by signal %d\n", w->name, WTERMSIG(status));
+    return 1;
 }
 
 static int run_selected(const char *arg)
@@ -857,16 +1274,15 @@ static int run_selected(const char *arg)
         todo += (size_t)selected(&WORKLOADS[i], arg);
     if (todo == 0)
         return usage();
-    ac_system *sys = ac_system_create("bench", NULL);
-    if (!sys)
-        die("ac_system_create");
-    printf("INFO actorc_version %d.%d.%d workers %d\n", AC_VERSION_MAJOR, AC_VERSION_MINOR,
-           AC_VERSION_PATCH, ac_system_workers(sys));
-    fflush(stdout);
-    for (size_t i = 0; i < NWORKLOADS; i++)
-        if (selected(&WORKLOADS[i], arg))
-            WORKLOADS[i].run(sys, WORKLOADS[i].param);
-    check(ac_system_terminate(sys), "ac_system_terminate");
+    if (strcmp(arg, "mem") != 0)
+        return run_here(arg, NULL);
+    for (size_t i = 0; i < NWORKLOADS; i++) {
+        if (!selected(&WORKLOADS[i], arg))
+            continue;
+        int rc = run_in_child(&WORKLOADS[i]);
+        if (rc != 0)
+            return rc;
+    }
     return 0;
 }
 

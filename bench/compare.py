@@ -9,6 +9,12 @@ system's median over its runs, and actorc's ratio to the best peer, oriented
 so that > 1 means actorc is better (throughput: actorc / best; latency,
 time per op, memory, CPU: best / actorc). "n/a": the system did not run;
 "-": the system has no such figure.
+
+Caller placement: `ask`, `spawn` and `scatter_seq` are driven from outside
+the runtime (a blocked thread), the `_in` figures from inside (an actor).
+CAF has both; Erlang has only inside callers, so its plain figures are
+filed under the `_in` rows (ALIASES) and its `ask` never meets actorc's or
+CAF's outside `ask`.
 """
 import statistics
 import sys
@@ -122,9 +128,10 @@ def main(argv):
     runs = ", ".join(f"{s} {data[s][1]}" for s in SYSTEMS)
     print(f"Medians over runs ({runs}). actorc/best: actorc against the best peer;")
     print("above 1.0 means actorc is better (throughput: actorc / best peer; us, ns/actor,")
-    print("B/actor, KiB, %: best peer / actorc). n/a: did not run; -: no such figure.")
+    print("B/actor, B, KiB, %: best peer / actorc). n/a: did not run; -: no such figure.")
     print("Erlang's spawn, ask and scatter_seq callers are processes: they stand in the")
     print("spawn_in, ask_in and scatter_seq_in rows; CAF's scatter_seq_in_R in scatter_seq_in.")
+    print("ask (CAF's and actorc's) is asked from a blocked thread outside the runtime.")
     print()
     for line in table_lines(build_rows(data), markdown):
         print(line)
