@@ -64,7 +64,8 @@ AC_API bool ac_system_log_enabled(const ac_system *system, ac_log_level level);
 /* ---- dead letters ------------------------------------------------------ */
 
 /* Messages sent to stopped actors (or left in their mailboxes) so far.
- * Any thread. */
+ * Terminated notices to watchers that have stopped too are dropped, not
+ * counted. Any thread. */
 AC_API uint64_t ac_dead_letter_count(const ac_system *system);
 
 /* Subscribe an actor to dead letters: it receives one ac_dead_letter

@@ -33,8 +33,29 @@ struct ac_props {
     void *user_data;
     void (*user_data_free)(void *);
     bool has_strategy;
+    bool count_mailbox;
     ac_supervisor_strategy strategy;
 };
+
+void ac__props_count_mailbox(ac_props *props) { props->count_mailbox = true; }
+
+int ac__mailbox_len(const ac_ref *ref)
+{
+    const ac__actor *a = ac__actor_of(ref);
+    if (!a || !a->count_mailbox ||
+        atomic_load_explicit(&a->state, memory_order_acquire) == AC__ACTOR_DEAD)
+        return -1;
+    /* Queued messages, plus one while a turn is pending or running: a
+     * routee busy with a slow message is not idle. */
+    return atomic_load_explicit(&a->mailbox_len, memory_order_relaxed) +
+           atomic_load_explicit(&a->scheduled, memory_order_relaxed);
+}
+
+bool ac__ref_is_dead(const ac_ref *ref)
+{
+    const ac__actor *a = ac__actor_of(ref);
+    return a && atomic_load_explicit(&a->state, memory_order_acquire) == AC__ACTOR_DEAD;
+}
 
 /* ---- message types owned by the core ---------------------------------- */
 
@@ -336,6 +357,7 @@ static ac_ref *spawn_child_of(ac__actor *parent, ac_props *props, const char *na
         }
         *a->strategy = props->strategy;
     }
+    a->count_mailbox = props->count_mailbox;
     a->parent = parent;
     a->user_data = props->user_data;
     a->user_data_free = props->user_data_free;
@@ -412,8 +434,18 @@ static void actor_deliver(ac_ref *self, ac__node *node)
         ac__dead_letter(self->system, node, self);
         return;
     }
+    if (AC__UNLIKELY(a->count_mailbox))
+        atomic_fetch_add_explicit(&a->mailbox_len, 1, memory_order_relaxed);
     ac__mailbox_push(&a->mailbox, node);
     ac__actor_schedule(a);
+}
+
+static ac__node *pop_message(ac__actor *a)
+{
+    ac__node *node = ac__mailbox_pop(&a->mailbox);
+    if (AC__UNLIKELY(a->count_mailbox) && node)
+        atomic_fetch_sub_explicit(&a->mailbox_len, 1, memory_order_relaxed);
+    return node;
 }
 
 void ac__actor_push_sys(ac__actor *a, ac__sys_kind kind, ac_ref *ref)
@@ -831,7 +863,7 @@ static void dispatch(ac__actor *a, ac__node *node)
 static void drain_to_dead_letters(ac__actor *a)
 {
     ac__node *node;
-    while ((node = ac__mailbox_pop(&a->mailbox)))
+    while ((node = pop_message(a)))
         ac__dead_letter(a->ref.system, node, &a->ref);
 }
 
@@ -852,7 +884,7 @@ void ac__actor_turn(ac__actor *a, int batch)
     for (int i = 0; i < batch && state_of(a) == AC__ACTOR_RUNNING; i++) {
         if (atomic_load_explicit(&a->sysq, memory_order_relaxed) && drain_sys(a))
             continue;
-        ac__node *node = ac__mailbox_pop(&a->mailbox);
+        ac__node *node = pop_message(a);
         if (!node)
             break;
         dispatch(a, node);

@@ -162,6 +162,8 @@ typedef struct ac__actor {
     _Atomic(ac__sysmsg *) sysq; /* LIFO stack; consumer takes all and reverses */
     atomic_int scheduled;       /* 1 while queued or running; owns one ref */
     atomic_int state;           /* ac__actor_state; written by its own turn */
+    atomic_int mailbox_len;     /* kept only when count_mailbox */
+    bool count_mailbox;         /* set at spawn, then read-only */
     /* Written by the actor's own turn only (or under the guardian lock). */
     struct ac__actor *run_next; /* injection queue link */
     const ac_actor_def *def;
@@ -216,6 +218,12 @@ void ac__actor_push_sys(ac__actor *actor, ac__sys_kind kind, ac_ref *ref);
 void ac__actor_push_sys_err(ac__actor *actor, ac__sys_kind kind, ac_ref *ref, ac_error *err);
 /* Free an actor's memory regardless of refcount (system teardown). */
 void ac__actor_destroy_now(ac__actor *actor);
+/* Keep a count of queued messages for actors spawned from `props`. */
+void ac__props_count_mailbox(ac_props *props);
+/* Queued messages of a counting actor; -1 when stopped or not counted. */
+int ac__mailbox_len(const ac_ref *ref);
+/* Is this ref a stopped actor? */
+bool ac__ref_is_dead(const ac_ref *ref);
 /* Release what is queued in a cell (system teardown; refs are held). */
 void ac__actor_drain_for_teardown(ac__actor *actor);
 /* A dead-letter notice for subscribers (retains all three). */

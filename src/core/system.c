@@ -274,6 +274,13 @@ void ac__dead_letter(ac_system *sys, ac__node *node, ac_ref *recipient)
 {
     ac_ref *sender;
     ac_msg *msg = ac__node_take_msg(node, &sender);
+    if (msg->type == &ac_msg_type_terminated) {
+        /* A death notice for a watcher that has itself stopped (a parent
+         * watching its children, typically) is of no use to anyone. */
+        ac_ref_release(sender);
+        ac_msg_release(msg);
+        return;
+    }
     atomic_fetch_add_explicit(&sys->dead_letters, 1, memory_order_relaxed);
     if (sender && sender->ops->undeliverable)
         sender->ops->undeliverable(sender, recipient);

@@ -1,0 +1,334 @@
+/*
+ * Pool routers: the router actor, its routees, and the one-shot
+ * strategies.
+ *
+ * The router is an ordinary actor whose user data is its configuration
+ * and whose state holds the live routees. pre_start spawns routee-1 …
+ * routee-N as children and watches them; post_stop (and so a restart,
+ * whose default pre_restart calls post_stop) releases them. Terminated
+ * routees are pruned by identity: after a restart, a late Terminated for an
+ * old routee matches nothing in the new pool.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "routing/router_internal.h"
+
+/* ---- the Broadcast wrapper -------------------------------------------- */
+
+static void broadcast_destroy(void *payload, size_t size)
+{
+    (void)size;
+    ac_msg_release(*(ac_msg **)payload);
+}
+
+const ac_msg_type ac_msg_type_broadcast = {.name = "actorc.Broadcast",
+                                           .destroy = broadcast_destroy};
+
+ac_msg *ac_broadcast_new(ac_msg *inner)
+{
+    if (!inner)
+        return ac__fail_null(AC_EINVAL, "ac_broadcast_new: inner message is NULL");
+    ac_msg *m = ac_msg_new(&ac_msg_type_broadcast, sizeof inner);
+    if (!m) {
+        ac_msg_release(inner);
+        return NULL;
+    }
+    memcpy(ac_msg_payload(m), &inner, sizeof inner);
+    return m;
+}
+
+static ac_msg *broadcast_inner(const ac_msg *m)
+{
+    ac_msg *inner;
+    memcpy(&inner, ac_msg_data(m), sizeof inner);
+    return inner;
+}
+
+/* ---- the router actor ------------------------------------------------- */
+
+void ac__router_dead_letter(ac_ctx *ctx, ac_msg *msg)
+{
+    ac__node *node = ac__node_make(ac_msg_retain(msg), ac_sender(ctx));
+    if (node)
+        ac__dead_letter(ac_ctx_system(ctx), node, ac_self(ctx));
+}
+
+static void router_init(ac_ctx *ctx, void *state)
+{
+    ac__router_cfg *cfg = ac_ctx_user_data(ctx);
+    ac__router_state *st = state;
+    st->rng = (uint64_t)(uintptr_t)state ^ ac__now_ns() ^ 0x9e3779b97f4a7c15ull;
+    if (!st->rng)
+        st->rng = 1;
+    st->routees = calloc((size_t)cfg->n, sizeof *st->routees);
+    st->scratch = calloc((size_t)cfg->n, sizeof *st->scratch);
+}
+
+static void router_pre_start(ac_ctx *ctx)
+{
+    ac__router_cfg *cfg = ac_ctx_user_data(ctx);
+    ac__router_state *st = ac_ctx_state(ctx);
+    if (!st->routees || !st->scratch) {
+        ac_fail(ctx, ac_error_new("RouterError", "out of memory for %d routees", cfg->n));
+        return;
+    }
+    if (cfg->kind->on_start)
+        cfg->kind->on_start(ctx, cfg);
+    for (int i = 1; i <= cfg->n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "routee-%d", i);
+        ac_props *props = ac_props_new(cfg->routee_def, cfg->routee_user);
+        if (props && cfg->kind->count_mailbox)
+            ac__props_count_mailbox(props);
+        ac_ref *r = ac_spawn_child(ctx, props, name);
+        if (!r) {
+            ac_fail(ctx, ac_error_new("RouterError", "could not spawn %s: %s", name,
+                                      ac_last_error()));
+            return;
+        }
+        ac_watch(ctx, r);
+        st->routees[st->n++] = r; /* the spawn's reference */
+    }
+}
+
+static void router_post_stop(ac_ctx *ctx)
+{
+    ac__router_cfg *cfg = ac_ctx_user_data(ctx);
+    ac__router_state *st = ac_ctx_state(ctx);
+    if (cfg->kind->on_stop)
+        cfg->kind->on_stop(ctx, cfg);
+    for (size_t i = 0; i < st->n; i++)
+        ac_ref_release(st->routees[i]);
+    free(st->routees);
+    free(st->scratch);
+    memset(st, 0, sizeof *st);
+}
+
+static void prune(ac_ctx *ctx, ac__router_state *st, ac_ref *gone)
+{
+    for (size_t i = 0; i < st->n; i++) {
+        if (st->routees[i] != gone)
+            continue;
+        ac_ref_release(st->routees[i]);
+        memmove(&st->routees[i], &st->routees[i + 1], (st->n - i - 1) * sizeof *st->routees);
+        st->n--;
+        ac_log_debug(ctx, "routee %s stopped; %zu left", ac_ref_path(gone), st->n);
+        return;
+    }
+}
+
+static bool pool_empty(ac_ctx *ctx, ac__router_state *st, ac_msg *msg)
+{
+    if (st->n > 0)
+        return false;
+    if (!st->warned_empty) {
+        st->warned_empty = true;
+        ac_log_warn(ctx, "router has no routees left; messages go to dead letters");
+    }
+    ac__router_dead_letter(ctx, msg);
+    return true;
+}
+
+static void router_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    ac__router_cfg *cfg = ac_ctx_user_data(ctx);
+    ac__router_state *st = ac_ctx_state(ctx);
+    if (ac_msg_is(msg, &ac_msg_type_terminated)) {
+        prune(ctx, st, ac_terminated_ref(msg));
+        return;
+    }
+    if (ac_msg_is(msg, &ac_msg_type_broadcast)) {
+        ac_msg *inner = broadcast_inner(msg);
+        if (!pool_empty(ctx, st, inner))
+            for (size_t i = 0; i < st->n; i++)
+                ac_tell(st->routees[i], ac_msg_retain(inner), ac_sender(ctx));
+        return;
+    }
+    if (cfg->kind != &ac__scatter_gather_kind && pool_empty(ctx, st, msg))
+        return;
+    cfg->kind->route(ctx, cfg, st, msg);
+    st->index++;
+}
+
+static const ac_actor_def router_def = {
+    .name = "Router",
+    .state_size = sizeof(ac__router_state),
+    .init = router_init,
+    .pre_start = router_pre_start,
+    .receive = router_receive,
+    .post_stop = router_post_stop,
+};
+
+/* ---- strategies ------------------------------------------------------- */
+
+static void send_to(ac_ctx *ctx, ac_ref *routee, ac_msg *msg)
+{
+    ac_tell(routee, ac_msg_retain(msg), ac_sender(ctx));
+}
+
+static void route_round_robin(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
+{
+    (void)cfg;
+    send_to(ctx, st->routees[st->index % st->n], msg);
+}
+
+static uint64_t next_random(ac__router_state *st)
+{
+    st->rng ^= st->rng >> 12; /* xorshift64* */
+    st->rng ^= st->rng << 25;
+    st->rng ^= st->rng >> 27;
+    return st->rng * 2685821657736338717ull;
+}
+
+static void route_random(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
+{
+    (void)cfg;
+    /* Multiply-shift maps 64 random bits onto [0, n) without modulo bias
+     * worth measuring for any pool size. */
+    uint64_t r = next_random(st) >> 32;
+    send_to(ctx, st->routees[(r * st->n) >> 32], msg);
+}
+
+static void route_broadcast(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
+{
+    (void)cfg;
+    for (size_t i = 0; i < st->n; i++)
+        send_to(ctx, st->routees[i], msg);
+}
+
+static void route_smallest_mailbox(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
+                                   ac_msg *msg)
+{
+    (void)cfg;
+    size_t start = (size_t)(st->index % st->n); /* ties rotate */
+    ac_ref *best = NULL;
+    int best_len = 0;
+    for (size_t k = 0; k < st->n; k++) {
+        ac_ref *r = st->routees[(start + k) % st->n];
+        int len = ac__mailbox_len(r);
+        if (len < 0)
+            continue; /* stopped, not yet pruned */
+        if (!best || len < best_len) {
+            best = r;
+            best_len = len;
+        }
+    }
+    if (best)
+        send_to(ctx, best, msg);
+    else
+        ac__router_dead_letter(ctx, msg);
+}
+
+static void route_custom(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
+{
+    size_t k = cfg->fn(st->routees, st->n, st->index, msg, cfg->fn_user, st->scratch);
+    if (k > st->n) {
+        ac_log_error(ctx, "custom routing returned %zu routees for a pool of %zu; dropped", k,
+                     st->n);
+        return;
+    }
+    for (size_t i = 0; i < k; i++)
+        if (st->scratch[i])
+            send_to(ctx, st->scratch[i], msg);
+}
+
+static const ac__router_kind round_robin_kind = {.name = "round-robin", .route = route_round_robin};
+static const ac__router_kind random_kind = {.name = "random", .route = route_random};
+static const ac__router_kind broadcast_kind = {.name = "broadcast", .route = route_broadcast};
+static const ac__router_kind smallest_mailbox_kind = {
+    .name = "smallest-mailbox", .route = route_smallest_mailbox, .count_mailbox = true};
+static const ac__router_kind custom_kind = {.name = "custom", .route = route_custom};
+
+/* ---- factories -------------------------------------------------------- */
+
+ac_status ac__router_check(const char *fn, int n, const ac_actor_def *def,
+                           const ac_routee_options *routee_opts)
+{
+    if (n < 1)
+        return ac__fail(AC_EINVAL, "%s: size = %d; a pool needs at least 1 routee", fn, n);
+    if (n > 100000)
+        return ac__fail(AC_EINVAL, "%s: size = %d; at most 100000 routees", fn, n);
+    if (!def)
+        return ac__fail(AC_EINVAL, "%s: routee definition is NULL", fn);
+    if (!def->receive)
+        return ac__fail(AC_EINVAL, "%s: routee definition \"%s\" has no receive", fn,
+                        def->name ? def->name : "(unnamed)");
+    const ac_supervisor_strategy *s = routee_opts ? routee_opts->supervisor : NULL;
+    if (s && ((int)s->directive < AC_RESTART || s->directive > AC_ESCALATE))
+        return ac__fail(AC_EINVAL, "%s: routee supervisor directive = %d is not an ac_directive",
+                        fn, (int)s->directive);
+    return AC_OK;
+}
+
+static void cfg_free(void *p)
+{
+    ac__router_cfg *cfg = p;
+    if (cfg->extra_free)
+        cfg->extra_free(cfg->extra);
+    free(cfg);
+}
+
+ac_props *ac__router_props(ac__router_cfg *cfg, const ac_routee_options *routee_opts,
+                           const char *fn)
+{
+    ac_props *props = ac_props_new(&router_def, cfg);
+    if (!props) {
+        cfg_free(cfg);
+        return NULL;
+    }
+    ac_props_set_user_data_free(props, cfg_free);
+    if (routee_opts && routee_opts->supervisor &&
+        ac_props_set_supervisor(props, routee_opts->supervisor) != AC_OK) {
+        ac_props_free(props);
+        return ac__fail_null(AC_EINVAL, "%s: bad routee supervisor", fn);
+    }
+    return props;
+}
+
+static ac_props *make_pool(const char *fn, const ac__router_kind *kind, int n,
+                           const ac_actor_def *def, ac_routing_fn strategy, void *user,
+                           const ac_routee_options *routee_opts)
+{
+    if (ac__router_check(fn, n, def, routee_opts) != AC_OK)
+        return NULL;
+    ac__router_cfg *cfg = calloc(1, sizeof *cfg);
+    if (!cfg)
+        return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
+    cfg->kind = kind;
+    cfg->n = n;
+    cfg->routee_def = def;
+    cfg->routee_user = routee_opts ? routee_opts->user_data : NULL;
+    cfg->fn = strategy;
+    cfg->fn_user = user;
+    return ac__router_props(cfg, routee_opts, fn);
+}
+
+ac_props *ac_router_round_robin(int n, const ac_actor_def *def, const ac_routee_options *ro)
+{
+    return make_pool("ac_router_round_robin", &round_robin_kind, n, def, NULL, NULL, ro);
+}
+
+ac_props *ac_router_random(int n, const ac_actor_def *def, const ac_routee_options *ro)
+{
+    return make_pool("ac_router_random", &random_kind, n, def, NULL, NULL, ro);
+}
+
+ac_props *ac_router_broadcast(int n, const ac_actor_def *def, const ac_routee_options *ro)
+{
+    return make_pool("ac_router_broadcast", &broadcast_kind, n, def, NULL, NULL, ro);
+}
+
+ac_props *ac_router_smallest_mailbox(int n, const ac_actor_def *def, const ac_routee_options *ro)
+{
+    return make_pool("ac_router_smallest_mailbox", &smallest_mailbox_kind, n, def, NULL, NULL, ro);
+}
+
+ac_props *ac_router_custom(int n, const ac_actor_def *def, ac_routing_fn strategy, void *user,
+                           const ac_routee_options *ro)
+{
+    if (!strategy)
+        return ac__fail_null(AC_EINVAL, "ac_router_custom: strategy is NULL");
+    return make_pool("ac_router_custom", &custom_kind, n, def, strategy, user, ro);
+}

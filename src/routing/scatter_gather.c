@@ -1,0 +1,397 @@
+/*
+ * Scatter/gather-first-completed.
+ *
+ * One scatter per message: a header and one slot per routee in one
+ * allocation. Each slot is a one-shot reply ref (its own ref kind) used as
+ * the sender of the request to its routee. The first thing to reach a slot
+ * claims it (CAS on `claimed`): a reply, an error reply, the news that the
+ * routee had stopped, or the scatter's single timer. So every slot ends
+ * with exactly one outcome, and one timer gives the same results as one
+ * timer per routee ask: they would all share the deadline.
+ *
+ *   - The first successful reply CAS-settles the scatter and is told to
+ *     the caller with the winning routee as sender. Later replies find
+ *     their slot claimed or the scatter settled and vanish silently.
+ *   - Every claim decrements `remaining`; whoever takes it to zero on an
+ *     unsettled scatter builds the AggregateError from the slots' errors in
+ *     scatter order ("none of N … within T ms" if all timed out, "all N
+ *     routees failed" otherwise) and cancels the timer.
+ *   - Open scatters sit in a list shared with the router (under its lock),
+ *     so that post_stop — and a restart, through the default pre_restart —
+ *     can settle them all at once with "stopped". Settling takes the lock
+ *     and unlinks in the same critical section, so the list only ever holds
+ *     unsettled scatters.
+ *
+ * References to a scatter: one per slot ref still alive (a slot ref lives
+ * until it is claimed and the routee's envelope has let go of it), one for
+ * the armed timer, one while listed as open. When the deadline has passed
+ * every slot is claimed and the timer is gone, so nothing of the scatter
+ * remains beyond replies still in flight.
+ *
+ * The router's handler only creates the scatter, arms the timer and fires
+ * the requests; every answer is sent from the thread that completes it,
+ * outside the router's turn, so scatters overlap freely.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "routing/router_internal.h"
+
+typedef struct scatter scatter;
+
+/* State shared by a router and its open scatters (outlives either). */
+typedef struct sg_shared {
+    atomic_uint refs;
+    pthread_mutex_t lock;
+    scatter *open; /* under lock */
+    char *path;    /* the router's path, set at start */
+    uint32_t timeout_ms;
+} sg_shared;
+
+typedef struct sg_slot {
+    ac_ref ref; /* the reply ref the routee answers to */
+    scatter *sc;
+    ac_ref *routee;   /* retained */
+    ac_error *error;  /* written by the claimer */
+    atomic_int claimed;
+} sg_slot;
+
+struct scatter {
+    atomic_uint refs;
+    atomic_int settled;
+    atomic_int remaining;
+    ac__timer timer;
+    sg_shared *shared;
+    scatter *prev, *next; /* open list, under shared->lock */
+    ac_ref *caller, *router;
+    uint64_t start_ns;
+    uint32_t n;
+    sg_slot slots[];
+};
+
+typedef enum outcome { FIRST, TIMEOUT, ALL_FAILED, STOPPED, NO_REPLY_TARGET } outcome;
+
+/* ---- shared ----------------------------------------------------------- */
+
+static void shared_release(sg_shared *sh)
+{
+    if (atomic_fetch_sub_explicit(&sh->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    pthread_mutex_destroy(&sh->lock);
+    free(sh->path);
+    free(sh);
+}
+
+static void shared_release_void(void *p) { shared_release(p); }
+
+/* ---- scatter lifetime ------------------------------------------------- */
+
+static void scatter_unref(scatter *sc)
+{
+    if (atomic_fetch_sub_explicit(&sc->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    for (uint32_t i = 0; i < sc->n; i++) {
+        ac_ref_release(sc->slots[i].routee);
+        ac_error_release(sc->slots[i].error);
+    }
+    ac_ref_release(sc->caller);
+    ac_ref_release(sc->router);
+    shared_release(sc->shared);
+    free(sc);
+}
+
+/* Win the scatter's one outcome; unlinks it from the open list. */
+static bool settle(scatter *sc)
+{
+    sg_shared *sh = sc->shared;
+    pthread_mutex_lock(&sh->lock);
+    int expected = 0;
+    bool won = atomic_compare_exchange_strong_explicit(&sc->settled, &expected, 1,
+                                                       memory_order_acq_rel,
+                                                       memory_order_relaxed);
+    if (won) {
+        if (sc->prev)
+            sc->prev->next = sc->next;
+        else
+            sh->open = sc->next;
+        if (sc->next)
+            sc->next->prev = sc->prev;
+        sc->prev = sc->next = NULL;
+    }
+    pthread_mutex_unlock(&sh->lock);
+    if (won)
+        scatter_unref(sc); /* the open list's reference */
+    return won;
+}
+
+static void fail_caller(scatter *sc, ac_error *err)
+{
+    ac_msg *m = ac_msg_error_new(err);
+    if (m)
+        ac_tell(sc->caller, m, sc->router);
+}
+
+static void answer_all_failed(scatter *sc)
+{
+    ac_error *small[8];
+    ac_error **members = sc->n <= 8 ? small : malloc(sc->n * sizeof *members);
+    AC__ASSERT(members != NULL);
+    bool all_timeouts = true;
+    for (uint32_t i = 0; i < sc->n; i++) {
+        members[i] = sc->slots[i].error;
+        all_timeouts = all_timeouts && ac_error_is(members[i], AC_ASK_TIMEOUT_ERROR);
+    }
+    ac_error *err =
+        all_timeouts
+            ? ac_error_aggregate(members, sc->n,
+                                 "Scatter/gather router %s: none of %u routees replied within %ums",
+                                 sc->shared->path, sc->n, sc->shared->timeout_ms)
+            : ac_error_aggregate(members, sc->n, "Scatter/gather router %s: all %u routees failed",
+                                 sc->shared->path, sc->n);
+    AC__ASSERT(err != NULL);
+    if (members != small)
+        free(members);
+    fail_caller(sc, err);
+}
+
+/* A slot has its outcome; the last one decides a scatter nobody won. */
+static void slot_done(sg_slot *slot)
+{
+    scatter *sc = slot->sc;
+    if (atomic_fetch_sub_explicit(&sc->remaining, 1, memory_order_acq_rel) == 1) {
+        if (settle(sc))
+            answer_all_failed(sc);
+        if (ac__timer_cancel(sc->router->system->timers, &sc->timer))
+            scatter_unref(sc); /* the timer's reference */
+    }
+    ac_ref_release(&slot->ref); /* the slot's own hold, kept until claimed */
+}
+
+static bool claim(sg_slot *slot)
+{
+    int expected = 0;
+    return atomic_compare_exchange_strong_explicit(&slot->claimed, &expected, 1,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+}
+
+/* ---- slot refs -------------------------------------------------------- */
+
+static void slot_deliver(ac_ref *self, ac__node *node)
+{
+    sg_slot *slot = (sg_slot *)self;
+    if (!claim(slot)) {
+        ac__node_free(node); /* a loser after the deadline: silently */
+        return;
+    }
+    ac_ref *sender;
+    ac_msg *msg = ac__node_take_msg(node, &sender);
+    if (ac_msg_is(msg, &ac_msg_type_error)) {
+        slot->error = ac_error_retain(ac_msg_error(msg));
+        ac_msg_release(msg);
+    } else if (settle(slot->sc)) {
+        ac_tell(slot->sc->caller, msg, sender); /* the winner, as the sender */
+    } else {
+        ac_msg_release(msg); /* a loser: silently */
+    }
+    ac_ref_release(sender);
+    slot_done(slot);
+}
+
+static void slot_undeliverable(ac_ref *self, ac_ref *recipient)
+{
+    sg_slot *slot = (sg_slot *)self;
+    if (!claim(slot))
+        return;
+    slot->error = ac_error_new(AC_ACTOR_STOPPED_ERROR, "Ask to %s failed: the actor is stopped",
+                               ac_ref_path(recipient ? recipient : slot->routee));
+    slot_done(slot);
+}
+
+static void slot_destroy(ac_ref *self) { scatter_unref(((sg_slot *)self)->sc); }
+
+static const char *slot_path(const ac_ref *self)
+{
+    (void)self;
+    return "actorc://temp/scatter";
+}
+
+static const ac__ref_ops slot_ops = {
+    .kind = AC__REF_REPLY,
+    .deliver = slot_deliver,
+    .destroy = slot_destroy,
+    .path = slot_path,
+    .undeliverable = slot_undeliverable,
+};
+
+/* ---- the timer -------------------------------------------------------- */
+
+static scatter *scatter_of_timer(ac__timer *t)
+{
+    return (scatter *)(void *)((char *)t - offsetof(scatter, timer));
+}
+
+static void timer_fire(ac__timer *t)
+{
+    scatter *sc = scatter_of_timer(t);
+    for (uint32_t i = 0; i < sc->n; i++) {
+        sg_slot *slot = &sc->slots[i];
+        if (!claim(slot))
+            continue;
+        slot->error = ac_error_new(AC_ASK_TIMEOUT_ERROR, "Ask timed out on %s after %u ms",
+                                   ac_ref_path(slot->routee), sc->shared->timeout_ms);
+        slot_done(slot);
+    }
+    scatter_unref(sc);
+}
+
+static void timer_discard(ac__timer *t)
+{
+    /* System teardown: no one is listening any more; just let go. */
+    scatter *sc = scatter_of_timer(t);
+    for (uint32_t i = 0; i < sc->n; i++)
+        if (claim(&sc->slots[i]))
+            ac_ref_release(&sc->slots[i].ref);
+    settle(sc);
+    scatter_unref(sc);
+}
+
+static const ac__timer_ops scatter_timer_ops = {.fire = timer_fire, .discard = timer_discard};
+
+/* ---- the router side -------------------------------------------------- */
+
+static scatter *scatter_new(sg_shared *sh, ac__router_state *st, ac_ref *caller, ac_ref *router)
+{
+    uint32_t n = (uint32_t)st->n;
+    scatter *sc = malloc(sizeof *sc + n * sizeof(sg_slot));
+    if (!sc)
+        return NULL;
+    atomic_init(&sc->refs, n + 2); /* slots, timer, open list */
+    atomic_init(&sc->settled, 0);
+    atomic_init(&sc->remaining, (int)n);
+    memset(&sc->timer, 0, sizeof sc->timer);
+    sc->timer.ops = &scatter_timer_ops;
+    atomic_fetch_add_explicit(&sh->refs, 1, memory_order_relaxed);
+    sc->shared = sh;
+    sc->prev = NULL;
+    sc->caller = ac_ref_retain(caller);
+    sc->router = ac_ref_retain(router);
+    sc->start_ns = ac__now_ns();
+    sc->n = n;
+    for (uint32_t i = 0; i < n; i++) {
+        sg_slot *slot = &sc->slots[i];
+        ac__ref_init(&slot->ref, &slot_ops, router->system);
+        slot->sc = sc;
+        slot->routee = ac_ref_retain(st->routees[i]);
+        slot->error = NULL;
+        atomic_init(&slot->claimed, 0);
+    }
+    pthread_mutex_lock(&sh->lock);
+    sc->next = sh->open;
+    if (sh->open)
+        sh->open->prev = sc;
+    sh->open = sc;
+    pthread_mutex_unlock(&sh->lock);
+    return sc;
+}
+
+static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
+{
+    sg_shared *sh = cfg->extra;
+    ac_ref *caller = ac_sender(ctx);
+    if (!caller) {
+        ac_log_warn(ctx,
+                    "Scatter/gather router %s: a %s without a sender has no reply target; "
+                    "dropped, nothing scattered",
+                    sh->path, ac_msg_type_name(msg));
+        return;
+    }
+    if (st->n == 0) {
+        ac_error *err = ac_error_aggregate(
+            NULL, 0, "Scatter/gather router %s has no routees left to scatter to", sh->path);
+        if (err)
+            ac_tell(caller, ac_msg_error_new(err), ac_self(ctx));
+        return;
+    }
+    scatter *sc = scatter_new(sh, st, caller, ac_self(ctx));
+    if (!sc) {
+        ac_error *err = ac_error_new("RouterError", "Scatter/gather router %s: out of memory",
+                                     sh->path);
+        if (err)
+            ac_tell(caller, ac_msg_error_new(err), ac_self(ctx));
+        return;
+    }
+    ac__timer_arm(ac_ctx_system(ctx)->timers, &sc->timer, sh->timeout_ms);
+    for (uint32_t i = 0; i < sc->n; i++)
+        ac_tell(sc->slots[i].routee, ac_msg_retain(msg), &sc->slots[i].ref);
+}
+
+static void on_start(ac_ctx *ctx, ac__router_cfg *cfg)
+{
+    sg_shared *sh = cfg->extra;
+    if (!sh->path)
+        sh->path = strdup(ac_self_path(ctx));
+}
+
+/* post_stop, and so restart: every open scatter fails now. */
+static void on_stop(ac_ctx *ctx, ac__router_cfg *cfg)
+{
+    (void)ctx;
+    sg_shared *sh = cfg->extra;
+    for (;;) {
+        pthread_mutex_lock(&sh->lock);
+        scatter *sc = sh->open;
+        if (sc)
+            atomic_fetch_add_explicit(&sc->refs, 1, memory_order_relaxed);
+        pthread_mutex_unlock(&sh->lock);
+        if (!sc)
+            return;
+        if (settle(sc))
+            fail_caller(sc, ac_error_aggregate(NULL, 0,
+                                               "Scatter/gather router %s stopped while the "
+                                               "scatter was still open",
+                                               sh->path));
+        scatter_unref(sc);
+    }
+}
+
+const ac__router_kind ac__scatter_gather_kind = {
+    .name = "scatter-gather-first-completed",
+    .route = route_scatter,
+    .on_start = on_start,
+    .on_stop = on_stop,
+};
+
+ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def *routee_def,
+                                                   const ac_scatter_gather_options *options,
+                                                   const ac_routee_options *routee_opts)
+{
+    static const char fn[] = "ac_router_scatter_gather_first_completed";
+    int64_t timeout = options ? options->timeout_ms : 0;
+    if (timeout < 0 || timeout > INT32_MAX)
+        return ac__fail_null(AC_EINVAL,
+                             "%s: timeout_ms = %lld is not usable; use 1..%d, or 0 for the "
+                             "default (%d)",
+                             fn, (long long)timeout, INT32_MAX,
+                             AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
+    if (ac__router_check(fn, size, routee_def, routee_opts) != AC_OK)
+        return NULL;
+    ac__router_cfg *cfg = calloc(1, sizeof *cfg);
+    sg_shared *sh = calloc(1, sizeof *sh);
+    if (!cfg || !sh) {
+        free(cfg);
+        free(sh);
+        return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
+    }
+    atomic_init(&sh->refs, 1);
+    pthread_mutex_init(&sh->lock, NULL);
+    sh->timeout_ms = (uint32_t)(timeout ? timeout : AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
+    cfg->kind = &ac__scatter_gather_kind;
+    cfg->n = size;
+    cfg->routee_def = routee_def;
+    cfg->routee_user = routee_opts ? routee_opts->user_data : NULL;
+    cfg->extra = sh;
+    cfg->extra_free = shared_release_void;
+    return ac__router_props(cfg, routee_opts, fn);
+}
