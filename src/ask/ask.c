@@ -144,31 +144,39 @@ static void deliver_to_actor(reply_t *r)
     ac_tell(r->asker, m, r->answer.sender);
 }
 
-static void run_future_callback(reply_t *r)
+/* Close registration: from here on ac_future_on_complete calls its
+ * callback at once. Returns the callback registered before, if any. */
+static ac_future_fn close_callbacks(reply_t *r)
 {
     while (atomic_flag_test_and_set_explicit(&r->cb_lock, memory_order_acquire))
         ;
     r->cb_done = true;
     ac_future_fn fn = (ac_future_fn)r->fn;
     atomic_flag_clear_explicit(&r->cb_lock, memory_order_release);
-    if (fn)
-        fn(&r->answer, r->user);
+    return fn;
 }
 
-/* The claimer writes the answer, then publishes and notifies. */
+/* The claimer writes the answer, then publishes and notifies. Callback
+ * registration closes before the answer is published, so that once a
+ * waiter sees the future settled, a callback it registers runs at once on
+ * its own thread. */
 static void complete(reply_t *r)
 {
     if (ac__timer_cancel(r->ref.system->timers, &r->timer))
         ac_ref_release(&r->ref); /* the timer's reference; the caller holds another */
-    /* Release: publishes the answer to acquire loads of state. */
-    atomic_store_explicit(&r->state, SETTLED, memory_order_seq_cst);
     if (r->kind == FOR_ACTOR) {
+        atomic_store_explicit(&r->state, SETTLED, memory_order_release);
         deliver_to_actor(r);
         return;
     }
+    ac_future_fn fn = close_callbacks(r);
+    /* seq_cst: publishes the answer (pairs with acquire loads of state)
+     * and orders against the sleepers count (see sleep_until_settled). */
+    atomic_store_explicit(&r->state, SETTLED, memory_order_seq_cst);
     if (atomic_load_explicit(&r->sleepers, memory_order_seq_cst) > 0)
         futex(&r->state, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
-    run_future_callback(r);
+    if (fn)
+        fn(&r->answer, r->user);
 }
 
 static bool claim(reply_t *r)

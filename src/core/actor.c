@@ -170,6 +170,12 @@ ac_ref *ac_ref_retain(ac_ref *ref)
     return ref;
 }
 
+void ac__ref_release_n(ac_ref *ref, unsigned n)
+{
+    if (atomic_fetch_sub_explicit(&ref->refs, n, memory_order_acq_rel) == n)
+        ref->ops->destroy(ref);
+}
+
 void ac_ref_release(ac_ref *ref)
 {
     if (!ref)
@@ -837,7 +843,33 @@ static bool drain_sys(ac__actor *a)
     return true;
 }
 
-static void dispatch(ac__actor *a, ac__node *node)
+/* The senders' references of one turn are dropped in runs: a stream of
+ * messages from one sender costs one atomic subtraction, not one each. */
+typedef struct sender_refs {
+    ac_ref *ref;
+    unsigned n;
+} sender_refs;
+
+static void sender_refs_flush(sender_refs *held)
+{
+    if (held->ref)
+        ac__ref_release_n(held->ref, held->n);
+    held->ref = NULL;
+    held->n = 0;
+}
+
+static void sender_refs_drop(sender_refs *held, ac_ref *sender)
+{
+    if (!sender)
+        return;
+    if (sender != held->ref) {
+        sender_refs_flush(held);
+        held->ref = sender;
+    }
+    held->n++;
+}
+
+static void dispatch(ac__actor *a, ac__node *node, sender_refs *held)
 {
     ac_ref *sender;
     ac_msg *msg = ac__node_take_msg(node, &sender);
@@ -856,7 +888,7 @@ static void dispatch(ac__actor *a, ac__node *node)
         if (AC__UNLIKELY(ctx.failure != NULL))
             fail_actor(a, ctx.failure, msg);
     }
-    ac_ref_release(sender);
+    sender_refs_drop(held, sender);
     ac_msg_release(msg);
 }
 
@@ -881,14 +913,16 @@ void ac__actor_turn(ac__actor *a, int batch)
     if (state_of(a) == AC__ACTOR_NEW)
         actor_start(a, NULL);
     drain_sys(a);
+    sender_refs held = {0};
     for (int i = 0; i < batch && state_of(a) == AC__ACTOR_RUNNING; i++) {
         if (atomic_load_explicit(&a->sysq, memory_order_relaxed) && drain_sys(a))
             continue;
         ac__node *node = pop_message(a);
         if (!node)
             break;
-        dispatch(a, node);
+        dispatch(a, node, &held);
     }
+    sender_refs_flush(&held);
     if (state_of(a) == AC__ACTOR_DEAD)
         drain_to_dead_letters(a);
     ac__tls_actor = NULL;

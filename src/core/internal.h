@@ -32,6 +32,13 @@ ac_status ac__fail(ac_status status, const char *fmt, ...) AC_PRINTF(2, 3);
 /* As ac__fail, for functions returning a pointer: returns NULL. */
 void *ac__fail_null(ac_status status, const char *fmt, ...) AC_PRINTF(2, 3);
 
+/* ---- small-object caches (alloc.c) ------------------------------------ */
+
+/* malloc/free with per-thread caches for blocks up to 256 bytes. The size
+ * passed to free must be the size passed to alloc. Any thread. */
+void *ac__alloc_small(size_t size);
+void ac__free_small(void *p, size_t size);
+
 /* ---- envelopes and messages (msg.c) ----------------------------------- */
 
 /* A queue node: one message on its way to one receiver. Every message has
@@ -90,6 +97,8 @@ struct ac_ref {
 };
 
 void ac__ref_init(ac_ref *ref, const ac__ref_ops *ops, ac_system *system);
+/* Drop n references at once. */
+void ac__ref_release_n(ac_ref *ref, unsigned n);
 
 /* ---- mailbox (mailbox.c) ---------------------------------------------- */
 
@@ -280,6 +289,8 @@ void ac__timers_stop(ac__timers *t);
 void ac__timers_destroy(ac__timers *t);
 /* Arm `timer` to fire after delay_ms (>= 1 tick). Any thread. */
 void ac__timer_arm(ac__timers *t, ac__timer *timer, uint64_t delay_ms);
+/* Re-arm a timer that just fired, interval_ms after its last deadline. */
+void ac__timer_rearm(ac__timers *t, ac__timer *timer, uint64_t interval_ms);
 /* True if it was armed and now is not (fire will not run). Any thread. */
 bool ac__timer_cancel(ac__timers *t, ac__timer *timer);
 

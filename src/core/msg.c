@@ -27,7 +27,7 @@ ac_msg *ac_msg_new(const ac_msg_type *type, size_t size)
         return ac__fail_null(AC_EINVAL, "ac_msg_new: message type (or its name) is NULL");
     if (size > ((size_t)1 << 40))
         return ac__fail_null(AC_EINVAL, "ac_msg_new: payload size %zu is too large", size);
-    ac_msg *msg = malloc(sizeof *msg + size);
+    ac_msg *msg = ac__alloc_small(sizeof *msg + size);
     if (!msg)
         return ac__fail_null(AC_ENOMEM, "ac_msg_new: out of memory for %zu bytes", size);
     msg->node.msg = msg;
@@ -59,12 +59,16 @@ void ac_msg_release(ac_msg *msg)
 {
     if (!msg || is_immortal(msg))
         return;
-    /* acq_rel: every other holder's uses happen before the free. */
-    if (atomic_fetch_sub_explicit(&msg->refs, 1, memory_order_acq_rel) != 1)
+    /* A count of 1 is ours alone: nobody can add to it, so no atomic
+     * read-modify-write is needed (acquire: other holders' uses happened
+     * before their releases brought it to 1). Otherwise acq_rel: every
+     * other holder's uses happen before the free. */
+    if (atomic_load_explicit(&msg->refs, memory_order_acquire) != 1 &&
+        atomic_fetch_sub_explicit(&msg->refs, 1, memory_order_acq_rel) != 1)
         return;
     if (msg->type->destroy)
         msg->type->destroy(msg->payload, msg->size);
-    free(msg);
+    ac__free_small(msg, sizeof *msg + msg->size);
 }
 
 ac__node *ac__node_make(ac_msg *msg, ac_ref *sender)
@@ -75,7 +79,7 @@ ac__node *ac__node_make(ac_msg *msg, ac_ref *sender)
     if (atomic_load_explicit(&msg->refs, memory_order_acquire) == 1) {
         node = &msg->node;
     } else {
-        node = malloc(sizeof *node);
+        node = ac__alloc_small(sizeof *node);
         if (!node) {
             ac_msg_release(msg);
             return ac__fail_null(AC_ENOMEM, "out of memory for a message envelope");
@@ -92,7 +96,7 @@ ac_msg *ac__node_take_msg(ac__node *node, ac_ref **sender_out)
     ac_msg *msg = node->msg;
     ac_ref *sender = node->sender;
     if (node != &msg->node)
-        free(node);
+        ac__free_small(node, sizeof *node);
     if (sender_out)
         *sender_out = sender;
     else

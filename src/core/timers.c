@@ -146,16 +146,34 @@ void ac__timers_destroy(ac__timers *t)
     free(t);
 }
 
+/* Call with the lock held. */
+static void arm_locked(ac__timers *t, ac__timer *timer, uint64_t deadline)
+{
+    ac__wheel_add(&t->wheel, timer, deadline);
+    atomic_store_explicit(&t->armed, t->wheel.armed, memory_order_relaxed);
+    if (timer->deadline < t->sleep_until || t->wheel.armed == 1)
+        pthread_cond_signal(&t->cond);
+}
+
 void ac__timer_arm(ac__timers *t, ac__timer *timer, uint64_t delay_ms)
 {
     pthread_mutex_lock(&t->lock);
     uint64_t now = clock_now(t);
     if (t->wheel.armed == 0 && now > t->wheel.now)
         t->wheel.now = now; /* idle wheel: catch up without ticking */
-    ac__wheel_add(&t->wheel, timer, now + (delay_ms ? delay_ms : 1));
-    atomic_store_explicit(&t->armed, t->wheel.armed, memory_order_relaxed);
-    if (timer->deadline < t->sleep_until || t->wheel.armed == 1)
-        pthread_cond_signal(&t->cond);
+    /* The real clock is read in whole ms, rounded down: one tick more makes
+     * sure at least delay_ms pass. The manual clock is exact. */
+    uint64_t delay = (delay_ms ? delay_ms : 1) + (t->manual ? 0 : 1);
+    arm_locked(t, timer, now + delay);
+    pthread_mutex_unlock(&t->lock);
+}
+
+void ac__timer_rearm(ac__timers *t, ac__timer *timer, uint64_t interval_ms)
+{
+    pthread_mutex_lock(&t->lock);
+    /* From the previous deadline, not from now, so a repeat does not drift;
+     * a deadline already past fires at the next tick. */
+    arm_locked(t, timer, timer->deadline + interval_ms);
     pthread_mutex_unlock(&t->lock);
 }
 
@@ -196,14 +214,27 @@ ac_status ac_clock_advance(ac_system *system, int64_t ms)
                         (long long)ms);
     if (ac__tls_actor)
         return ac__fail(AC_EINACTOR, "ac_clock_advance: not allowed inside an actor");
-    ac__timer due;
-    ac__timer_list_init(&due);
+    /* The clock jumps to the target; the wheel then steps from event to
+     * event, firing at each, so that timers armed while firing (repeats)
+     * fire within the same advance when they fall due. */
     pthread_mutex_lock(&t->lock);
-    atomic_store_explicit(&t->manual_now, atomic_load(&t->manual_now) + (uint64_t)ms,
-                          memory_order_release);
-    collect_due(t, &due);
+    uint64_t target = atomic_load_explicit(&t->manual_now, memory_order_relaxed) + (uint64_t)ms;
+    atomic_store_explicit(&t->manual_now, target, memory_order_release);
+    for (;;) {
+        uint64_t step = ac__wheel_next_event(&t->wheel);
+        if (step > target)
+            step = target;
+        ac__timer due;
+        ac__timer_list_init(&due);
+        ac__wheel_advance(&t->wheel, step, &due);
+        atomic_store_explicit(&t->armed, t->wheel.armed, memory_order_relaxed);
+        pthread_mutex_unlock(&t->lock);
+        fire_all(&due);
+        pthread_mutex_lock(&t->lock);
+        if (step == target && ac__wheel_next_event(&t->wheel) > target)
+            break;
+    }
     pthread_mutex_unlock(&t->lock);
-    fire_all(&due);
     return AC_OK;
 }
 
@@ -213,6 +244,7 @@ struct ac_cancellable {
     ac__timer timer;
     atomic_uint refs;      /* the caller's + one while armed */
     atomic_bool cancelled;
+    atomic_bool finished;  /* will not fire again */
     ac_system *system;
     ac_ref *target, *sender;
     ac_msg *msg;
@@ -241,11 +273,13 @@ static void schedule_fire(ac__timer *timer)
     ac_cancellable *c = (ac_cancellable *)timer;
     if (!atomic_load_explicit(&c->cancelled, memory_order_acquire)) {
         ac_tell(c->target, ac_msg_retain(c->msg), c->sender);
-        if (c->interval_ms && !target_dead(c->target)) {
-            ac__timer_arm(c->system->timers, &c->timer, c->interval_ms); /* keeps the ref */
+        if (c->interval_ms && !target_dead(c->target) &&
+            !atomic_load_explicit(&c->cancelled, memory_order_acquire)) {
+            ac__timer_rearm(c->system->timers, &c->timer, c->interval_ms); /* keeps the ref */
             return;
         }
     }
+    atomic_store_explicit(&c->finished, true, memory_order_release);
     cancellable_release(c);
 }
 
@@ -318,9 +352,10 @@ bool ac_cancel(ac_cancellable *c)
         cancellable_release(c); /* the wheel's reference */
         return true;
     }
-    /* Firing right now: the flag stops a repeat; a once-timer that is
+    /* Not in the wheel: finished (nothing to cancel), or firing right now,
+     * when the flag stops a repeat from re-arming; a once-timer that is
      * mid-fire has delivered (or is delivering) its message. */
-    return c->interval_ms != 0;
+    return c->interval_ms != 0 && !atomic_load_explicit(&c->finished, memory_order_acquire);
 }
 
 void ac_cancellable_release(ac_cancellable *c)

@@ -1,0 +1,187 @@
+/*
+ * Small-object caches for the hot path: messages and envelopes.
+ *
+ * A tell allocates a message on the sender's thread and the receiver frees
+ * it, often thousands at a time. glibc's per-thread cache holds only a few
+ * blocks per size, so bursts fall through to its slower paths. Here each
+ * thread keeps a free list per size class (64, 128, 256 bytes). A list
+ * that grows past its cap hands a batch of blocks to a process-wide depot;
+ * an empty list takes a batch back. So blocks flow from the threads that
+ * free them to the threads that allocate them, one mutex acquisition per
+ * batch rather than per block.
+ *
+ * When a thread exits, its lists go to the depot (a pthread key
+ * destructor); blocks in the depot stay reachable, and are reused by the
+ * next system. Under AddressSanitizer the caches are off, so that every
+ * block goes through malloc/free and use-after-free stays detectable.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "core/internal.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define AC__NO_CACHE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AC__NO_CACHE 1
+#endif
+#endif
+
+#ifdef AC__NO_CACHE
+
+void *ac__alloc_small(size_t size) { return malloc(size); }
+void ac__free_small(void *p, size_t size)
+{
+    (void)size;
+    free(p);
+}
+
+#else
+
+#define CLASSES 3
+#define BATCH 256
+#define CAP (4 * BATCH)
+
+typedef struct block {
+    struct block *next;
+} block;
+
+/* A batch of BATCH blocks, linked through their first word; batches are
+ * linked through their first block's second word. */
+typedef struct batch {
+    block *head;
+    struct batch *next;
+} batch;
+
+typedef struct thread_cache {
+    block *free[CLASSES];
+    unsigned count[CLASSES];
+    bool registered;
+} thread_cache;
+
+static const size_t class_size[CLASSES] = {64, 128, 256};
+
+static _Thread_local thread_cache cache;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static pthread_mutex_t depot_lock = PTHREAD_MUTEX_INITIALIZER;
+static batch *depot[CLASSES]; /* under depot_lock */
+
+static int class_of(size_t size)
+{
+    if (size <= 64)
+        return 0;
+    if (size <= 128)
+        return 1;
+    if (size <= 256)
+        return 2;
+    return -1;
+}
+
+static void depot_put(int c, block *head)
+{
+    batch *b = (batch *)head; /* reuse the first block as the batch record */
+    b->head = head->next;     /* the rest of the chain */
+    pthread_mutex_lock(&depot_lock);
+    b->next = depot[c];
+    depot[c] = b;
+    pthread_mutex_unlock(&depot_lock);
+}
+
+/* Take one batch: returns its blocks as a chain (the batch record's block
+ * included), or NULL. */
+static block *depot_take(int c)
+{
+    pthread_mutex_lock(&depot_lock);
+    batch *b = depot[c];
+    if (b)
+        depot[c] = b->next;
+    pthread_mutex_unlock(&depot_lock);
+    if (!b)
+        return NULL;
+    block *first = (block *)b;
+    first->next = b->head;
+    return first;
+}
+
+static void flush_class(thread_cache *tc, int c)
+{
+    while (tc->free[c]) {
+        block *head = tc->free[c];
+        block *tail = head;
+        unsigned n = 1;
+        while (tail->next && n < BATCH) {
+            tail = tail->next;
+            n++;
+        }
+        tc->free[c] = tail->next;
+        tail->next = NULL;
+        tc->count[c] -= n;
+        depot_put(c, head);
+    }
+}
+
+static void thread_exit(void *unused)
+{
+    (void)unused;
+    for (int c = 0; c < CLASSES; c++)
+        flush_class(&cache, c);
+}
+
+static void make_key(void) { pthread_key_create(&cache_key, thread_exit); }
+
+static void register_thread(thread_cache *tc)
+{
+    pthread_once(&cache_once, make_key);
+    pthread_setspecific(cache_key, tc);
+    tc->registered = true;
+}
+
+void *ac__alloc_small(size_t size)
+{
+    int c = class_of(size);
+    if (c < 0)
+        return malloc(size);
+    thread_cache *tc = &cache;
+    block *b = tc->free[c];
+    if (AC__UNLIKELY(!b)) {
+        if (!tc->registered)
+            register_thread(tc);
+        b = depot_take(c);
+        if (!b)
+            return malloc(class_size[c]);
+        tc->count[c] = BATCH;
+    }
+    tc->free[c] = b->next;
+    tc->count[c]--;
+    return b;
+}
+
+void ac__free_small(void *p, size_t size)
+{
+    int c = class_of(size);
+    if (c < 0 || !p) {
+        free(p);
+        return;
+    }
+    thread_cache *tc = &cache;
+    if (AC__UNLIKELY(!tc->registered))
+        register_thread(tc);
+    block *b = p;
+    b->next = tc->free[c];
+    tc->free[c] = b;
+    if (AC__UNLIKELY(++tc->count[c] >= CAP)) {
+        /* Keep the newest (warmest) blocks; hand the older ones over. */
+        block *keep_tail = b;
+        for (unsigned i = 1; i < CAP - BATCH; i++)
+            keep_tail = keep_tail->next;
+        block *rest = keep_tail->next;
+        keep_tail->next = NULL;
+        tc->count[c] = CAP - BATCH;
+        depot_put(c, rest);
+    }
+}
+
+#endif
