@@ -60,10 +60,15 @@ static void ping_pong(ts_fixture *fx, const ac_system_options *opts, int pairs)
         assert_status(ac_tell(ping, ac_msg_int64_new(OP_START), NULL), AC_OK);
         ac_ref_release(ping);
     }
+    double t0 = ts_now();
     for (int i = 0; i < pairs; i++) {
-        assert_eventually(ts_wait_eq(&d[i].done, 1, TS_WAIT_S), "ping-pong finished");
+        if (!ts_wait_eq(&d[i].done, 1, TS_WAIT_S)) {
+            fail_msg("pair %d: %lld of %d round trips after %.1f s", i,
+                     (long long)atomic_load(&d[i].round_trips), ROUND_TRIPS, ts_now() - t0);
+        }
         assert_int_equal(atomic_load(&d[i].round_trips), ROUND_TRIPS);
     }
+    print_message("%d pairs x %d round trips: %.3f s\n", pairs, ROUND_TRIPS, ts_now() - t0);
     assert_int_equal(ac_dead_letter_count(sys), 0);
     assert_status(ts_fx_terminate(fx), AC_OK); /* frees the pong refs too */
 }
