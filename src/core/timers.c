@@ -4,8 +4,9 @@
  *
  * One mutex guards the wheel. Timers are collected under it and fired
  * after it is released, so a firing timer may arm or cancel timers. The
- * thread sleeps on a condition variable until the wheel's next event, or
- * indefinitely while nothing is armed; arming an earlier deadline wakes it.
+ * thread sleeps on a condition variable until the wheel's next event, at
+ * most IDLE_NAP_MS (4 wake-ups a second when idle); arming an earlier
+ * deadline than the one it sleeps for wakes it.
  * With a manual clock there is no thread: ac_clock_advance moves time and
  * fires on the caller's thread.
  *
@@ -33,6 +34,8 @@ struct ac__timers {
     ac__wheel wheel;
     atomic_size_t armed; /* mirror of wheel.armed, readable without the lock */
 };
+
+#define IDLE_NAP_MS 250
 
 static uint64_t clock_now(ac__timers *t)
 {
@@ -77,11 +80,13 @@ static void *timer_main(void *arg)
             pthread_mutex_lock(&t->lock);
             continue;
         }
-        t->sleep_until = ac__wheel_next_event(&t->wheel);
-        if (t->sleep_until == UINT64_MAX)
-            pthread_cond_wait(&t->cond, &t->lock);
-        else
-            wait_until_tick(t, t->sleep_until);
+        /* Never sleep longer than IDLE_NAP_MS: then arming a timer due
+         * later than that (every default ask) needs no wake-up call, which
+         * would cost the arming thread a futex syscall per ask. */
+        uint64_t next = ac__wheel_next_event(&t->wheel);
+        uint64_t nap = clock_now(t) + IDLE_NAP_MS;
+        t->sleep_until = next < nap ? next : nap;
+        wait_until_tick(t, t->sleep_until);
         t->sleep_until = UINT64_MAX;
     }
     pthread_mutex_unlock(&t->lock);
@@ -151,7 +156,7 @@ static void arm_locked(ac__timers *t, ac__timer *timer, uint64_t deadline)
 {
     ac__wheel_add(&t->wheel, timer, deadline);
     atomic_store_explicit(&t->armed, t->wheel.armed, memory_order_relaxed);
-    if (timer->deadline < t->sleep_until || t->wheel.armed == 1)
+    if (timer->deadline < t->sleep_until)
         pthread_cond_signal(&t->cond);
 }
 
