@@ -481,13 +481,14 @@ ac_status ac_tell(ac_ref *target, ac_msg *msg, ac_ref *sender)
     if (AC__UNLIKELY(!msg))
         return ac__fail(AC_EINVAL, "ac_tell: message is NULL");
     if (AC__UNLIKELY(!target)) {
+        ac_status st = ac__fail(AC_EINVAL, "ac_tell: target is NULL (message %s dropped)",
+                                msg->type->name);
         ac_msg_release(msg);
-        return ac__fail(AC_EINVAL, "ac_tell: target is NULL (message %s dropped)",
-                        msg->type->name);
+        return st;
     }
     ac__node *node = ac__node_make(msg, sender);
     if (AC__UNLIKELY(!node))
-        return AC_ENOMEM;
+        return AC_ENOMEM; /* msg released, error recorded by ac__node_make */
     target->ops->deliver(target, node);
     return AC_OK;
 }
@@ -940,8 +941,10 @@ static void end_turn(ac__actor *a)
 {
     int st = state_of(a);
     bool mailbox_counts = st == AC__ACTOR_RUNNING || st == AC__ACTOR_DEAD;
-    bool leftover = mailbox_counts && ac__mailbox_maybe_nonempty(&a->mailbox);
+    /* head first: a push that lands after this read changes head; one that
+     * landed before is seen by maybe_nonempty (it reads head too). */
     ac__node *head = atomic_load_explicit(&a->mailbox.head, memory_order_seq_cst);
+    bool leftover = mailbox_counts && ac__mailbox_maybe_nonempty(&a->mailbox);
     atomic_store_explicit(&a->scheduled, 0, memory_order_seq_cst);
     bool more = leftover || atomic_load_explicit(&a->sysq, memory_order_seq_cst) ||
                 (mailbox_counts &&
