@@ -228,7 +228,7 @@ static void tree_pre_start(ac_ctx *ctx)
     depth -= 1; /* "/user/top" is depth 1 */
     int kids = depth == 1 ? 2 : depth == 2 ? 1 : 0;
     for (int i = 0; i < kids; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "k%d", i);
         ac_ref_release(ac_spawn_child(ctx, ac_props_new(&tree_def, d), name));
     }
