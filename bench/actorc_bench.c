@@ -33,6 +33,8 @@
 
 #include <actorc.h>
 
+#include "scatter_bench.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -1190,6 +1192,12 @@ static const workload WORKLOADS[] = {
     {"idle_mem", "mem", bench_idle_mem, NULL},
     {"ask_par_mem", "mem", bench_ask_par_mem, NULL},
     {"restart", "suite", bench_restart, NULL},
+    {"scatter_seq", "suite", bench_scatter_seq, NULL},
+    {"scatter_seq_in", "suite", bench_scatter_seq_in, NULL},
+    {"scatter_seq_in_ask", "suite", bench_scatter_seq_in_ask, NULL},
+    {"scatter_par", "suite", bench_scatter_par, NULL},
+    {"scatter_tail", "suite", bench_scatter_tail, NULL},
+    {"scatter_open", "mem", bench_scatter_open, NULL},
     {"idle", "idle", bench_idle, NULL},
 };
 enum { NWORKLOADS = sizeof WORKLOADS / sizeof WORKLOADS[0] };
