@@ -15,6 +15,12 @@ the runtime (a blocked thread), the `_in` figures from inside (an actor).
 CAF has both; Erlang has only inside callers, so its plain figures are
 filed under the `_in` rows (ALIASES) and its `ask` never meets actorc's or
 CAF's outside `ask`.
+
+Scatter/gather: actorc's scatter_seq_in (an actor tells the router with
+itself as the sender) and scatter_seq_in_ask (the same caller with
+ac_ask_in) both meet CAF's in-system scatter_seq_in_R and Erlang's
+scatter_seq; scatter_par meets both peers' scatter_par. scatter_tail and
+scatter_open have no peer counterpart.
 """
 import statistics
 import sys
@@ -24,12 +30,16 @@ SYSTEMS = ("actorc", "caf", "erlang")
 PEERS = ("caf", "erlang")
 
 # A peer's figure that measures what an actorc figure of another name
-# measures. Erlang has no caller outside its runtime: its spawn, ask and
-# scatter_seq callers are processes, so they compare with actorc's in-system
-# (_in) figures. CAF's in-system scatter is its request/then (_R) variant.
+# measures; a tuple files it under each of those rows. Erlang has no caller
+# outside its runtime: its spawn, ask and scatter_seq callers are processes,
+# so they compare with actorc's in-system (_in) figures. CAF's in-system
+# scatter is its request/then (_R) variant. actorc has two in-system
+# scatter callers (tell with self as the sender, and ac_ask_in); the peers'
+# one in-system scatter stands beside each.
+SCATTER_IN = ("scatter_seq_in", "scatter_seq_in_ask")
 ALIASES = {
-    "erlang": {"spawn": "spawn_in", "ask": "ask_in", "scatter_seq": "scatter_seq_in"},
-    "caf": {"scatter_seq_in_R": "scatter_seq_in"},
+    "erlang": {"spawn": "spawn_in", "ask": "ask_in", "scatter_seq": SCATTER_IN},
+    "caf": {"scatter_seq_in_R": SCATTER_IN},
 }
 
 
@@ -47,8 +57,9 @@ def read_runs(system, path):
         if not line.startswith("RESULT "):
             continue
         _, wl, metric, value, unit = line.split(maxsplit=4)
-        key = (aliases.get(wl, wl), metric, unit.strip())
-        figures.setdefault(key, []).append(float(value))
+        names = aliases.get(wl, wl)
+        for name in (names,) if isinstance(names, str) else names:
+            figures.setdefault((name, metric, unit.strip()), []).append(float(value))
     return figures, runs
 
 
@@ -131,7 +142,9 @@ def main(argv):
     print("B/actor, B, KiB, %: best peer / actorc). n/a: did not run; -: no such figure.")
     print("Erlang's spawn, ask and scatter_seq callers are processes: they stand in the")
     print("spawn_in, ask_in and scatter_seq_in rows; CAF's scatter_seq_in_R in scatter_seq_in.")
-    print("ask (CAF's and actorc's) is asked from a blocked thread outside the runtime.")
+    print("Both also stand beside scatter_seq_in_ask (actorc's in-system scatter by ac_ask_in).")
+    print("ask and scatter_seq (CAF's and actorc's) are asked from a blocked thread outside")
+    print("the runtime. scatter_tail and scatter_open have no peer counterpart.")
     print()
     for line in table_lines(build_rows(data), markdown):
         print(line)
