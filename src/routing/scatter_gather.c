@@ -322,9 +322,15 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
             ac_tell(caller, ac_msg_error_new(err), ac_self(ctx));
         return;
     }
+    /* Held until every request is sent: telling a routee that has stopped
+     * claims its slot at once (as may the timer, once armed), and when all
+     * are claimed the scatter would be freed before this loop ends. Taken
+     * before the timer is armed, while no other thread can reach it. */
+    atomic_fetch_add_explicit(&sc->refs, 1, memory_order_relaxed);
     ac__timer_arm(ac_ctx_system(ctx)->timers, &sc->timer, sh->timeout_ms);
     for (uint32_t i = 0; i < sc->n; i++)
         ac_tell(sc->slots[i].routee, ac_msg_retain(msg), &sc->slots[i].ref);
+    scatter_unref(sc);
 }
 
 static void on_start(ac_ctx *ctx, ac__router_cfg *cfg)
