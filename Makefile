@@ -2,7 +2,10 @@
 
 # Debian packages needed to build, test and benchmark (scripts/deps.sh
 # installs the missing ones when run as root). clang is not needed yet.
-DEBIAN_PACKAGES := cmake make gcc libc6-dev pkg-config libcmocka-dev python3
+# libmicrohttpd-dev: the metrics endpoint; prometheus: promtool, which the
+# metrics tests use to validate the exposition.
+DEBIAN_PACKAGES := cmake make gcc libc6-dev pkg-config libcmocka-dev python3 \
+                   libmicrohttpd-dev prometheus
 
 BUILD_ROOT  ?= build
 RELEASE_DIR := $(BUILD_ROOT)/release

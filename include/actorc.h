@@ -21,5 +21,6 @@
 #include "actorc/ask.h"
 #include "actorc/router.h"
 #include "actorc/scatter_gather.h"
+#include "actorc/metrics.h"
 
 #endif

@@ -38,6 +38,8 @@ typedef struct ac_system_options {
     int dead_letter_log_per_s;
     /* Time advances only through ac_clock_advance (see timer.h). */
     bool manual_clock;
+    /* Turn the metrics registry on from the start (see metrics.h). */
+    bool metrics;
 } ac_system_options;
 
 /* Create and start a system. `name` is 1..64 characters of [A-Za-z0-9_-].

@@ -253,6 +253,7 @@ static void timer_fire(ac__timer *t)
 {
     reply_t *r = (reply_t *)((char *)t - offsetof(reply_t, timer));
     if (claim(r)) {
+        AC__METRIC_COUNT(r->ref.system, AC__METRIC_ASK_TIMEOUTS, 1);
         ac_error *err = ac_error_new(AC_ASK_TIMEOUT_ERROR,
                                      "Ask timed out on %s after %u ms", ac_ref_path(r->target),
                                      r->timeout_ms);

@@ -669,6 +669,7 @@ static void begin_restart(ac__actor *a)
 {
     if (atomic_load_explicit(&a->state, memory_order_relaxed) != AC__ACTOR_SUSPENDED)
         return;
+    AC__METRIC_COUNT(a->ref.system, AC__METRIC_RESTARTS, 1);
     ac_ctx ctx = {.self = a};
     ac__failure_record *f = a->failure;
     if (a->def->pre_restart)
@@ -734,6 +735,8 @@ static void finish_stop(ac__actor *a)
     }
     clear_failure(a);
     set_state(a, AC__ACTOR_DEAD);
+    if (a->parent) /* the guardian is not counted as started either */
+        AC__METRIC_COUNT(a->ref.system, AC__METRIC_ACTORS_STOPPED, 1);
     for (uint32_t i = 0; i < a->watchers.count; i++)
         send_terminated(a, a->watchers.items[i]);
     ac__refset_clear(&a->watchers);
@@ -911,10 +914,13 @@ static void end_turn(ac__actor *a);
 void ac__actor_turn(ac__actor *a, int batch)
 {
     ac__tls_actor = a;
-    if (state_of(a) == AC__ACTOR_NEW)
+    if (state_of(a) == AC__ACTOR_NEW) {
         actor_start(a, NULL);
+        AC__METRIC_COUNT(a->ref.system, AC__METRIC_ACTORS_STARTED, 1);
+    }
     drain_sys(a);
     sender_refs held = {0};
+    uint64_t handled = 0;
     for (int i = 0; i < batch && state_of(a) == AC__ACTOR_RUNNING; i++) {
         if (atomic_load_explicit(&a->sysq, memory_order_relaxed) && drain_sys(a))
             continue;
@@ -922,8 +928,11 @@ void ac__actor_turn(ac__actor *a, int batch)
         if (!node)
             break;
         dispatch(a, node, &held);
+        handled++;
     }
     sender_refs_flush(&held);
+    /* Counted per turn, not per message. */
+    AC__METRIC_COUNT(a->ref.system, AC__METRIC_MESSAGES, handled);
     if (state_of(a) == AC__ACTOR_DEAD)
         drain_to_dead_letters(a);
     ac__tls_actor = NULL;

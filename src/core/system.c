@@ -94,6 +94,7 @@ static ac_status apply_options(ac_system *sys, const ac_system_options *o)
 
 static void system_free(ac_system *sys)
 {
+    ac__metrics_destroy(sys);
     ac__timers_destroy(sys->timers);
     ac__scheduler_destroy(sys->sched);
     pthread_mutex_destroy(&sys->guardian_lock);
@@ -122,6 +123,10 @@ ac_system *ac_system_create(const char *name, const ac_system_options *options)
         return NULL;
     }
     sys->name = strdup(name);
+    if (sys->name && options && options->metrics && ac_metrics_enable(sys) != AC_OK) {
+        system_free(sys);
+        return NULL;
+    }
     ac__ref_init(&sys->dead_letters_ref, &dead_letters_ops, sys);
     sys->sched = sys->name ? ac__scheduler_create(sys, sys->workers, sys->batch) : NULL;
     sys->guardian = sys->sched ? ac__guardian_create(sys) : NULL;
@@ -282,6 +287,7 @@ void ac__dead_letter(ac_system *sys, ac__node *node, ac_ref *recipient)
         return;
     }
     atomic_fetch_add_explicit(&sys->dead_letters, 1, memory_order_relaxed);
+    AC__METRIC_COUNT(sys, AC__METRIC_DEAD_LETTERS, 1);
     if (sender && sender->ops->undeliverable)
         sender->ops->undeliverable(sender, recipient);
     if (dead_letter_log_allowed(sys))

@@ -71,7 +71,15 @@ struct scatter {
     sg_slot slots[];
 };
 
-typedef enum outcome { FIRST, TIMEOUT, ALL_FAILED, STOPPED, NO_REPLY_TARGET } outcome;
+/* Count how a message was resolved, and (start_ns != 0) the time from
+ * scattering to answering the caller; counted before the caller is
+ * answered, so an answer seen implies its count is visible. */
+static void count_outcome(ac_system *sys, ac__sg_outcome outcome, uint64_t start_ns)
+{
+    ac__metrics *m = ac__metrics_of(sys);
+    if (AC__UNLIKELY(m != NULL))
+        ac__metrics_scatter_resolved(m, outcome, start_ns);
+}
 
 /* ---- shared ----------------------------------------------------------- */
 
@@ -153,6 +161,8 @@ static void answer_all_failed(scatter *sc)
     AC__ASSERT(err != NULL);
     if (members != small)
         free(members);
+    count_outcome(sc->router->system, all_timeouts ? AC__SG_TIMEOUT : AC__SG_ALL_FAILED,
+                  sc->start_ns);
     fail_caller(sc, err);
 }
 
@@ -191,6 +201,7 @@ static void slot_deliver(ac_ref *self, ac__node *node)
         slot->error = ac_error_retain(ac_msg_error(msg));
         ac_msg_release(msg);
     } else if (settle(slot->sc)) {
+        count_outcome(self->system, AC__SG_FIRST, slot->sc->start_ns);
         ac_tell(slot->sc->caller, msg, sender); /* the winner, as the sender */
     } else {
         ac_msg_release(msg); /* a loser: silently */
@@ -301,6 +312,7 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
     sg_shared *sh = cfg->extra;
     ac_ref *caller = ac_sender(ctx);
     if (!caller) {
+        count_outcome(ac_ctx_system(ctx), AC__SG_NO_REPLY_TARGET, 0);
         ac_log_warn(ctx,
                     "Scatter/gather router %s: a %s without a sender has no reply target; "
                     "dropped, nothing scattered",
@@ -310,6 +322,7 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
     if (st->n == 0) {
         ac_error *err = ac_error_aggregate(
             NULL, 0, "Scatter/gather router %s has no routees left to scatter to", sh->path);
+        count_outcome(ac_ctx_system(ctx), AC__SG_ALL_FAILED, ac__now_ns()); /* answered at once */
         if (err)
             ac_tell(caller, ac_msg_error_new(err), ac_self(ctx));
         return;
@@ -353,11 +366,13 @@ static void on_stop(ac_ctx *ctx, ac__router_cfg *cfg)
         pthread_mutex_unlock(&sh->lock);
         if (!sc)
             return;
-        if (settle(sc))
+        if (settle(sc)) {
+            count_outcome(sc->router->system, AC__SG_STOPPED, sc->start_ns);
             fail_caller(sc, ac_error_aggregate(NULL, 0,
                                                "Scatter/gather router %s stopped while the "
                                                "scatter was still open",
                                                sh->path));
+        }
         scatter_unref(sc);
     }
 }

@@ -1,0 +1,178 @@
+/*
+ * Metrics: a per-system registry of counters, gauges and histograms, the
+ * Prometheus text exposition, and an embedded HTTP endpoint.
+ *
+ * The registry is off by default. Turn it on with
+ * ac_system_options.metrics or ac_metrics_enable; once on it stays on until
+ * the system is terminated. While it is off, the runtime's own
+ * instrumentation costs one load and one predictable branch per event.
+ *
+ * A family has a name, a kind, a help text and label names; its series are
+ * told apart by their label values. Look a series up once and keep the
+ * handle: updates are lock-free atomics, safe from any thread. Looking up
+ * an existing series takes no lock either; only creating one does. Every
+ * update function accepts NULL and does nothing, so that code instrumented
+ * against a family that could not be created (metrics off) or a series that
+ * was dropped (cardinality cap) costs a branch and needs no checks.
+ *
+ * Cardinality: a family holds at most max_series series (default 1,000).
+ * Beyond that, a new series is dropped: the lookup returns NULL and the
+ * system logs one warning per family.
+ *
+ * Handles (families and series) belong to the system: they are valid until
+ * ac_system_terminate and must not be freed.
+ *
+ * The runtime's own families, present as soon as metrics are on:
+ *   actorc_actors_started_total          counter
+ *   actorc_actors_stopped_total          counter
+ *   actorc_messages_processed_total      counter
+ *   actorc_dead_letters_total            counter
+ *   actorc_ask_timeouts_total            counter
+ *   actorc_restarts_total                counter
+ *   router_scatter_gather_resolved_total counter, label outcome: first,
+ *                                        timeout, all-failed, stopped,
+ *                                        no-reply-target
+ *   router_scatter_gather_latency_seconds histogram (default buckets): from
+ *                                        scattering to answering the caller
+ *
+ * All functions may be called from any thread, inside actors or not,
+ * except where a comment says otherwise.
+ */
+#ifndef ACTORC_METRICS_H
+#define ACTORC_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "actorc/export.h"
+#include "actorc/status.h"
+#include "actorc/system.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AC_METRICS_DEFAULT_MAX_SERIES 1000
+/* Most label names a family may have, most buckets a histogram may have. */
+#define AC_METRICS_MAX_LABELS 16
+#define AC_METRICS_MAX_BUCKETS 256
+
+typedef struct ac_metric_family ac_metric_family;
+typedef struct ac_counter ac_counter;
+typedef struct ac_gauge ac_gauge;
+typedef struct ac_histogram ac_histogram;
+
+/* ---- the registry ----------------------------------------------------- */
+
+/* Turn metrics on for `system` (no-op when already on). AC_EINVAL for NULL,
+ * AC_ENOMEM. */
+AC_API ac_status ac_metrics_enable(ac_system *system);
+AC_API bool ac_metrics_enabled(const ac_system *system);
+
+/* ---- families --------------------------------------------------------- */
+
+/* Everything but the name is optional: NULL options, or `{0}`, give a
+ * family without help text or labels, capped at 1,000 series, with the
+ * default buckets for a histogram. */
+typedef struct ac_metric_options {
+    /* HELP text (copied). Prometheus tooling expects one. */
+    const char *help;
+    /* Label names (copied): [A-Za-z_][A-Za-z0-9_]*, not starting with
+     * "__", all different; "le" is reserved for histograms. */
+    const char *const *label_names;
+    size_t label_count; /* 0..AC_METRICS_MAX_LABELS */
+    /* Cardinality cap; 0: AC_METRICS_DEFAULT_MAX_SERIES. */
+    size_t max_series;
+    /* Histograms only: strictly increasing finite upper bounds (copied);
+     * the +Inf bucket is implicit (a trailing +Inf is accepted and
+     * ignored). NULL: .005 .01 .025 .05 .1 .25 .5 1 2.5 5 10. */
+    const double *buckets;
+    size_t bucket_count; /* 1..AC_METRICS_MAX_BUCKETS when buckets is set */
+} ac_metric_options;
+
+/* Register a family, or return the one already registered under `name`
+ * when it has the same kind, label names and buckets (the help text and
+ * cap of the first registration stay). `name` matches
+ * [A-Za-z_:][A-Za-z0-9_:]*. Returns NULL with ac_last_error: AC_EINVAL
+ * when metrics are off or for a bad name, label or bucket; AC_EEXIST when
+ * the name (or, for histograms, a _bucket/_sum/_count sample name) is taken
+ * by a different family. A family without labels gets its one series at
+ * once, so it is exposed (as 0) before the first update. */
+AC_API ac_metric_family *ac_metrics_counter(ac_system *system, const char *name,
+                                            const ac_metric_options *options);
+AC_API ac_metric_family *ac_metrics_gauge(ac_system *system, const char *name,
+                                          const ac_metric_options *options);
+AC_API ac_metric_family *ac_metrics_histogram(ac_system *system, const char *name,
+                                              const ac_metric_options *options);
+
+/* ---- series ----------------------------------------------------------- */
+
+/* The series of `family` with these label values (one per label name, in
+ * order; any UTF-8 text, copied; NULL when the family has no labels),
+ * created on first use. NULL with ac_last_error: AC_EINVAL for a NULL
+ * family or value, AC_ETYPE when the family is of another kind, AC_ENOMEM,
+ * or AC_EINVAL when the family is at its cap (the series is dropped; the
+ * first drop per family logs a warning). */
+AC_API ac_counter *ac_counter_series(ac_metric_family *family, const char *const *label_values);
+AC_API ac_gauge *ac_gauge_series(ac_metric_family *family, const char *const *label_values);
+AC_API ac_histogram *ac_histogram_series(ac_metric_family *family,
+                                         const char *const *label_values);
+
+/* ---- updates: lock-free, any thread; NULL is ignored ------------------ */
+
+AC_API void ac_counter_add(ac_counter *counter, uint64_t n);
+AC_API void ac_counter_inc(ac_counter *counter);
+AC_API void ac_gauge_set(ac_gauge *gauge, double value);
+AC_API void ac_gauge_add(ac_gauge *gauge, double delta);
+AC_API void ac_gauge_sub(ac_gauge *gauge, double delta);
+/* Count `value` in the first bucket whose bound is >= value (+Inf for
+ * anything larger, and for NaN) and add it to the sum. */
+AC_API void ac_histogram_observe(ac_histogram *histogram, double value);
+
+/* Current values (0 for NULL). A read concurrent with updates sees each
+ * update either whole or not at all. */
+AC_API uint64_t ac_counter_value(const ac_counter *counter);
+AC_API double ac_gauge_value(const ac_gauge *gauge);
+AC_API uint64_t ac_histogram_count(const ac_histogram *histogram);
+AC_API double ac_histogram_sum(const ac_histogram *histogram);
+
+/* ---- exposition ------------------------------------------------------- */
+
+/* The registry in the Prometheus text format 0.0.4: per family, in order of
+ * registration, "# HELP" (when it has help) and "# TYPE", then its series
+ * in order of creation; histograms as _bucket{le="…"} (cumulative, ending
+ * with +Inf), _sum and _count. Families without series are left out.
+ * Label values escape backslash, double quote and newline. A new string
+ * for the caller to free(), or NULL with ac_last_error (AC_EINVAL when
+ * metrics are off, AC_ENOMEM). */
+AC_API char *ac_metrics_format(ac_system *system);
+
+/* ---- the HTTP endpoint ------------------------------------------------ */
+
+/* Where ac_metrics_serve listens. NULL options: 127.0.0.1, an ephemeral
+ * port. */
+typedef struct ac_metrics_http_options {
+    /* An IPv4 or IPv6 address literal; NULL: "127.0.0.1". */
+    const char *address;
+    /* 1..65535, or 0 for a port the kernel picks (see ac_metrics_http_port). */
+    int port;
+} ac_metrics_http_options;
+
+/* Serve GET /metrics (the exposition; HEAD too) over HTTP on a thread of
+ * its own, turning metrics on if they are off. Other paths answer 404,
+ * other methods 405. Stopped by ac_metrics_serve_stop or at terminate.
+ * AC_EINVAL for a bad address or port, AC_EEXIST when already serving,
+ * AC_ESYS when the socket cannot be opened (ac_last_error names the
+ * address, the port and the reason, e.g. the port already in use). */
+AC_API ac_status ac_metrics_serve(ac_system *system, const ac_metrics_http_options *options);
+/* The port the endpoint listens on, or 0 when it is not serving. */
+AC_API int ac_metrics_http_port(const ac_system *system);
+/* Stop serving and wait for a scrape in progress to finish. AC_ENOTFOUND
+ * when not serving. */
+AC_API ac_status ac_metrics_serve_stop(ac_system *system);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,279 @@
+/*
+ * The /metrics endpoint: libmicrohttpd with one internal polling thread.
+ *
+ * The listening socket is opened here rather than by libmicrohttpd, so
+ * that a failure says exactly what went wrong (the port already in use,
+ * an address not on this host) and the bound port of an ephemeral request
+ * can be read back with getsockname. The daemon takes the socket over and
+ * closes it when stopped.
+ *
+ * The endpoint hangs off the registry under its lock. Stopping swaps it
+ * out under the lock and joins the daemon's thread outside it: a scrape in
+ * progress takes the registry lock to render, so joining while holding it
+ * could wait for ever.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "metrics/metrics_internal.h"
+
+#define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define DEFAULT_ADDRESS "127.0.0.1"
+
+struct ac__http {
+    struct MHD_Daemon *daemon;
+    int port;
+};
+
+/* ---- requests --------------------------------------------------------- */
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, char *body,
+                               const char *allow)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            status == MHD_HTTP_OK ? CONTENT_TYPE : "text/plain; charset=utf-8");
+    if (allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status,
+                                    const char *msg, const char *allow)
+{
+    char *body = strdup(msg);
+    return body ? respond(conn, status, body, allow) : MHD_NO;
+}
+
+static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload_data, size_t *upload_data_size,
+                                      void **con_cls)
+{
+    ac__metrics *reg = cls;
+    (void)version;
+    (void)upload_data;
+    (void)upload_data_size;
+    (void)con_cls;
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        return respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n",
+                            "GET, HEAD");
+    if (strcmp(url, "/metrics") != 0)
+        return respond_text(conn, MHD_HTTP_NOT_FOUND, "not found; try /metrics\n", NULL);
+    char *body = ac__metrics_render(reg);
+    if (!body)
+        return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
+    return respond(conn, MHD_HTTP_OK, body, NULL);
+}
+
+/* libmicrohttpd's own complaints go to the system's log. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    ac__metrics *reg = cls;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t n = strlen(line);
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        line[--n] = '\0';
+    ac__log(reg->sys, AC_LOG_WARN, NULL, "metrics endpoint: %s", line);
+}
+
+/* ---- the listening socket --------------------------------------------- */
+
+typedef struct listen_addr {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    bool v6;
+} listen_addr;
+
+static ac_status parse_address(const char *address, int port, listen_addr *out)
+{
+    memset(out, 0, sizeof *out);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)(void *)&out->ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)(void *)&out->ss;
+    if (inet_pton(AF_INET, address, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        out->len = sizeof *v4;
+        return AC_OK;
+    }
+    if (inet_pton(AF_INET6, address, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        out->len = sizeof *v6;
+        out->v6 = true;
+        return AC_OK;
+    }
+    return ac__fail(AC_EINVAL,
+                    "ac_metrics_serve: address \"%s\" is not an IPv4 or IPv6 address literal",
+                    address);
+}
+
+static int bound_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return -1;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)(void *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)(void *)&ss)->sin_port);
+}
+
+/* A listening socket, or -1 with the error naming address and port. */
+static int open_listener(const listen_addr *a, const char *address, int port)
+{
+    int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        ac__fail(AC_ESYS, "ac_metrics_serve: socket: %s", strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (a->v6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    const char *step = NULL;
+    if (bind(fd, (const struct sockaddr *)&a->ss, a->len) != 0)
+        step = "bind";
+    else if (listen(fd, 64) != 0)
+        step = "listen";
+    if (!step)
+        return fd;
+    int err = errno;
+    close(fd);
+    if (err == EADDRINUSE)
+        ac__fail(AC_ESYS, "ac_metrics_serve: port %d on %s is already in use", port, address);
+    else
+        ac__fail(AC_ESYS, "ac_metrics_serve: cannot %s %s port %d: %s", step, address, port,
+                 strerror(err));
+    return -1;
+}
+
+static struct MHD_Daemon *start_daemon(ac__metrics *reg, int fd, bool v6)
+{
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+    if (v6)
+        flags |= MHD_USE_IPv6;
+    return MHD_start_daemon(flags, 0, NULL, NULL, handle_request, reg,
+                            MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)reg,
+                            MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+                            MHD_OPTION_CONNECTION_LIMIT, 64u,
+                            MHD_OPTION_END);
+}
+
+/* ---- serving ---------------------------------------------------------- */
+
+/* Joins the daemon's thread (a scrape in progress finishes first) and
+ * closes the socket. Call without the registry lock. */
+static void stop_http(ac__http *http)
+{
+    MHD_stop_daemon(http->daemon);
+    free(http);
+}
+
+/* Hang `http` off the registry, unless another endpoint got there first. */
+static ac_status install(ac__metrics *reg, ac__http *http)
+{
+    pthread_mutex_lock(&reg->lock);
+    int busy_port = reg->http ? reg->http->port : 0;
+    if (!busy_port)
+        reg->http = http;
+    pthread_mutex_unlock(&reg->lock);
+    if (!busy_port)
+        return AC_OK;
+    stop_http(http);
+    return ac__fail(AC_EEXIST, "ac_metrics_serve: already serving on port %d", busy_port);
+}
+
+ac_status ac_metrics_serve(ac_system *system, const ac_metrics_http_options *options)
+{
+    if (!system)
+        return ac__fail(AC_EINVAL, "ac_metrics_serve: system is NULL");
+    ac_metrics_http_options defaults = {0};
+    const ac_metrics_http_options *o = options ? options : &defaults;
+    const char *address = o->address ? o->address : DEFAULT_ADDRESS;
+    if (o->port < 0 || o->port > 65535)
+        return ac__fail(AC_EINVAL, "ac_metrics_serve: port = %d; use 1..65535, or 0 for any",
+                        o->port);
+    listen_addr a;
+    if (parse_address(address, o->port, &a) != AC_OK)
+        return AC_EINVAL;
+    if (ac_metrics_enable(system) != AC_OK)
+        return ac_last_status();
+    ac__metrics *reg = ac__metrics_of(system);
+    int serving = ac_metrics_http_port(system); /* a clear answer; install() decides */
+    if (serving)
+        return ac__fail(AC_EEXIST, "ac_metrics_serve: already serving on port %d", serving);
+    int fd = open_listener(&a, address, o->port);
+    if (fd < 0)
+        return AC_ESYS;
+    ac__http *http = calloc(1, sizeof *http);
+    if (!http) {
+        close(fd);
+        return ac__fail(AC_ENOMEM, "ac_metrics_serve: out of memory");
+    }
+    http->port = bound_port(fd);
+    http->daemon = start_daemon(reg, fd, a.v6);
+    if (!http->daemon) {
+        close(fd);
+        free(http);
+        return ac__fail(AC_ESYS, "ac_metrics_serve: cannot start the HTTP server on %s port %d",
+                        address, o->port);
+    }
+    return install(reg, http);
+}
+
+int ac_metrics_http_port(const ac_system *system)
+{
+    ac__metrics *reg = system ? ac__metrics_of(system) : NULL;
+    if (!reg)
+        return 0;
+    pthread_mutex_lock(&reg->lock);
+    int port = reg->http ? reg->http->port : 0;
+    pthread_mutex_unlock(&reg->lock);
+    return port;
+}
+
+static ac__http *take_http(ac__metrics *reg)
+{
+    pthread_mutex_lock(&reg->lock);
+    ac__http *http = reg->http;
+    reg->http = NULL;
+    pthread_mutex_unlock(&reg->lock);
+    return http;
+}
+
+void ac__http_shutdown(ac__metrics *reg)
+{
+    ac__http *http = take_http(reg);
+    if (http)
+        stop_http(http);
+}
+
+ac_status ac_metrics_serve_stop(ac_system *system)
+{
+    if (!system)
+        return ac__fail(AC_EINVAL, "ac_metrics_serve_stop: system is NULL");
+    ac__metrics *reg = ac__metrics_of(system);
+    ac__http *http = reg ? take_http(reg) : NULL;
+    if (!http)
+        return ac__fail(AC_ENOTFOUND, "ac_metrics_serve_stop: system \"%s\" is not serving",
+                        system->name);
+    stop_http(http);
+    return AC_OK;
+}
