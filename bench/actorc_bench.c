@@ -556,6 +556,101 @@ static void bench_tell(ac_system *sys, const void *param)
     free(rates);
 }
 
+/* ------------------------------------------------------------ router_rr --- */
+/* tell_10k through a pool: one sender actor fires N small ints (i & 0xff)
+ * at a 4-routee round-robin pool of counters, then a Broadcast(Count); the
+ * pool keeps the original sender, so each routee replies straight to the
+ * sender, which checks that every share was exactly N/4 and sums them.
+ * Timed in the sender, first send to the last reply. The same sender
+ * telling one counter directly, alternated iteration by iteration on the
+ * same system, gives the figure to compare with. */
+
+enum { RR_ROUTEES = 4, RR_N = 10000, RR_ITERS = 30, RR_WARM = 3 };
+
+typedef struct rr_env {
+    ac_ref *peer;    /* the pool, or one counter */
+    int64_t replies; /* Counts replies per operation */
+    latch done;
+} rr_env;
+
+typedef struct rr_sender_state {
+    int64_t t0, n, sum, replies, uneven;
+} rr_sender_state;
+
+static void rr_sender_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    rr_sender_state *st = ac_ctx_state(ctx);
+    rr_env *env = ac_ctx_user_data(ctx);
+    if (ac_msg_is(msg, &GO)) {
+        memset(st, 0, sizeof *st);
+        st->t0 = now_ns();
+        for (int64_t i = 0; i < RR_N; i++) {
+            ac_msg *m = ac_msg_int64_new(i & 0xff);
+            if (!m)
+                die("ac_msg_int64_new");
+            tell(env->peer, m, ac_self(ctx));
+        }
+        ac_msg *count = msg_new(&COUNT, 0, 0, 0);
+        if (env->replies > 1 && !(count = ac_broadcast_new(count)))
+            die("ac_broadcast_new");
+        tell(env->peer, count, ac_self(ctx));
+    } else if (ac_msg_is(msg, &COUNTS)) {
+        st->uneven += arg(msg, 0) != RR_N / env->replies;
+        st->n += arg(msg, 0);
+        st->sum += arg(msg, 1);
+        if (++st->replies == env->replies)
+            latch_signal(&env->done, st->uneven ? -1 : st->n, st->sum, now_ns() - st->t0);
+    } else {
+        unexpected(ctx, msg);
+    }
+}
+
+static void bench_router_rr(ac_system *sys, const void *param)
+{
+    static const ac_actor_def rr_sender = {.name = "RouterSender",
+                                           .state_size = sizeof(rr_sender_state),
+                                           .receive = rr_sender_receive};
+    (void)param;
+    rr_env env[2]; /* 0: direct, 1: through the pool */
+    ac_ref *snd[2];
+    uint64_t seen[2] = {0, 0};
+    double rates[2][RR_ITERS];
+    int64_t r[3], expected_sum = 0;
+    for (int64_t i = 0; i < RR_N; i++)
+        expected_sum += i & 0xff;
+    ac_props *pool = ac_router_round_robin(RR_ROUTEES, &counter, NULL);
+    if (!pool)
+        die("ac_router_round_robin");
+    env[0].peer = spawn_top(sys, &counter, NULL);
+    env[0].replies = 1;
+    if (!(env[1].peer = ac_spawn(sys, pool, NULL)))
+        die("ac_spawn");
+    env[1].replies = RR_ROUTEES;
+    for (int k = 0; k < 2; k++) {
+        latch_init(&env[k].done);
+        snd[k] = spawn_top(sys, &rr_sender, &env[k]);
+    }
+    for (int it = 0; it < RR_WARM + RR_ITERS; it++) {
+        for (int k = 0; k < 2; k++) {
+            tell(snd[k], msg_new(&GO, 0, 0, 0), NULL);
+            latch_wait(&env[k].done, &seen[k], r);
+            if (r[0] < 0)
+                fail("router_rr: a routee's share was not N/4 (round-robin)");
+            if (r[0] != RR_N || r[1] != expected_sum)
+                fail("router_rr: receivers' count/sum mismatch");
+            if (it >= RR_WARM)
+                rates[k][it - RR_WARM] = (double)RR_N * 1e9 / (double)r[2];
+        }
+    }
+    result("router_rr", "msgs_per_s", median(rates[1], RR_ITERS), "msg/s");
+    result("router_rr", "direct_msgs_per_s", median(rates[0], RR_ITERS), "msg/s");
+    for (int k = 0; k < 2; k++) {
+        stop_release(snd[k]);
+        stop_release(env[k].peer);
+        latch_fini(&env[k].done);
+    }
+}
+
 /* ------------------------------------------------------------- pingpong --- */
 /* One operation: two actors volley 10,000 exchanges (ping k, pong k); the
  * pinger checks the sequence of every pong. 2 warm-up + 20 measured. */
@@ -1188,6 +1283,7 @@ static const workload WORKLOADS[] = {
     {"tell_1k", "suite", bench_tell, &TELL_1K},
     {"tell_10k", "suite", bench_tell, &TELL_10K},
     {"tell_10k_metrics_on", "suite", bench_tell_metrics_on, NULL},
+    {"router_rr", "suite", bench_router_rr, NULL},
     {"ask", "suite", bench_ask, NULL},
     {"ask_in", "suite", bench_ask_in, NULL},
     {"pingpong", "suite", bench_pingpong, NULL},
