@@ -32,7 +32,7 @@
 
 enum { PENDING = 0, CLAIMED = 1, SETTLED = 2 };
 enum { FOR_FUTURE = 0, FOR_ACTOR = 1 };
-#define SPIN_WAIT_NS 20000ull
+#define SPIN_WAIT_NS 100000ull
 
 struct ac_future {
     ac_ref ref;

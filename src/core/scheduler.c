@@ -18,10 +18,16 @@
  * So either the pusher sees the parked worker and signals it, or the
  * worker sees the actor.
  *
- * `runnext` pushes do not wake anyone: the pushing worker will run that
- * actor as soon as its current turn ends. A parked worker naps in 1 ms
- * slices (instead of sleeping indefinitely) only while some `runnext` is
- * occupied, so a handler that runs long cannot strand the actor behind it.
+ * `runnext` pushes do not wake a napping worker: the pushing worker will
+ * run that actor as soon as its current turn ends, and waking another core
+ * per message would ruin a request/reply volley. Instead, a parked worker
+ * naps in 1 ms slices (rather than sleeping until signalled) while another
+ * worker is in a turn or some `runnext` is occupied; at each nap's end it
+ * looks for work, and takes a `runnext` whose owner has not finished a turn
+ * since it last looked. So a handler that runs long strands the actor it
+ * just woke for about 2 ms at most, and an idle system sleeps for good. A
+ * `runnext` push does wake a worker that sleeps for good (nparked_sound),
+ * which then naps instead.
  */
 #include <errno.h>
 #include <sched.h>
@@ -32,7 +38,7 @@
 #include "core/internal.h"
 
 #define RING_SIZE 256u /* power of two */
-#define SPIN_ROUNDS 64
+#define SPIN_NS 100000ull /* how long an idle worker looks for work before parking */
 #define RUNNEXT_STEAL_NS 50000ull /* victim stuck in one turn this long */
 
 _Thread_local ac__worker *ac__tls_worker;
@@ -44,6 +50,7 @@ struct ac__worker {
     _Atomic uint32_t tail;
     _Atomic(ac__actor *) runnext;
     atomic_uint_fast64_t turns; /* owner increments per turn */
+    atomic_bool busy;           /* owner: in a turn */
     _Atomic(ac__actor *) ring[RING_SIZE];
     /* Owner only. */
     _Alignas(AC__CACHELINE) ac__scheduler *s;
@@ -68,6 +75,7 @@ struct ac__scheduler {
     _Alignas(AC__CACHELINE) pthread_mutex_t park_lock;
     pthread_cond_t park_cond;
     atomic_int nparked;
+    atomic_int nparked_sound; /* parked without a time limit */
     atomic_int nspinning;
     atomic_bool stopping;
 };
@@ -173,6 +181,17 @@ static void wake_one_if_idle(ac__scheduler *s)
     pthread_mutex_unlock(&s->park_lock);
 }
 
+/* A worker sleeping for good must nap instead, to watch our runnext. The
+ * runnext exchange and our load of nparked_sound, its increment and its
+ * second look at runnext, are all seq_cst: either we see it, or it sees
+ * our runnext when it looks again. */
+static void wake_sound_sleeper(ac__scheduler *s)
+{
+    pthread_mutex_lock(&s->park_lock);
+    pthread_cond_signal(&s->park_cond);
+    pthread_mutex_unlock(&s->park_lock);
+}
+
 static bool any_work(ac__scheduler *s)
 {
     if (atomic_load_explicit(&s->inject_len, memory_order_seq_cst) > 0)
@@ -191,26 +210,51 @@ static bool any_runnext(ac__scheduler *s)
     return false;
 }
 
-static void park(ac__scheduler *s)
+static bool any_busy(ac__scheduler *s, const ac__worker *self)
 {
+    for (int i = 0; i < s->nworkers; i++)
+        if (&s->workers[i] != self && atomic_load_explicit(&s->workers[i].busy, memory_order_relaxed))
+            return true;
+    return false;
+}
+
+static void nap(ac__scheduler *s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&s->park_cond, &s->park_lock, &ts);
+}
+
+/* Returns true when the worker napped and woke by the clock. */
+static bool park(ac__worker *w)
+{
+    ac__scheduler *s = w->s;
+    bool napped = false;
     pthread_mutex_lock(&s->park_lock);
     atomic_fetch_add_explicit(&s->nparked, 1, memory_order_seq_cst);
     if (!any_work(s) && !atomic_load_explicit(&s->stopping, memory_order_acquire)) {
-        if (any_runnext(s)) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 1000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&s->park_cond, &s->park_lock, &ts);
+        if (any_runnext(s) || any_busy(s, w)) {
+            nap(s);
+            napped = true;
         } else {
-            pthread_cond_wait(&s->park_cond, &s->park_lock);
+            /* Announce the sound sleep, then look once more: a runnext push
+             * after our look sees the announcement and wakes us. */
+            atomic_fetch_add_explicit(&s->nparked_sound, 1, memory_order_seq_cst);
+            if (any_runnext(s) || any_busy(s, w))
+                nap(s), napped = true;
+            else
+                pthread_cond_wait(&s->park_cond, &s->park_lock);
+            atomic_fetch_sub_explicit(&s->nparked_sound, 1, memory_order_seq_cst);
         }
     }
     atomic_fetch_sub_explicit(&s->nparked, 1, memory_order_seq_cst);
     pthread_mutex_unlock(&s->park_lock);
+    return napped;
 }
 
 /* ---- pushing ---------------------------------------------------------- */
@@ -227,9 +271,11 @@ void ac__scheduler_push(ac__scheduler *s, ac__actor *a, bool fresh)
     ac__worker *w = ac__tls_worker;
     if (w && w->s == s) {
         if (fresh) {
-            ac__actor *old = atomic_exchange_explicit(&w->runnext, a, memory_order_acq_rel);
+            ac__actor *old = atomic_exchange_explicit(&w->runnext, a, memory_order_seq_cst);
             if (old)
                 push_local(w, old);
+            else if (atomic_load_explicit(&s->nparked_sound, memory_order_seq_cst) > 0)
+                wake_sound_sleeper(s);
             return;
         }
         push_local(w, a);
@@ -298,16 +344,25 @@ static ac__actor *find_work(ac__worker *w)
     return steal(w);
 }
 
+/* Spin for up to SPIN_NS looking for work. At most half the workers spin
+ * at once (at least one): more spinners than that would crowd out on a
+ * small machine the very threads they wait for — the worker running the
+ * handler, the thread that asked, the timer thread. */
 static ac__actor *spin_for_work(ac__worker *w)
 {
     ac__scheduler *s = w->s;
-    atomic_fetch_add_explicit(&s->nspinning, 1, memory_order_seq_cst);
+    int max_spinning = s->nworkers / 2 > 0 ? s->nworkers / 2 : 1;
+    if (atomic_fetch_add_explicit(&s->nspinning, 1, memory_order_seq_cst) >= max_spinning) {
+        atomic_fetch_sub_explicit(&s->nspinning, 1, memory_order_seq_cst);
+        return NULL;
+    }
     ac__actor *a = NULL;
-    for (int round = 0; round < SPIN_ROUNDS && !a; round++) {
-        for (int i = 0; i < 64; i++)
+    uint64_t until = ac__now_ns() + SPIN_NS;
+    do {
+        for (int i = 0; i < 32; i++)
             cpu_relax();
         a = find_work(w);
-    }
+    } while (!a && ac__now_ns() < until);
     atomic_fetch_sub_explicit(&s->nspinning, 1, memory_order_seq_cst);
     return a;
 }
@@ -317,14 +372,22 @@ static void *worker_main(void *arg)
     ac__worker *w = arg;
     ac__scheduler *s = w->s;
     ac__tls_worker = w;
+    bool napped = false;
     while (!atomic_load_explicit(&s->stopping, memory_order_acquire)) {
         ac__actor *a = find_work(w);
-        if (!a && !(a = spin_for_work(w))) {
-            park(s);
+        if (!a && !napped) /* after a fruitless nap, nap again without spinning */
+            a = spin_for_work(w);
+        if (!a) {
+            napped = park(w);
             continue;
         }
+        napped = false;
         atomic_fetch_add_explicit(&w->turns, 1, memory_order_relaxed);
+        /* `busy` is a hint for parking workers (nap or sleep); the wake-up
+         * guarantee rests on runnext and nparked_sound, so relaxed. */
+        atomic_store_explicit(&w->busy, true, memory_order_relaxed);
         ac__actor_turn(a, s->batch);
+        atomic_store_explicit(&w->busy, false, memory_order_relaxed);
     }
     ac__tls_worker = NULL;
     return NULL;
@@ -364,6 +427,7 @@ ac__scheduler *ac__scheduler_create(ac_system *system, int workers, int batch)
         atomic_init(&w->tail, 0);
         atomic_init(&w->runnext, NULL);
         atomic_init(&w->turns, 0);
+        atomic_init(&w->busy, false);
     }
     return s;
 }

@@ -168,7 +168,7 @@ void ac__timer_arm(ac__timers *t, ac__timer *timer, uint64_t delay_ms)
         t->wheel.now = now; /* idle wheel: catch up without ticking */
     /* The real clock is read in whole ms, rounded down: one tick more makes
      * sure at least delay_ms pass. The manual clock is exact. */
-    uint64_t delay = (delay_ms ? delay_ms : 1) + (t->manual ? 0 : 1);
+    uint64_t delay = delay_ms ? delay_ms + (t->manual ? 0 : 1) : 1;
     arm_locked(t, timer, now + delay);
     pthread_mutex_unlock(&t->lock);
 }
