@@ -14,8 +14,8 @@ CMAKE       ?= cmake
 PREFIX      ?= /usr/local
 
 # What `make demo` runs.
-DEMO_BIN    ?= $(RELEASE_DIR)/examples/hello
-DEMO_ARGS   ?=
+DEMO_BIN    ?= $(RELEASE_DIR)/apps/hedge/actorc-hedge
+DEMO_ARGS   ?= --svg $(RELEASE_DIR)/actorc-hedge.svg
 BENCH_BIN   ?= $(RELEASE_DIR)/bench/actorc-bench
 # Configurations `make test` builds and tests, in order (scripts/build.sh).
 TEST_CONFIGS ?= release asan tsan

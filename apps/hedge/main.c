@@ -1,0 +1,382 @@
+/*
+ * actorc-hedge: runs the same simulated load through several routing
+ * strategies — a round-robin pool, a random pool, a smallest-mailbox pool
+ * and the scatter/gather-first-completed router — over replicas whose
+ * latency has a heavy tail, and shows side by side what each returns: the
+ * latency percentiles, the failures and the work done per request.
+ *
+ * The driver keeps `concurrency` asks in flight from outside the actor
+ * system: each ask's completion callback records the outcome and fires the
+ * next ask, so the load is closed-loop and identical for every strategy.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hedge.h"
+
+typedef struct options {
+    size_t requests, concurrency;
+    int replicas;
+    int64_t timeout_ms;
+    const char *svg;
+    int metrics_port;
+    bool quiet;
+} options;
+
+typedef struct driver {
+    ac_ref *target;
+    int64_t ask_timeout_ms;
+    size_t total;
+    atomic_size_t issued, done, ok, timeouts, errors;
+    int64_t *latency_us;
+    pthread_mutex_t lock;
+    pthread_cond_t all_done;
+} driver;
+
+typedef struct request {
+    driver *d;
+    ac_future *future;
+    uint64_t start_ns;
+} request;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the load driver -------------------------------------------------- */
+
+static void issue_next(driver *d);
+
+static bool is_timeout(const ac_error *e)
+{
+    return ac_error_is(e, AC_ASK_TIMEOUT_ERROR) || ac_error_all_timeouts(e);
+}
+
+static void on_answer(const ac_answer *a, void *user)
+{
+    request *rq = user;
+    driver *d = rq->d;
+    int64_t us = (int64_t)((now_ns() - rq->start_ns) / 1000);
+    if (!a->error)
+        d->latency_us[atomic_fetch_add(&d->ok, 1)] = us;
+    else if (is_timeout(a->error))
+        atomic_fetch_add(&d->timeouts, 1);
+    else
+        atomic_fetch_add(&d->errors, 1);
+    ac_future_release(rq->future);
+    free(rq);
+    issue_next(d);
+    if (atomic_fetch_add(&d->done, 1) + 1 == d->total) {
+        pthread_mutex_lock(&d->lock);
+        pthread_cond_signal(&d->all_done);
+        pthread_mutex_unlock(&d->lock);
+    }
+}
+
+static void issue_next(driver *d)
+{
+    size_t k = atomic_fetch_add(&d->issued, 1);
+    if (k >= d->total)
+        return;
+    request *rq = malloc(sizeof *rq);
+    if (!rq) {
+        fprintf(stderr, "actorc-hedge: out of memory\n");
+        exit(1);
+    }
+    rq->d = d;
+    rq->start_ns = now_ns();
+    char key[32];
+    snprintf(key, sizeof key, "user-%zu", k);
+    rq->future = ac_ask(d->target, ac_msg_str_new(key), d->ask_timeout_ms);
+    if (!rq->future) {
+        fprintf(stderr, "actorc-hedge: ask failed: %s\n", ac_last_error());
+        exit(1);
+    }
+    ac_future_on_complete(rq->future, on_answer, rq);
+}
+
+static void progress(const char *name, size_t done, size_t total, bool final)
+{
+    int width = 30, filled = (int)(done * (size_t)width / (total ? total : 1));
+    fprintf(stderr, "\r  %-18s [%.*s%*s] %3zu%%%s", name, filled,
+            "##############################", width - filled, "", done * 100 / (total ? total : 1),
+            final ? "\n" : "");
+}
+
+static void wait_done(driver *d, const char *name, bool show)
+{
+    pthread_mutex_lock(&d->lock);
+    while (atomic_load(&d->done) < d->total) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&d->all_done, &d->lock, &ts);
+        if (show)
+            progress(name, atomic_load(&d->done), d->total, false);
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (show)
+        progress(name, d->total, d->total, true);
+}
+
+static int run_strategy(ac_system *sys, replica_model *m, const options *o, const char *name,
+                        ac_props *props, int64_t ask_timeout_ms, run_result *out)
+{
+    ac_ref *pool = ac_spawn(sys, props, name);
+    if (!pool) {
+        fprintf(stderr, "actorc-hedge: cannot start %s: %s\n", name, ac_last_error());
+        return -1;
+    }
+    driver d = {.target = pool, .ask_timeout_ms = ask_timeout_ms, .total = o->requests};
+    d.latency_us = calloc(o->requests, sizeof *d.latency_us);
+    pthread_mutex_init(&d.lock, NULL);
+    pthread_cond_init(&d.all_done, NULL);
+    uint64_t calls_before = atomic_load(&m->calls);
+    uint64_t t0 = now_ns();
+    size_t first = o->concurrency < o->requests ? o->concurrency : o->requests;
+    for (size_t i = 0; i < first; i++)
+        issue_next(&d);
+    wait_done(&d, name, !o->quiet && isatty(STDERR_FILENO));
+    double seconds = (double)(now_ns() - t0) / 1e9;
+    ac_stop(pool);
+    ac_ref_release(pool);
+    pthread_mutex_destroy(&d.lock);
+    pthread_cond_destroy(&d.all_done);
+    *out = (run_result){
+        .name = name,
+        .latency_us = d.latency_us,
+        .ok = atomic_load(&d.ok),
+        .timeouts = atomic_load(&d.timeouts),
+        .errors = atomic_load(&d.errors),
+        .requests = o->requests,
+        .seconds = seconds,
+        .calls_per_request = (double)(atomic_load(&m->calls) - calls_before) / (double)o->requests,
+    };
+    return 0;
+}
+
+/* ---- flags ------------------------------------------------------------ */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: actorc-hedge [options]\n"
+            "\n"
+            "Runs one simulated load through a round-robin pool, a random pool, a\n"
+            "smallest-mailbox pool and the scatter/gather-first-completed router, over\n"
+            "replicas with a heavy latency tail, and compares what each returns.\n"
+            "\n"
+            "  --requests N       requests per strategy (default 20000)\n"
+            "  --concurrency C    requests in flight (default 32)\n"
+            "  --replicas N       replicas per pool (default 3)\n"
+            "  --median-ms X      median of the log-normal latency body (default 2)\n"
+            "  --sigma X          shape of the log-normal body (default 0.4)\n"
+            "  --tail P%%:Dms      a share P of requests stalls for D ms (default 2%%:100ms)\n"
+            "  --error-rate P%%    a share P of requests is answered with an error (default 0)\n"
+            "  --dead-replica K   replica K (1..N) never answers (default: none)\n"
+            "  --timeout-ms T     deadline of a request (default 1000)\n"
+            "  --svg PATH         where to write the latency CDF (default actorc-hedge.svg)\n"
+            "  --metrics-port N   serve Prometheus metrics on 127.0.0.1:N while running\n"
+            "  --seed N           random seed (default 42)\n"
+            "  --quiet            no progress bar\n"
+            "  --help             this text\n");
+}
+
+static bool parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < lo || v > hi)
+        return false;
+    *out = v;
+    return *end == '\0' || strcmp(end, "%") == 0 || strcmp(end, "ms") == 0;
+}
+
+static bool parse_size(const char *s, double lo, double hi, size_t *out)
+{
+    double v;
+    if (!parse_double(s, lo, hi, &v) || v != (double)(size_t)v)
+        return false;
+    *out = (size_t)v;
+    return true;
+}
+
+static bool parse_tail(const char *s, replica_model *m)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *colon = strchr(buf, ':');
+    if (!colon)
+        return false;
+    *colon = '\0';
+    return parse_double(buf, 0, 100, &m->tail_pct) &&
+           parse_double(colon + 1, 0, 60000, &m->tail_ms);
+}
+
+static int parse_args(int argc, char **argv, options *o, replica_model *m)
+{
+    static const struct option longs[] = {
+        {"requests", required_argument, 0, 'r'},   {"concurrency", required_argument, 0, 'c'},
+        {"replicas", required_argument, 0, 'n'},   {"median-ms", required_argument, 0, 'm'},
+        {"sigma", required_argument, 0, 's'},      {"tail", required_argument, 0, 't'},
+        {"error-rate", required_argument, 0, 'e'}, {"dead-replica", required_argument, 0, 'd'},
+        {"timeout-ms", required_argument, 0, 'T'}, {"svg", required_argument, 0, 'o'},
+        {"metrics-port", required_argument, 0, 'p'}, {"seed", required_argument, 0, 'S'},
+        {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int c;
+    size_t v;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+        bool ok = true;
+        switch (c) {
+        case 'r': ok = parse_size(optarg, 1, 1e8, &o->requests); break;
+        case 'c': ok = parse_size(optarg, 1, 1e6, &o->concurrency); break;
+        case 'n': ok = parse_size(optarg, 1, 64, &v); o->replicas = (int)v; break;
+        case 'm': ok = parse_double(optarg, 0, 60000, &m->median_ms); break;
+        case 's': ok = parse_double(optarg, 0, 5, &m->sigma); break;
+        case 't': ok = parse_tail(optarg, m); break;
+        case 'e': ok = parse_double(optarg, 0, 100, &m->error_pct); break;
+        case 'd': ok = parse_size(optarg, 1, 64, &v); m->dead_replica = (int)v; break;
+        case 'T': ok = parse_size(optarg, 1, 3600000, &v); o->timeout_ms = (int64_t)v; break;
+        case 'o': o->svg = optarg; break;
+        case 'p': ok = parse_size(optarg, 0, 65535, &v); o->metrics_port = (int)v; break;
+        case 'S': ok = parse_size(optarg, 0, 1e18, &v); m->seed = v; break;
+        case 'q': o->quiet = true; break;
+        case 'h': usage(stdout); exit(0);
+        default:
+            fprintf(stderr, "actorc-hedge: unknown option %s\n\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        }
+        if (!ok) {
+            fprintf(stderr, "actorc-hedge: bad value \"%s\" for %s\n\n", optarg, argv[optind - 2 >= 0 ? optind - 2 : 0]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "actorc-hedge: unexpected argument \"%s\"\n\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    if (m->dead_replica > o->replicas) {
+        fprintf(stderr, "actorc-hedge: --dead-replica %d but only %d replicas\n\n",
+                m->dead_replica, o->replicas);
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- main ------------------------------------------------------------- */
+
+/* A PNG beside the SVG, when an SVG renderer (rsvg-convert) is installed. */
+static void write_png(const char *svg)
+{
+    if (system("command -v rsvg-convert >/dev/null 2>&1") != 0)
+        return;
+    size_t len = strlen(svg);
+    char *png = malloc(len + 5), *cmd = malloc(2 * len + 64);
+    if (!png || !cmd || strchr(svg, '\'')) {
+        free(png);
+        free(cmd);
+        return;
+    }
+    memcpy(png, svg, len + 1);
+    if (len > 4 && strcmp(png + len - 4, ".svg") == 0)
+        png[len - 4] = '\0';
+    strcat(png, ".png");
+    snprintf(cmd, 2 * len + 64, "rsvg-convert '%s' -o '%s'", svg, png);
+    if (system(cmd) == 0)
+        printf("and as a picture to %s\n", png);
+    free(png);
+    free(cmd);
+}
+
+int main(int argc, char **argv)
+{
+    options o = {.requests = 20000, .concurrency = 32, .replicas = 3, .timeout_ms = 1000,
+                 .svg = "actorc-hedge.svg", .metrics_port = -1};
+    replica_model m = {.median_ms = 2, .sigma = 0.4, .tail_pct = 2, .tail_ms = 100, .seed = 42};
+    int rc = parse_args(argc, argv, &o, &m);
+    if (rc)
+        return rc;
+
+    ac_system_options so = {.log_level = AC_LOG_WARN};
+    ac_system *sys = ac_system_create("hedge", &so);
+    if (!sys) {
+        fprintf(stderr, "actorc-hedge: %s\n", ac_last_error());
+        return 1;
+    }
+    if (o.metrics_port >= 0) {
+        ac_metrics_http_options mo = {.port = o.metrics_port};
+        if (ac_metrics_serve(sys, &mo) != AC_OK) {
+            fprintf(stderr, "actorc-hedge: cannot serve metrics: %s\n", ac_last_error());
+            ac_system_terminate(sys);
+            return 1;
+        }
+        printf("serving metrics on http://127.0.0.1:%d/metrics\n", ac_metrics_http_port(sys));
+        fflush(stdout);
+    }
+    char subtitle[256];
+    snprintf(subtitle, sizeof subtitle,
+             "%d replicas; latency log-normal (median %.3g ms, sigma %.2g) + %.3g%% stalls of "
+             "%.0f ms; %.3g%% errors%s; %zu requests, %zu in flight",
+             o.replicas, m.median_ms, m.sigma, m.tail_pct, m.tail_ms, m.error_pct,
+             m.dead_replica ? "; one dead replica" : "", o.requests, o.concurrency);
+    printf("actorc-hedge: %s\n\n", subtitle);
+
+    ac_routee_options ro = {.user_data = &m};
+    ac_scatter_gather_options sg = {.timeout_ms = o.timeout_ms};
+    run_result runs[4];
+    size_t n = 0;
+    struct {
+        const char *name;
+        ac_props *props;
+        int64_t ask_timeout;
+    } plan[] = {
+        {"round-robin", ac_router_round_robin(o.replicas, &hedge_replica, &ro), o.timeout_ms},
+        {"random", ac_router_random(o.replicas, &hedge_replica, &ro), o.timeout_ms},
+        {"smallest-mailbox", ac_router_smallest_mailbox(o.replicas, &hedge_replica, &ro),
+         o.timeout_ms},
+        /* The caller's budget stays above the router's, so that a failed
+         * scatter reports its AggregateError rather than the caller's own
+         * timeout. */
+        {"scatter-gather", ac_router_scatter_gather_first_completed(o.replicas, &hedge_replica,
+                                                                    &sg, &ro),
+         o.timeout_ms + 500},
+    };
+    for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
+        if (run_strategy(sys, &m, &o, plan[i].name, plan[i].props, plan[i].ask_timeout,
+                         &runs[n]) == 0)
+            n++;
+    }
+    printf("\n");
+    report_table(stdout, runs, n);
+    printf("\n");
+    report_histogram(stdout, runs, n);
+    if (report_svg(o.svg, runs, n, subtitle) == 0) {
+        printf("\nlatency CDF written to %s\n", o.svg);
+        write_png(o.svg);
+    } else {
+        fprintf(stderr, "actorc-hedge: could not write %s: %s\n", o.svg, strerror(errno));
+    }
+    for (size_t i = 0; i < n; i++)
+        free(runs[i].latency_us);
+    ac_system_terminate(sys);
+    return n == sizeof plan / sizeof plan[0] ? 0 : 1;
+}

@@ -1,0 +1,204 @@
+/*
+ * The report: a table of percentiles, failures and work; a terminal
+ * histogram; and the latency distribution of every strategy as an SVG
+ * chart, percentile on a "nines" axis (50, 90, 99, 99.9 …) against latency
+ * on a log axis — the tail is where strategies differ.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hedge.h"
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void sort_once(const run_result *r)
+{
+    /* Sorting in place is harmless: the order of samples carries nothing. */
+    qsort(r->latency_us, r->ok, sizeof *r->latency_us, cmp_i64);
+}
+
+/* Nearest rank over the successful requests. */
+int64_t percentile_us(const run_result *r, double p)
+{
+    if (r->ok == 0)
+        return -1;
+    size_t rank = (size_t)ceil(p / 100.0 * (double)r->ok);
+    if (rank < 1)
+        rank = 1;
+    return r->latency_us[rank - 1];
+}
+
+static void fmt_ms(char *buf, size_t cap, int64_t us)
+{
+    if (us < 0)
+        snprintf(buf, cap, "-");
+    else if (us < 10000)
+        snprintf(buf, cap, "%.2fms", us / 1000.0);
+    else
+        snprintf(buf, cap, "%.1fms", us / 1000.0);
+}
+
+void report_table(FILE *out, const run_result *runs, size_t n)
+{
+    static const double ps[] = {50, 90, 99, 99.9, 100};
+    fprintf(out, "%-18s %9s %9s %9s %9s %9s %9s %9s %7s %10s\n", "strategy", "p50", "p90", "p99",
+            "p99.9", "max", "req/s", "timeouts", "errors", "calls/req");
+    for (size_t i = 0; i < n; i++) {
+        const run_result *r = &runs[i];
+        sort_once(r);
+        fprintf(out, "%-18s", r->name);
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+            char b[32];
+            fmt_ms(b, sizeof b, percentile_us(r, ps[k]));
+            fprintf(out, " %9s", b);
+        }
+        fprintf(out, " %9.0f %9zu %7zu %10.2f\n", (double)r->ok / r->seconds, r->timeouts,
+                r->errors, r->calls_per_request);
+    }
+}
+
+static const double bucket_ms[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, INFINITY};
+#define NBUCKETS (sizeof bucket_ms / sizeof bucket_ms[0])
+
+void report_histogram(FILE *out, const run_result *runs, size_t n)
+{
+    fprintf(out, "share of requests by latency (each # is 2%%; ~ less than 2%%)\n");
+    for (size_t i = 0; i < n; i++) {
+        const run_result *r = &runs[i];
+        size_t counts[NBUCKETS] = {0};
+        for (size_t k = 0; k < r->ok; k++) {
+            double ms = r->latency_us[k] / 1000.0;
+            size_t b = 0;
+            while (ms >= bucket_ms[b])
+                b++;
+            counts[b]++;
+        }
+        fprintf(out, "\n%s\n", r->name);
+        double lo = 0;
+        for (size_t b = 0; b < NBUCKETS; b++) {
+            char range[32];
+            if (isinf(bucket_ms[b]))
+                snprintf(range, sizeof range, ">= %g ms", lo);
+            else
+                snprintf(range, sizeof range, "%g-%g ms", lo, bucket_ms[b]);
+            lo = bucket_ms[b];
+            if (!counts[b])
+                continue;
+            double pct = 100.0 * (double)counts[b] / (double)r->requests;
+            int bars = (int)(pct / 2);
+            fprintf(out, "  %12s %6.2f%% ", range, pct);
+            for (int k = 0; k < bars; k++)
+                fputc('#', out);
+            if (bars == 0)
+                fputc('~', out);
+            fputc('\n', out);
+        }
+        size_t failed = r->timeouts + r->errors;
+        if (failed)
+            fprintf(out, "  %12s %6.2f%%\n", "failed",
+                    100.0 * (double)failed / (double)r->requests);
+    }
+}
+
+/* ---- SVG -------------------------------------------------------------- */
+
+static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"};
+
+#define W 900
+#define H 560
+#define ML 80
+#define MR 200
+#define MT 70
+#define MB 60
+
+static double nines(double p) /* p in (0,1): 0.5 -> 0.3, 0.9 -> 1, 0.99 -> 2 */
+{
+    return -log10(1.0 - p);
+}
+
+static void axes(FILE *f, double xmin, double xmax, double ymax)
+{
+    fprintf(f, "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#444'/>\n", ML, MT,
+            W - ML - MR, H - MT - MB);
+    for (double ms = 0.1; ms <= xmax * 1.0001; ms *= 10) {
+        for (int k = 1; k <= 9; k++) {
+            double v = ms * k;
+            if (v < xmin || v > xmax)
+                continue;
+            double x = ML + (log10(v) - log10(xmin)) / (log10(xmax) - log10(xmin)) * (W - ML - MR);
+            fprintf(f, "<line x1='%.1f' y1='%d' x2='%.1f' y2='%d' stroke='#ddd'/>\n", x, MT, x,
+                    H - MB);
+            if (k == 1 || k == 2 || k == 5)
+                fprintf(f, "<text x='%.1f' y='%d' font-size='12' text-anchor='middle'>%g</text>\n",
+                        x, H - MB + 18, v);
+        }
+    }
+    static const double marks[] = {0.5, 0.9, 0.99, 0.999, 0.9999};
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+        if (nines(marks[i]) > ymax + 1e-9)
+            break;
+        double y = H - MB - nines(marks[i]) / ymax * (H - MT - MB);
+        fprintf(f, "<line x1='%d' y1='%.1f' x2='%d' y2='%.1f' stroke='#ddd'/>\n", ML, y, W - MR, y);
+        fprintf(f, "<text x='%d' y='%.1f' font-size='12' text-anchor='end'>p%g</text>\n", ML - 6,
+                y + 4, marks[i] * 100);
+    }
+    fprintf(f, "<text x='%d' y='%d' font-size='13' text-anchor='middle'>latency (ms, log scale)</text>\n",
+            (ML + W - MR) / 2, H - 18);
+}
+
+int report_svg(const char *path, const run_result *runs, size_t n, const char *subtitle)
+{
+    double xmin = 1e9, xmax = 0;
+    size_t most = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!runs[i].ok)
+            continue;
+        xmin = fmin(xmin, percentile_us(&runs[i], 1) / 1000.0); /* the body, not outliers */
+        xmax = fmax(xmax, runs[i].latency_us[runs[i].ok - 1] / 1000.0);
+        most = runs[i].ok > most ? runs[i].ok : most;
+    }
+    if (most == 0)
+        return -1;
+    xmin = pow(10, floor(log10(fmax(xmin, 0.05))));
+    xmax = pow(10, ceil(log10(fmax(xmax, xmin * 10))));
+    double ymax = fmin(4, ceil(nines(1.0 - 1.0 / (double)most) * 2) / 2);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' "
+               "font-family='sans-serif'>\n<rect width='100%%' height='100%%' fill='white'/>\n",
+            W, H);
+    fprintf(f, "<text x='%d' y='28' font-size='18'>Latency by strategy: hedged requests cut the "
+               "tail</text>\n<text x='%d' y='50' font-size='12' fill='#555'>%s</text>\n",
+            ML, ML, subtitle);
+    axes(f, xmin, xmax, ymax);
+    for (size_t i = 0; i < n; i++) {
+        const run_result *r = &runs[i];
+        const char *color = colors[i % 5];
+        fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2' points='", color);
+        size_t step = r->ok > 4000 ? r->ok / 4000 : 1;
+        for (size_t k = 0; k < r->ok; k += step) {
+            double p = (double)(k + 1) / (double)(r->requests + 1);
+            double x = ML + (log10(fmax(r->latency_us[k] / 1000.0, xmin)) - log10(xmin)) /
+                                (log10(xmax) - log10(xmin)) * (W - ML - MR);
+            double y = H - MB - fmin(nines(p), ymax) / ymax * (H - MT - MB);
+            fprintf(f, "%.1f,%.1f ", x, y);
+        }
+        fprintf(f, "'/>\n");
+        int ly = MT + 20 + (int)i * 44;
+        char p99[32];
+        fmt_ms(p99, sizeof p99, percentile_us(r, 99));
+        fprintf(f, "<line x1='%d' y1='%d' x2='%d' y2='%d' stroke='%s' stroke-width='3'/>\n",
+                W - MR + 15, ly, W - MR + 40, ly, color);
+        fprintf(f, "<text x='%d' y='%d' font-size='13'>%s</text>\n", W - MR + 46, ly + 4, r->name);
+        fprintf(f, "<text x='%d' y='%d' font-size='11' fill='#555'>p99 %s, %.2f calls/req</text>\n",
+                W - MR + 46, ly + 20, p99, r->calls_per_request);
+    }
+    fprintf(f, "</svg>\n");
+    return fclose(f) == 0 ? 0 : -1;
+}

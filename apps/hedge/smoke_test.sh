@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# A short actorc-hedge run on a tail-heavy setting: the table and the SVG
+# must exist, and scatter/gather's p99 must beat round-robin's.
+set -euo pipefail
+bin=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+out="$dir/out.txt"
+"$bin" --requests 3000 --concurrency 16 --tail 5%:50ms --median-ms 1 --svg "$dir/cdf.svg" \
+    --quiet >"$out"
+cat "$out"
+grep -q '^strategy .*p99' "$out" || { echo "FAIL: no table"; exit 1; }
+grep -q '<svg' "$dir/cdf.svg" || { echo "FAIL: no SVG"; exit 1; }
+grep -q "latency CDF written to $dir/cdf.svg" "$out" || { echo "FAIL: SVG path not printed"; exit 1; }
+p99() { awk -v s="$1" '$1 == s { v = $4; sub(/ms$/, "", v); print v }' "$out"; }
+rr=$(p99 round-robin)
+sg=$(p99 scatter-gather)
+echo "p99: round-robin ${rr} ms, scatter-gather ${sg} ms"
+awk -v a="$sg" -v b="$rr" 'BEGIN { exit !(a + 0 < b + 0) }' ||
+    { echo "FAIL: scatter-gather p99 ${sg} ms is not below round-robin's ${rr} ms"; exit 1; }
+# A bad flag prints usage and exits with status 2.
+set +e
+"$bin" --no-such-flag >/dev/null 2>"$dir/err"
+rc=$?
+set -e
+[ "$rc" = 2 ] || { echo "FAIL: bad flag exited $rc, expected 2"; exit 1; }
+grep -q '^usage: actorc-hedge' "$dir/err" || { echo "FAIL: no usage on a bad flag"; exit 1; }
+echo "PASS"
