@@ -47,6 +47,7 @@ typedef struct sg_shared {
     pthread_mutex_t lock;
     scatter *open; /* under lock */
     char *path;    /* the router's path, set at start */
+    ac_ref *router; /* retained once, at start: the sender of failures */
     uint32_t timeout_ms;
 } sg_shared;
 
@@ -88,6 +89,7 @@ static void shared_release(sg_shared *sh)
     if (atomic_fetch_sub_explicit(&sh->refs, 1, memory_order_acq_rel) != 1)
         return;
     pthread_mutex_destroy(&sh->lock);
+    ac_ref_release(sh->router);
     free(sh->path);
     free(sh);
 }
@@ -105,7 +107,6 @@ static void scatter_unref(scatter *sc)
         ac_error_release(sc->slots[i].error);
     }
     ac_ref_release(sc->caller);
-    ac_ref_release(sc->router);
     shared_release(sc->shared);
     free(sc);
 }
@@ -138,7 +139,7 @@ static void fail_caller(scatter *sc, ac_error *err)
 {
     ac_msg *m = ac_msg_error_new(err);
     if (m)
-        ac_tell(sc->caller, m, sc->router);
+        ac_tell(sc->caller, m, sc->shared->router);
 }
 
 static void answer_all_failed(scatter *sc)
@@ -161,7 +162,7 @@ static void answer_all_failed(scatter *sc)
     AC__ASSERT(err != NULL);
     if (members != small)
         free(members);
-    count_outcome(sc->router->system, all_timeouts ? AC__SG_TIMEOUT : AC__SG_ALL_FAILED,
+    count_outcome(sc->shared->router->system, all_timeouts ? AC__SG_TIMEOUT : AC__SG_ALL_FAILED,
                   sc->start_ns);
     fail_caller(sc, err);
 }
@@ -173,7 +174,7 @@ static void slot_done(sg_slot *slot)
     if (atomic_fetch_sub_explicit(&sc->remaining, 1, memory_order_acq_rel) == 1) {
         if (settle(sc))
             answer_all_failed(sc);
-        if (ac__timer_cancel(sc->router->system->timers, &sc->timer))
+        if (ac__timer_cancel(sc->shared->router->system->timers, &sc->timer))
             scatter_unref(sc); /* the timer's reference */
     }
     ac_ref_release(&slot->ref); /* the slot's own hold, kept until claimed */
@@ -287,8 +288,8 @@ static scatter *scatter_new(sg_shared *sh, ac__router_state *st, ac_ref *caller,
     sc->shared = sh;
     sc->prev = NULL;
     sc->caller = ac_ref_retain(caller);
-    sc->router = ac_ref_retain(router);
-    sc->start_ns = ac__now_ns();
+    /* The clock is read only for the latency histogram. */
+    sc->start_ns = ac__metrics_of(router->system) ? ac__now_ns() : 0;
     sc->n = n;
     for (uint32_t i = 0; i < n; i++) {
         sg_slot *slot = &sc->slots[i];
@@ -351,6 +352,8 @@ static void on_start(ac_ctx *ctx, ac__router_cfg *cfg)
     sg_shared *sh = cfg->extra;
     if (!sh->path)
         sh->path = strdup(ac_self_path(ctx));
+    if (!sh->router) /* the same cell across restarts */
+        sh->router = ac_ref_retain(ac_self(ctx));
 }
 
 /* post_stop, and so restart: every open scatter fails now. */
@@ -367,7 +370,7 @@ static void on_stop(ac_ctx *ctx, ac__router_cfg *cfg)
         if (!sc)
             return;
         if (settle(sc)) {
-            count_outcome(sc->router->system, AC__SG_STOPPED, sc->start_ns);
+            count_outcome(sc->shared->router->system, AC__SG_STOPPED, sc->start_ns);
             fail_caller(sc, ac_error_aggregate(NULL, 0,
                                                "Scatter/gather router %s stopped while the "
                                                "scatter was still open",

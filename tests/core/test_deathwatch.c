@@ -112,7 +112,7 @@ static dw_data *setup(ts_fixture *fx)
 
 static ac_ref *spawn_watcher(dw_data *d, int id)
 {
-    char name[8];
+    char name[32];
     snprintf(name, sizeof name, "w%d", id);
     ac_ref *w = ts_spawn(d->sys, &watcher_def, d, name);
     assert_non_null(w);

@@ -116,7 +116,7 @@ static void run_fifo(ts_fixture *fx, const ac_system_options *opts)
     assert_non_null(d->receiver);
     ac_ref *senders[ACTOR_SENDERS];
     for (int i = 0; i < ACTOR_SENDERS; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "sender-%d", i);
         senders[i] = ts_spawn(sys, &sender_def, d, name);
         assert_non_null(senders[i]);

@@ -199,7 +199,7 @@ static void test_state_is_per_actor(void **state)
 
     ac_ref *r[3];
     for (int i = 0; i < 3; i++) {
-        char name[8];
+        char name[32];
         snprintf(name, sizeof name, "n%d", i);
         r[i] = spawn_lc(sys, d, name);
         assert_non_null(r[i]);

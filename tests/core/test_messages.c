@@ -279,7 +279,7 @@ static void test_one_message_many_receivers(void **state)
 
     ac_ref *r[RECEIVERS];
     for (int i = 0; i < RECEIVERS; i++) {
-        char name[8];
+        char name[32];
         snprintf(name, sizeof name, "r%d", i);
         r[i] = ts_spawn(sys, &fan_def, d, name);
         assert_non_null(r[i]);

@@ -49,7 +49,7 @@ static void ping_pong(ts_fixture *fx, const ac_system_options *opts, int pairs)
     ac_system *sys = ts_fx_system(fx, "options", opts);
     assert_non_null(sys);
     for (int i = 0; i < pairs; i++) {
-        char a[16], b[16];
+        char a[32], b[32];
         snprintf(a, sizeof a, "ping-%d", i);
         snprintf(b, sizeof b, "pong-%d", i);
         ac_ref *ping = ts_spawn(sys, &ping_def, &d[i], a);

@@ -111,7 +111,7 @@ static void test_terminate_while_busy(void **state)
     ac_system *sys = ts_fx_system(fx, "terminate", NULL);
     assert_non_null(sys);
     for (int i = 0; i < 8; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "busy-%d", i);
         ac_ref *r = ts_spawn(sys, &busy_def, d, name);
         assert_non_null(r);
@@ -228,7 +228,7 @@ static void tree_pre_start(ac_ctx *ctx)
     depth -= 1; /* "/user/top" is depth 1 */
     int kids = depth == 1 ? 2 : depth == 2 ? 1 : 0;
     for (int i = 0; i < kids; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "k%d", i);
         ac_ref_release(ac_spawn_child(ctx, ac_props_new(&tree_def, d), name));
     }
