@@ -64,7 +64,7 @@ static void *create_worker(void *p)
     for (int k = 0; k < SERIES; k++) {
         /* Each thread walks the names in its own order. */
         int s = (k * 7 + a->index * 13) % SERIES;
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "s%d", s);
         const char *values[] = {name};
         sh->created[a->index][s] = ac_counter_series(sh->family, values);
