@@ -51,6 +51,12 @@ int ac__mailbox_len(const ac_ref *ref)
            atomic_load_explicit(&a->scheduled, memory_order_relaxed);
 }
 
+bool ac__ref_is_stopping(const ac_ref *ref)
+{
+    const ac__actor *a = ac__actor_of(ref);
+    return a && atomic_load_explicit(&a->state, memory_order_acquire) >= AC__ACTOR_STOPPING;
+}
+
 bool ac__ref_is_dead(const ac_ref *ref)
 {
     const ac__actor *a = ac__actor_of(ref);

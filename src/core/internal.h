@@ -231,6 +231,8 @@ void ac__actor_destroy_now(ac__actor *actor);
 void ac__props_count_mailbox(ac_props *props);
 /* Queued messages of a counting actor; -1 when stopped or not counted. */
 int ac__mailbox_len(const ac_ref *ref);
+/* Is this ref an actor that is stopping or stopped? */
+bool ac__ref_is_stopping(const ac_ref *ref);
 /* Is this ref a stopped actor? */
 bool ac__ref_is_dead(const ac_ref *ref);
 /* Release what is queued in a cell (system teardown; refs are held). */

@@ -172,7 +172,10 @@ static void slot_done(sg_slot *slot)
 {
     scatter *sc = slot->sc;
     if (atomic_fetch_sub_explicit(&sc->remaining, 1, memory_order_acq_rel) == 1) {
-        if (settle(sc))
+        /* A stopping router stops its routees first, which fails the
+         * requests still queued at them; such a scatter stays open for
+         * post_stop to answer "stopped", as the router's stop is the cause. */
+        if (!ac__ref_is_stopping(sc->shared->router) && settle(sc))
             answer_all_failed(sc);
         if (ac__timer_cancel(sc->shared->router->system->timers, &sc->timer))
             scatter_unref(sc); /* the timer's reference */
