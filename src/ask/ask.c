@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 enum { PENDING = 0, CLAIMED = 1, SETTLED = 2 };
 enum { FOR_FUTURE = 0, FOR_ACTOR = 1 };
 #define SPIN_WAIT_NS 100000ull
+#define SPIN_PURE_NS 5000ull
 
 struct ac_future {
     ac_ref ref;
@@ -399,6 +401,10 @@ static bool wait_settled(reply_t *r, int64_t wait_ms)
 #else
             ;
 #endif
+        /* Past a short pure spin, let a thread that shares our core (the
+         * worker that will answer) run. */
+        if (now - start > SPIN_PURE_NS)
+            sched_yield();
     }
     return true;
 }

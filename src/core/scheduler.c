@@ -39,6 +39,8 @@
 
 #define RING_SIZE 256u /* power of two */
 #define SPIN_NS 100000ull /* how long an idle worker looks for work before parking */
+#define SPIN_PURE_NS 5000ull /* of which without yielding the core */
+#define WAKE_RING_LEN 2 /* ring length after a turn that wakes an idle worker */
 #define RUNNEXT_STEAL_NS 50000ull /* victim stuck in one turn this long */
 
 _Thread_local ac__worker *ac__tls_worker;
@@ -57,6 +59,7 @@ struct ac__worker {
     int index;
     uint32_t rng;
     uint32_t tick;
+    bool wake_pending; /* pushed to the ring during this turn */
     pthread_t thread;
     uint64_t *seen_turns; /* per victim: turns when its runnext was first seen */
     uint64_t *seen_at;
@@ -259,11 +262,24 @@ static bool park(ac__worker *w)
 
 /* ---- pushing ---------------------------------------------------------- */
 
+/* Worker threads only. Whether to wake an idle worker for it is decided
+ * when the current turn ends (see worker_main), not per push: a handler
+ * that fans out to many actors would otherwise wake a sleeping core per
+ * send, and the woken thread can preempt the very worker doing the work. */
 static void push_local(ac__worker *w, ac__actor *a)
 {
-    if (!ring_push(w, a))
+    if (!ring_push(w, a)) {
         inject_push(w->s, a);
-    wake_one_if_idle(w->s);
+        wake_one_if_idle(w->s);
+        return;
+    }
+    w->wake_pending = true;
+}
+
+static uint32_t ring_len(ac__worker *w)
+{
+    return atomic_load_explicit(&w->tail, memory_order_relaxed) -
+           atomic_load_explicit(&w->head, memory_order_relaxed);
 }
 
 void ac__scheduler_push(ac__scheduler *s, ac__actor *a, bool fresh)
@@ -344,25 +360,26 @@ static ac__actor *find_work(ac__worker *w)
     return steal(w);
 }
 
-/* Spin for up to SPIN_NS looking for work. At most half the workers spin
- * at once (at least one): more spinners than that would crowd out on a
- * small machine the very threads they wait for — the worker running the
- * handler, the thread that asked, the timer thread. */
+/* Spin for up to SPIN_NS looking for work before parking: work that
+ * arrives within that time (the next request of a caller waiting on an
+ * answer, the actors a handler just woke) is taken without a wake-up. */
 static ac__actor *spin_for_work(ac__worker *w)
 {
     ac__scheduler *s = w->s;
-    int max_spinning = s->nworkers / 2 > 0 ? s->nworkers / 2 : 1;
-    if (atomic_fetch_add_explicit(&s->nspinning, 1, memory_order_seq_cst) >= max_spinning) {
-        atomic_fetch_sub_explicit(&s->nspinning, 1, memory_order_seq_cst);
-        return NULL;
-    }
+    atomic_fetch_add_explicit(&s->nspinning, 1, memory_order_seq_cst);
     ac__actor *a = NULL;
-    uint64_t until = ac__now_ns() + SPIN_NS;
+    uint64_t start = ac__now_ns(), now = start;
     do {
         for (int i = 0; i < 32; i++)
             cpu_relax();
+        /* After a short pure spin, yield as we go: on a machine with a
+         * core to spare this costs a syscall per round; where the thread
+         * we wait for shares our core, it lets that thread run. */
+        if (now - start > SPIN_PURE_NS)
+            sched_yield();
         a = find_work(w);
-    } while (!a && ac__now_ns() < until);
+        now = ac__now_ns();
+    } while (!a && now - start < SPIN_NS);
     atomic_fetch_sub_explicit(&s->nspinning, 1, memory_order_seq_cst);
     return a;
 }
@@ -388,6 +405,12 @@ static void *worker_main(void *arg)
         atomic_store_explicit(&w->busy, true, memory_order_relaxed);
         ac__actor_turn(a, s->batch);
         atomic_store_explicit(&w->busy, false, memory_order_relaxed);
+        /* More runnable actors than the one we will take next: share. */
+        if (w->wake_pending) {
+            w->wake_pending = false;
+            if (ring_len(w) >= WAKE_RING_LEN)
+                wake_one_if_idle(s);
+        }
     }
     ac__tls_worker = NULL;
     return NULL;
