@@ -1,0 +1,174 @@
+/* See bench_util.h. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "bench_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#if __GLIBC_PREREQ(2, 33)
+#define HAVE_MALLINFO2 1
+#endif
+#endif
+
+int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+_Noreturn void fail(const char *what)
+{
+    fprintf(stderr, "VERIFICATION FAILED: %s\n", what);
+    fflush(stderr);
+    _Exit(2);
+}
+
+_Noreturn void die(const char *what)
+{
+    fprintf(stderr, "ERROR: %s: %s (%s)\n", what, ac_last_error(),
+            ac_status_name(ac_last_status()));
+    fflush(stderr);
+    _Exit(1);
+}
+
+void check(ac_status st, const char *what)
+{
+    if (st != AC_OK)
+        die(what);
+}
+
+void result(const char *wl, const char *metric, double v, const char *unit)
+{
+    printf("RESULT %s %s %.6g %s\n", wl, metric, v, unit);
+    fflush(stdout);
+}
+
+int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts v in place. */
+double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of n latencies (sorted in place), as the peers'
+ * pct(): the value of rank ceil(p/100 * n), at least 1. */
+int64_t pct(int64_t *v, size_t n, double p)
+{
+    qsort(v, n, sizeof *v, cmp_i64);
+    size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+    if (rank < 1)
+        rank = 1;
+    return v[rank - 1];
+}
+
+long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            kib = strtol(line + 6, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return kib;
+}
+
+/* Bytes the heap has handed out and not taken back (malloc's in-use chunks,
+ * their headers included, plus mmapped blocks), or -1 without mallinfo2.
+ * Unlike RSS it does not depend on whether freed memory is reused. */
+long long heap_in_use(void)
+{
+#ifdef HAVE_MALLINFO2
+    struct mallinfo2 mi = mallinfo2();
+    return (long long)(mi.uordblks + mi.hblkhd);
+#else
+    return -1;
+#endif
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n, size);
+    if (!p) {
+        fprintf(stderr, "ERROR: out of memory\n");
+        _Exit(1);
+    }
+    return p;
+}
+
+/* ---------------------------------------------------------------- latch --- */
+
+void latch_init(latch *l)
+{
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    l->seq = 0;
+}
+
+void latch_fini(latch *l)
+{
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
+}
+
+void latch_signal(latch *l, int64_t a, int64_t b, int64_t c)
+{
+    pthread_mutex_lock(&l->mu);
+    l->val[0] = a;
+    l->val[1] = b;
+    l->val[2] = c;
+    l->seq++;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Wait for the signal after the *seen-th one; copies its values to out. */
+void latch_wait(latch *l, uint64_t *seen, int64_t out[3])
+{
+    pthread_mutex_lock(&l->mu);
+    while (l->seq == *seen)
+        pthread_cond_wait(&l->cv, &l->mu);
+    *seen = l->seq;
+    memcpy(out, l->val, sizeof l->val);
+    pthread_mutex_unlock(&l->mu);
+}
+

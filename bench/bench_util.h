@@ -1,0 +1,42 @@
+/*
+ * Helpers shared by the workloads of actorc-bench: clocks, failing loudly,
+ * the RESULT line, statistics (median, nearest-rank percentile), memory
+ * readings, and the latch an actor signals the main thread with.
+ */
+#ifndef ACTORC_BENCH_UTIL_H
+#define ACTORC_BENCH_UTIL_H
+
+#include <actorc.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One operation's completion, signalled by an actor and awaited by the main
+ * thread. Operations never overlap, so a sequence number is enough. */
+typedef struct latch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t seq; /* signals so far; guarded by mu */
+    int64_t val[3];
+} latch;
+
+int64_t now_ns(void);
+int64_t cpu_ns(void);
+void sleep_ms(long ms);
+_Noreturn void fail(const char *what);
+_Noreturn void die(const char *what);
+void check(ac_status st, const char *what);
+void result(const char *wl, const char *metric, double v, const char *unit);
+int cmp_double(const void *a, const void *b);
+double median(double *v, size_t n);
+int cmp_i64(const void *a, const void *b);
+int64_t pct(int64_t *v, size_t n, double p);
+long rss_kib(void);
+long long heap_in_use(void);
+void *xcalloc(size_t n, size_t size);
+void latch_init(latch *l);
+void latch_fini(latch *l);
+void latch_signal(latch *l, int64_t a, int64_t b, int64_t c);
+void latch_wait(latch *l, uint64_t *seen, int64_t out[3]);
+
+#endif
