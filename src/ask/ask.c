@@ -346,7 +346,7 @@ ac_status ac_ask_in(ac_ctx *ctx, ac_ref *target, ac_msg *msg, int64_t timeout_ms
     r->asker = ac_ref_retain(&ctx->self->ref);
     r->fn = (void (*)(void))fn;
     r->user = user;
-    r->id = ++ctx->self->ask_seq;
+    r->id = ++ctx->self->seq;
     if (id_out)
         *id_out = r->id;
     send_ask(r, msg);

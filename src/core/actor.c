@@ -307,23 +307,19 @@ static ac_ref *props_missing(const char *fn)
     return ac__fail_null(AC_EINVAL, "%s: props is NULL", fn);
 }
 
-static char *make_child_path(const char *parent_path, const char *name)
+/* One allocation: the cell, its state, then its path
+ * ("<parent path>/<name>"). */
+static ac__actor *cell_alloc(ac_system *sys, const ac_actor_def *def, const char *parent_path,
+                             const char *name)
 {
-    size_t a = strlen(parent_path), b = strlen(name);
-    char *path = malloc(a + 1 + b + 1);
-    if (!path)
-        return NULL;
-    memcpy(path, parent_path, a);
-    path[a] = '/';
-    memcpy(path + a + 1, name, b + 1);
-    return path;
-}
-
-static ac__actor *cell_alloc(ac_system *sys, const ac_actor_def *def, char *path)
-{
-    ac__actor *a = calloc(1, sizeof *a + def->state_size);
+    size_t plen = strlen(parent_path), nlen = strlen(name);
+    ac__actor *a = calloc(1, sizeof *a + def->state_size + plen + 1 + nlen + 1);
     if (!a)
         return NULL;
+    char *path = (char *)a->state_mem + def->state_size;
+    memcpy(path, parent_path, plen);
+    path[plen] = '/';
+    memcpy(path + plen + 1, name, nlen + 1);
     ac__ref_init(&a->ref, &actor_ops, sys);
     ac__mailbox_init(&a->mailbox);
     atomic_init(&a->sysq, NULL);
@@ -331,8 +327,15 @@ static ac__actor *cell_alloc(ac_system *sys, const ac_actor_def *def, char *path
     atomic_init(&a->state, AC__ACTOR_NEW);
     a->def = def;
     a->path = path;
-    a->name = strrchr(path, '/') + 1;
+    a->name = path + plen + 1;
     return a;
+}
+
+static ac__cell_ext *ext_of(ac__actor *a)
+{
+    if (!a->ext)
+        a->ext = calloc(1, sizeof *a->ext);
+    return a->ext;
 }
 
 /* Call with the guardian lock held when `parent` is the guardian. */
@@ -347,32 +350,27 @@ static ac_ref *spawn_child_of(ac__actor *parent, ac_props *props, const char *na
             return ac__fail_null(AC_EEXIST, "actor name \"%s\" is already taken under %s", name,
                                  parent->path);
     } else {
-        snprintf(anon, sizeof anon, "$%llx", (unsigned long long)++parent->anon_seq);
+        snprintf(anon, sizeof anon, "$%llx", (unsigned long long)++parent->seq);
         name = anon;
     }
     if (!parent->children && !(parent->children = ac__children_create()))
         return ac__fail_null(AC_ENOMEM, "spawn: out of memory");
-    char *path = make_child_path(parent->path, name);
-    ac__actor *a = path ? cell_alloc(sys, props->def, path) : NULL;
-    if (!a || ac__children_add(parent->children, a) != AC_OK) {
+    ac__actor *a = cell_alloc(sys, props->def, parent->path, name);
+    bool needs_ext = props->has_strategy || props->user_data_free;
+    if (!a || (needs_ext && !ext_of(a)) || ac__children_add(parent->children, a) != AC_OK) {
+        if (a)
+            free(a->ext);
         free(a);
-        free(path);
         return ac__fail_null(AC_ENOMEM, "spawn: out of memory for %s", name);
     }
-    if (props->has_strategy) {
-        a->strategy = malloc(sizeof *a->strategy);
-        if (!a->strategy) {
-            ac__children_remove(parent->children, a);
-            free(a);
-            free(path);
-            return ac__fail_null(AC_ENOMEM, "spawn: out of memory for %s", name);
-        }
-        *a->strategy = props->strategy;
+    if (needs_ext) {
+        a->ext->has_strategy = props->has_strategy;
+        a->ext->strategy = props->strategy;
+        a->ext->user_data_free = props->user_data_free;
     }
     a->count_mailbox = props->count_mailbox;
     a->parent = parent;
     a->user_data = props->user_data;
-    a->user_data_free = props->user_data_free;
     free(props);
     /* One reference for the parent's table, one for the caller, one for
      * the scheduler (the first turn runs init and pre_start). */
@@ -551,9 +549,12 @@ ac_status ac_watch(ac_ctx *ctx, ac_ref *target)
     ac__actor *t = ac__actor_of(target);
     if (!t)
         return ac__fail(AC_EINVAL, "ac_watch: %s", target ? "not an actor ref" : "target is NULL");
-    if (t == ctx->self || ac__refset_contains(&ctx->self->watching, target))
+    ac__cell_ext *ext = ext_of(ctx->self);
+    if (!ext)
+        return ac__fail(AC_ENOMEM, "ac_watch: out of memory");
+    if (t == ctx->self || ac__refset_contains(&ext->watching, target))
         return AC_OK;
-    if (ac__refset_add(&ctx->self->watching, target) != AC_OK)
+    if (ac__refset_add(&ext->watching, target) != AC_OK)
         return ac__fail(AC_ENOMEM, "ac_watch: out of memory");
     ac__actor_push_sys(t, AC__SYS_WATCH, &ctx->self->ref);
     return AC_OK;
@@ -567,7 +568,7 @@ ac_status ac_unwatch(ac_ctx *ctx, ac_ref *target)
     if (!t)
         return ac__fail(AC_EINVAL, "ac_unwatch: %s",
                         target ? "not an actor ref" : "target is NULL");
-    if (ac__refset_remove(&ctx->self->watching, target))
+    if (ctx->self->ext && ac__refset_remove(&ctx->self->ext->watching, target))
         ac__actor_push_sys(t, AC__SYS_UNWATCH, &ctx->self->ref);
     return AC_OK;
 }
@@ -616,11 +617,8 @@ static void actor_start(ac__actor *a, ac_error *restart_cause)
 
 static ac__failure_record *failure_record(ac__actor *a)
 {
-    if (!a->failure) {
-        a->failure = calloc(1, sizeof *a->failure);
-        AC__ASSERT(a->failure != NULL);
-    }
-    return a->failure;
+    AC__ASSERT(ext_of(a) != NULL); /* a failure must reach the parent */
+    return &a->ext->failure;
 }
 
 /* Suspend `a` and report `cause` (consumed) to its parent. */
@@ -639,12 +637,12 @@ static void fail_actor(ac__actor *a, ac_error *cause, ac_msg *msg)
 
 static void clear_failure(ac__actor *a)
 {
-    if (!a->failure)
+    if (!a->ext)
         return;
-    ac_error_release(a->failure->cause);
-    ac_msg_release(a->failure->failed_msg);
-    a->failure->cause = NULL;
-    a->failure->failed_msg = NULL;
+    ac_error_release(a->ext->failure.cause);
+    ac_msg_release(a->ext->failure.failed_msg);
+    a->ext->failure.cause = NULL;
+    a->ext->failure.failed_msg = NULL;
 }
 
 ac_status ac_fail(ac_ctx *ctx, ac_error *cause)
@@ -665,7 +663,7 @@ static bool stop_child(ac__actor *child, void *unused);
 
 static void finish_restart(ac__actor *a)
 {
-    ac_error *cause = a->failure ? ac_error_retain(a->failure->cause) : NULL;
+    ac_error *cause = a->ext ? ac_error_retain(a->ext->failure.cause) : NULL;
     clear_failure(a);
     actor_start(a, cause);
     ac_error_release(cause);
@@ -677,7 +675,7 @@ static void begin_restart(ac__actor *a)
         return;
     AC__METRIC_COUNT(a->ref.system, AC__METRIC_RESTARTS, 1);
     ac_ctx ctx = {.self = a};
-    ac__failure_record *f = a->failure;
+    ac__failure_record *f = a->ext ? &a->ext->failure : NULL;
     if (a->def->pre_restart)
         a->def->pre_restart(&ctx, f ? f->cause : NULL, f ? f->failed_msg : NULL);
     else if (a->def->post_stop)
@@ -743,15 +741,18 @@ static void finish_stop(ac__actor *a)
     set_state(a, AC__ACTOR_DEAD);
     if (a->parent) /* the guardian is not counted as started either */
         AC__METRIC_COUNT(a->ref.system, AC__METRIC_ACTORS_STOPPED, 1);
-    for (uint32_t i = 0; i < a->watchers.count; i++)
-        send_terminated(a, a->watchers.items[i]);
-    ac__refset_clear(&a->watchers);
-    for (uint32_t i = 0; i < a->watching.count; i++)
-        ac__actor_push_sys(ac__actor_of(a->watching.items[i]), AC__SYS_UNWATCH, &a->ref);
-    ac__refset_clear(&a->watching);
-    if (a->user_data_free) {
-        a->user_data_free(a->user_data);
-        a->user_data_free = NULL;
+    ac__cell_ext *ext = a->ext;
+    if (ext) {
+        for (uint32_t i = 0; i < ext->watchers.count; i++)
+            send_terminated(a, ext->watchers.items[i]);
+        ac__refset_clear(&ext->watchers);
+        for (uint32_t i = 0; i < ext->watching.count; i++)
+            ac__actor_push_sys(ac__actor_of(ext->watching.items[i]), AC__SYS_UNWATCH, &a->ref);
+        ac__refset_clear(&ext->watching);
+        if (ext->user_data_free) {
+            ext->user_data_free(a->user_data);
+            ext->user_data_free = NULL;
+        }
     }
     if (a->parent)
         ac__actor_push_sys(a->parent, AC__SYS_CHILD_TERMINATED, &a->ref);
@@ -808,10 +809,11 @@ static void handle_sys(ac__actor *a, ac__sysmsg *m)
         if (dead)
             send_terminated(a, m->ref);
         else
-            AC__ASSERT(ac__refset_add(&a->watchers, m->ref) == AC_OK);
+            AC__ASSERT(ext_of(a) && ac__refset_add(&a->ext->watchers, m->ref) == AC_OK);
         break;
     case AC__SYS_UNWATCH:
-        ac__refset_remove(&a->watchers, m->ref);
+        if (a->ext)
+            ac__refset_remove(&a->ext->watchers, m->ref);
         break;
     case AC__SYS_CHILD_TERMINATED:
         child_terminated(a, m->ref);
@@ -886,8 +888,8 @@ static void dispatch(ac__actor *a, ac__node *node, sender_refs *held)
     if (AC__UNLIKELY(msg->type == &ac_msg_type_poison_pill)) {
         begin_stop(a);
     } else if (AC__UNLIKELY(msg->type == &ac_msg_type_terminated) &&
-               !ac__refset_remove(&a->watching,
-                                  ((terminated_payload *)(void *)msg->payload)->who)) {
+               (!a->ext || !ac__refset_remove(&a->ext->watching,
+                                              ((terminated_payload *)(void *)msg->payload)->who))) {
         /* unwatched (or never watched): dropped */
     } else {
         ac_ctx ctx = {.self = a, .msg = msg, .sender = sender};
@@ -958,7 +960,7 @@ static void end_turn(ac__actor *a)
     bool mailbox_counts = st == AC__ACTOR_RUNNING || st == AC__ACTOR_DEAD;
     /* head first: a push that lands after this read changes head; one that
      * landed before is seen by maybe_nonempty (it reads head too). */
-    ac__node *head = atomic_load_explicit(&a->mailbox.head, memory_order_seq_cst);
+    ac__link *head = atomic_load_explicit(&a->mailbox.head, memory_order_seq_cst);
     bool leftover = mailbox_counts && ac__mailbox_maybe_nonempty(&a->mailbox);
     atomic_store_explicit(&a->scheduled, 0, memory_order_seq_cst);
     bool more = leftover || atomic_load_explicit(&a->sysq, memory_order_seq_cst) ||
@@ -991,14 +993,14 @@ static void drain_queues(ac__actor *a)
 static void free_cell(ac__actor *a)
 {
     clear_failure(a);
-    free(a->failure);
-    free(a->strategy);
     ac__children_destroy(a->children);
-    ac__refset_clear(&a->watchers);
-    ac__refset_clear(&a->watching);
-    if (a->user_data_free)
-        a->user_data_free(a->user_data);
-    free(a->path);
+    if (a->ext) {
+        ac__refset_clear(&a->ext->watchers);
+        ac__refset_clear(&a->ext->watching);
+        if (a->ext->user_data_free)
+            a->ext->user_data_free(a->user_data);
+        free(a->ext);
+    }
     free(a);
 }
 
@@ -1026,16 +1028,11 @@ static const ac_actor_def guardian_def = {.name = "Guardian", .receive = guardia
 
 ac__actor *ac__guardian_create(ac_system *system)
 {
-    size_t len = strlen(system->name) + sizeof "actorc:///user";
-    char *path = malloc(len);
-    if (!path)
+    char root[96]; /* system names are at most 64 characters */
+    snprintf(root, sizeof root, "actorc://%s", system->name);
+    ac__actor *g = cell_alloc(system, &guardian_def, root, "user");
+    if (!g)
         return NULL;
-    snprintf(path, len, "actorc://%s/user", system->name);
-    ac__actor *g = cell_alloc(system, &guardian_def, path);
-    if (!g) {
-        free(path);
-        return NULL;
-    }
     atomic_store_explicit(&g->state, AC__ACTOR_RUNNING, memory_order_relaxed);
     return g;
 }

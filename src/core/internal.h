@@ -44,8 +44,12 @@ void ac__free_small(void *p, size_t size);
 /* A queue node: one message on its way to one receiver. Every message has
  * one embedded in it, used when the message is sent by its only owner (the
  * common case); a shared message sent again gets a separate envelope. */
+typedef struct ac__link {
+    _Atomic(struct ac__link *) next;
+} ac__link;
+
 typedef struct ac__node {
-    _Atomic(struct ac__node *) next;
+    ac__link link; /* first: a queue's link is its node */
     ac_msg *msg;
     ac_ref *sender; /* retained, or NULL */
 } ac__node;
@@ -105,9 +109,9 @@ void ac__ref_release_n(ac_ref *ref, unsigned n);
 /* Intrusive MPSC queue (after Vyukov): producers exchange `head`, the one
  * consumer owns `tail`. `stub` is a next-pointer-only placeholder. */
 typedef struct ac__mailbox {
-    _Atomic(ac__node *) head; /* producers */
-    ac__node *tail;           /* consumer */
-    ac__node stub;            /* placeholder; only its `next` is used */
+    _Atomic(ac__link *) head; /* producers */
+    ac__link *tail;           /* consumer */
+    ac__link stub;            /* placeholder, never handed out */
 } ac__mailbox;
 
 void ac__mailbox_init(ac__mailbox *mb);
@@ -164,6 +168,19 @@ typedef struct ac__refset {
 
 typedef struct ac__children ac__children;
 
+/* The parts of a cell most actors never use, allocated on first use:
+ * an idle actor costs only what it needs. Written in the actor's own turns
+ * (or at spawn, before its first); the failure record's counting fields
+ * are written in its parent's turns. */
+typedef struct ac__cell_ext {
+    ac__refset watchers; /* who watches me */
+    ac__refset watching; /* whom I watch */
+    void (*user_data_free)(void *);
+    bool has_strategy;
+    ac_supervisor_strategy strategy; /* how I supervise my children */
+    ac__failure_record failure;
+} ac__cell_ext;
+
 typedef struct ac__actor {
     ac_ref ref;
     /* Written by producers (any thread). */
@@ -177,17 +194,12 @@ typedef struct ac__actor {
     struct ac__actor *run_next; /* injection queue link */
     const ac_actor_def *def;
     void *user_data;
-    void (*user_data_free)(void *);
     struct ac__actor *parent; /* NULL for the guardian; not retained */
-    char *path;
+    const char *path; /* stored after the state, in the same allocation */
     const char *name; /* points into path */
     ac__children *children;
-    ac__refset watchers; /* who watches me */
-    ac__refset watching; /* whom I watch */
-    uint64_t anon_seq;
-    uint64_t ask_seq; /* correlation ids of ac_ask_in */
-    ac_supervisor_strategy *strategy; /* how I supervise my children; NULL: default */
-    ac__failure_record *failure;
+    struct ac__cell_ext *ext; /* NULL until first needed */
+    uint64_t seq; /* anonymous child names, ac_ask_in correlation ids */
     struct ac__actor *reg_prev, *reg_next; /* system registry, under its lock */
     _Alignas(16) unsigned char state_mem[];
 } ac__actor;

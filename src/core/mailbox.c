@@ -19,28 +19,34 @@
 void ac__mailbox_init(ac__mailbox *mb)
 {
     atomic_init(&mb->stub.next, NULL);
-    mb->stub.msg = NULL;
-    mb->stub.sender = NULL;
     atomic_init(&mb->head, &mb->stub);
     mb->tail = &mb->stub;
 }
 
-void ac__mailbox_push(ac__mailbox *mb, ac__node *node)
+static void push_link(ac__mailbox *mb, ac__link *link)
 {
-    atomic_store_explicit(&node->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&link->next, NULL, memory_order_relaxed);
     /* seq_cst: pairs with the consumer's seq_cst load of head in
      * maybe_nonempty (after it clears `scheduled`), so that either the
      * producer sees scheduled == 0 or the consumer sees this push. */
-    ac__node *prev = atomic_exchange_explicit(&mb->head, node, memory_order_seq_cst);
+    ac__link *prev = atomic_exchange_explicit(&mb->head, link, memory_order_seq_cst);
     /* Release: publishes the node's contents to the consumer's acquire
      * load of prev->next. */
-    atomic_store_explicit(&prev->next, node, memory_order_release);
+    atomic_store_explicit(&prev->next, link, memory_order_release);
 }
+
+void ac__mailbox_push(ac__mailbox *mb, ac__node *node)
+{
+    push_link(mb, &node->link);
+}
+
+/* The link is a node's first member. */
+static ac__node *node_of(ac__link *link) { return (ac__node *)(void *)link; }
 
 ac__node *ac__mailbox_pop(ac__mailbox *mb)
 {
-    ac__node *tail = mb->tail;
-    ac__node *next = atomic_load_explicit(&tail->next, memory_order_acquire);
+    ac__link *tail = mb->tail;
+    ac__link *next = atomic_load_explicit(&tail->next, memory_order_acquire);
     if (tail == &mb->stub) {
         if (!next)
             return NULL;
@@ -50,15 +56,15 @@ ac__node *ac__mailbox_pop(ac__mailbox *mb)
     }
     if (next) {
         mb->tail = next;
-        return tail;
+        return node_of(tail);
     }
     if (tail != atomic_load_explicit(&mb->head, memory_order_acquire))
         return NULL; /* a push is half done; the node will appear shortly */
-    ac__mailbox_push(mb, &mb->stub);
+    push_link(mb, &mb->stub);
     next = atomic_load_explicit(&tail->next, memory_order_acquire);
     if (next) {
         mb->tail = next;
-        return tail;
+        return node_of(tail);
     }
     return NULL;
 }

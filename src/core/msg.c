@@ -32,7 +32,7 @@ ac_msg *ac_msg_new(const ac_msg_type *type, size_t size)
         return ac__fail_null(AC_ENOMEM, "ac_msg_new: out of memory for %zu bytes", size);
     msg->node.msg = msg;
     msg->node.sender = NULL;
-    atomic_init(&msg->node.next, NULL);
+    atomic_init(&msg->node.link.next, NULL);
     msg->type = type;
     atomic_init(&msg->refs, 1);
     msg->pad = 0;
@@ -86,7 +86,7 @@ ac__node *ac__node_make(ac_msg *msg, ac_ref *sender)
         }
         node->msg = msg;
     }
-    atomic_store_explicit(&node->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&node->link.next, NULL, memory_order_relaxed);
     node->sender = sender ? ac_ref_retain(sender) : NULL;
     return node;
 }

@@ -31,7 +31,7 @@ static bool restart_allowed(const ac_supervisor_strategy *s, ac__actor *child, i
     int64_t within = s->within_ms ? s->within_ms : AC_DEFAULT_RESTART_WINDOW_MS;
     if (max < 0)
         return true;
-    ac__failure_record *f = child->failure;
+    ac__failure_record *f = &child->ext->failure; /* the child made it when it failed */
     if (f->restarts == 0 || now - f->window_start_ms >= within) {
         f->window_start_ms = now;
         f->restarts = 0;
@@ -48,7 +48,8 @@ static bool restart_allowed(const ac_supervisor_strategy *s, ac__actor *child, i
 
 ac_directive ac__supervise_decide(ac__actor *parent, ac__actor *child, ac_error *cause)
 {
-    const ac_supervisor_strategy *s = parent->strategy ? parent->strategy : &default_strategy;
+    const ac_supervisor_strategy *s =
+        parent->ext && parent->ext->has_strategy ? &parent->ext->strategy : &default_strategy;
     ac_directive d = s->decider ? s->decider(cause, &child->ref, s->decider_user) : s->directive;
     if ((int)d < AC_RESTART || d > AC_ESCALATE) {
         ac__log(parent->ref.system, AC_LOG_ERROR, parent->path,
