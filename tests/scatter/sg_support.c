@@ -87,12 +87,15 @@ static void routee_pre_start(ac_ctx *ctx)
         st->k = 0;
         return;
     }
-    long long gen = atomic_fetch_add(&d->starts[st->k], 1);
+    /* only this routee's own incarnations touch next_gen[k], one at a time */
+    long long gen = atomic_fetch_add(&d->next_gen[st->k], 1);
     st->gen = gen < SG_GENS ? (int)gen : SG_GENS - 1;
     if (gen < SG_GENS) {
         atomic_store(&d->refs[st->k][gen], ac_ref_retain(ac_self(ctx)));
     }
     ts_rec_add(d->rec, "start %s gen %lld", ac_self_name(ctx), gen);
+    /* counted last: a test that saw the count sees the ref */
+    atomic_fetch_add(&d->starts[st->k], 1);
 }
 
 static void routee_reply(ac_ctx *ctx, sg_data *d, int k, const char *key, int64_t n, bool error)
@@ -163,13 +166,12 @@ static void routee_receive(ac_ctx *ctx, ac_msg *msg)
         atomic_fetch_add(&d->bad, 1);
         ts_rec_add(d->rec, "routee-%d: request from the caller itself", k);
     }
-    atomic_fetch_add(&d->seen[k], 1);
-    atomic_fetch_add(&d->seen_gen[k][st->gen], 1);
-    if (strncmp(key, SG_STALL, strlen(SG_STALL)) == 0) {
-        return; /* nobody answers these */
-    }
     int64_t n = sg_key_n(msg);
-    switch ((sg_beh)atomic_load(&d->beh[k])) {
+    sg_beh beh = (sg_beh)atomic_load(&d->beh[k]);
+    if (strncmp(key, SG_STALL, strlen(SG_STALL)) == 0) {
+        beh = SG_SILENT; /* nobody answers these */
+    }
+    switch (beh) {
     case SG_ECHO:
         routee_reply(ctx, d, k, key, n, false);
         break;
@@ -188,6 +190,10 @@ static void routee_receive(ac_ctx *ctx, ac_msg *msg)
         ac_fail(ctx, ac_error_new("Boom", "routee-%d failed its handler on %s", k, key));
         break;
     }
+    /* counted once handled: a test that saw the count may move the manual
+     * clock, and a delayed reply's schedule is armed by then */
+    atomic_fetch_add(&d->seen_gen[k][st->gen], 1);
+    atomic_fetch_add(&d->seen[k], 1);
 }
 
 const ac_actor_def sg_routee_def = {

@@ -52,9 +52,11 @@ typedef struct sg_data {
     atomic_int beh[SG_MAX + 1];
     atomic_llong delay_ms[SG_MAX + 1];
     /* what routees did, per index */
-    atomic_llong starts[SG_MAX + 1];           /* pre_start runs */
-    atomic_llong seen[SG_MAX + 1];             /* requests seen, all incarnations */
-    atomic_llong seen_gen[SG_MAX + 1][SG_GENS]; /* requests seen, per incarnation */
+    atomic_llong starts[SG_MAX + 1];           /* pre_start runs (counted at their end) */
+    atomic_llong next_gen[SG_MAX + 1];         /* pre_start runs (counted at their start) */
+    /* requests handled (counted when the handler is done with one) */
+    atomic_llong seen[SG_MAX + 1];              /* all incarnations */
+    atomic_llong seen_gen[SG_MAX + 1][SG_GENS]; /* per incarnation */
     atomic_llong replies[SG_MAX + 1];          /* replies sent (answers and errors) */
     /* self refs per incarnation; borrowed from the system, which frees them */
     _Atomic(ac_ref *) refs[SG_MAX + 1][SG_GENS];
