@@ -318,8 +318,8 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
     if (!caller) {
         count_outcome(ac_ctx_system(ctx), AC__SG_NO_REPLY_TARGET, 0);
         ac_log_warn(ctx,
-                    "Scatter/gather router %s: a %s without a sender has no reply target; "
-                    "dropped, nothing scattered",
+                    "Scatter/gather router %s: dropped a message (%s) without a sender: "
+                    "no reply target, nothing scattered",
                     sh->path, ac_msg_type_name(msg));
         return;
     }
