@@ -234,7 +234,7 @@ static void reply_destroy(ac_ref *self)
     ac_answer_release(&r->answer);
     ac_ref_release(r->target);
     ac_ref_release(r->asker);
-    free(r);
+    ac__free_small(r, sizeof *r);
 }
 
 static const char *reply_path(const ac_ref *self)
@@ -298,7 +298,9 @@ static ac_status check_ask(const char *fn, ac_ref *target, ac_msg *msg, int64_t 
 /* Create, arm and send. Returns the reply with the caller's reference. */
 static reply_t *start_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms, int kind)
 {
-    reply_t *r = calloc(1, sizeof *r);
+    reply_t *r = ac__alloc_small(sizeof *r);
+    if (r)
+        memset(r, 0, sizeof *r);
     if (!r) {
         ac_msg_release(msg);
         return ac__fail_null(AC_ENOMEM, "ask: out of memory");

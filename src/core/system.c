@@ -116,7 +116,7 @@ ac_system *ac_system_create(const char *name, const ac_system_options *options)
         return ac__fail_null(AC_ENOMEM, "ac_system_create: out of memory");
     pthread_mutex_init(&sys->guardian_lock, NULL);
     pthread_cond_init(&sys->guardian_dead_cond, NULL);
-    pthread_mutex_init(&sys->registry_lock, NULL);
+    ac__mutex_init_hot(&sys->registry_lock);
     pthread_mutex_init(&sys->dl_sub_lock, NULL);
     if (apply_options(sys, options) != AC_OK) {
         system_free(sys);

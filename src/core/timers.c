@@ -102,7 +102,7 @@ ac__timers *ac__timers_create(ac_system *sys, bool manual)
     t->manual = manual;
     t->start_ns = ac__now_ns();
     t->sleep_until = UINT64_MAX;
-    pthread_mutex_init(&t->lock, NULL);
+    ac__mutex_init_hot(&t->lock);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

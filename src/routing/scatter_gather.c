@@ -98,6 +98,10 @@ static void shared_release_void(void *p) { shared_release(p); }
 
 /* ---- scatter lifetime ------------------------------------------------- */
 
+/* Scatters come from the runtime's small-object caches: one is made on the
+ * router's thread and freed on whichever thread answers last. */
+static size_t scatter_size(uint32_t n) { return sizeof(scatter) + n * sizeof(sg_slot); }
+
 static void scatter_unref(scatter *sc)
 {
     if (atomic_fetch_sub_explicit(&sc->refs, 1, memory_order_acq_rel) != 1)
@@ -108,7 +112,7 @@ static void scatter_unref(scatter *sc)
     }
     ac_ref_release(sc->caller);
     shared_release(sc->shared);
-    free(sc);
+    ac__free_small(sc, scatter_size(sc->n));
 }
 
 /* Win the scatter's one outcome; unlinks it from the open list. */
@@ -279,7 +283,7 @@ static const ac__timer_ops scatter_timer_ops = {.fire = timer_fire, .discard = t
 static scatter *scatter_new(sg_shared *sh, ac__router_state *st, ac_ref *caller, ac_ref *router)
 {
     uint32_t n = (uint32_t)st->n;
-    scatter *sc = malloc(sizeof *sc + n * sizeof(sg_slot));
+    scatter *sc = ac__alloc_small(scatter_size(n));
     if (!sc)
         return NULL;
     atomic_init(&sc->refs, n + 2); /* slots, timer, open list */
@@ -412,7 +416,7 @@ ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def 
         return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
     }
     atomic_init(&sh->refs, 1);
-    pthread_mutex_init(&sh->lock, NULL);
+    ac__mutex_init_hot(&sh->lock);
     sh->timeout_ms = (uint32_t)(timeout ? timeout : AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
     cfg->kind = &ac__scatter_gather_kind;
     cfg->n = size;
