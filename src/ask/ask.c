@@ -234,7 +234,7 @@ static void reply_destroy(ac_ref *self)
     ac_answer_release(&r->answer);
     ac_ref_release(r->target);
     ac_ref_release(r->asker);
-    ac__free_small(r, sizeof *r);
+    free(r);
 }
 
 static const char *reply_path(const ac_ref *self)
@@ -298,9 +298,8 @@ static ac_status check_ask(const char *fn, ac_ref *target, ac_msg *msg, int64_t 
 /* Create, arm and send. Returns the reply with the caller's reference. */
 static reply_t *start_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms, int kind)
 {
-    reply_t *r = ac__alloc_small(sizeof *r);
-    if (r)
-        memset(r, 0, sizeof *r);
+    /* Exactly sized (not a cache block): an ask in flight costs its bytes. */
+    reply_t *r = calloc(1, sizeof *r);
     if (!r) {
         ac_msg_release(msg);
         return ac__fail_null(AC_ENOMEM, "ask: out of memory");

@@ -4,7 +4,7 @@
  * A tell allocates a message on the sender's thread and the receiver frees
  * it, often thousands at a time. glibc's per-thread cache holds only a few
  * blocks per size, so bursts fall through to its slower paths. Here each
- * thread keeps a free list per size class (64 to 512 bytes). A list
+ * thread keeps a free list per size class (64, 128, 256 bytes). A list
  * that grows past its cap hands a batch of blocks to a process-wide depot;
  * an empty list takes a batch back. So blocks flow from the threads that
  * free them to the threads that allocate them, one mutex acquisition per
@@ -39,7 +39,7 @@ void ac__free_small(void *p, size_t size)
 
 #else
 
-#define CLASSES 4
+#define CLASSES 3
 #define BATCH 256
 #define CAP (4 * BATCH)
 
@@ -60,7 +60,7 @@ typedef struct thread_cache {
     bool registered;
 } thread_cache;
 
-static const size_t class_size[CLASSES] = {64, 128, 256, 512};
+static const size_t class_size[CLASSES] = {64, 128, 256};
 
 static _Thread_local thread_cache cache;
 static pthread_key_t cache_key;
@@ -81,8 +81,6 @@ static int class_of(size_t size)
         return 1;
     if (size <= 256)
         return 2;
-    if (size <= 512)
-        return 3;
     return -1;
 }
 

@@ -39,7 +39,7 @@ void ac__mutex_init_hot(pthread_mutex_t *m);
 
 /* ---- small-object caches (alloc.c) ------------------------------------ */
 
-/* malloc/free with per-thread caches for blocks up to 512 bytes. The size
+/* malloc/free with per-thread caches for blocks up to 256 bytes. The size
  * passed to free must be the size passed to alloc. Any thread. */
 void *ac__alloc_small(size_t size);
 void ac__free_small(void *p, size_t size);

@@ -98,8 +98,6 @@ static void shared_release_void(void *p) { shared_release(p); }
 
 /* ---- scatter lifetime ------------------------------------------------- */
 
-/* Scatters come from the runtime's small-object caches: one is made on the
- * router's thread and freed on whichever thread answers last. */
 static size_t scatter_size(uint32_t n) { return sizeof(scatter) + n * sizeof(sg_slot); }
 
 static void scatter_unref(scatter *sc)
@@ -112,7 +110,7 @@ static void scatter_unref(scatter *sc)
     }
     ac_ref_release(sc->caller);
     shared_release(sc->shared);
-    ac__free_small(sc, scatter_size(sc->n));
+    free(sc);
 }
 
 /* Win the scatter's one outcome; unlinks it from the open list. */
@@ -283,7 +281,7 @@ static const ac__timer_ops scatter_timer_ops = {.fire = timer_fire, .discard = t
 static scatter *scatter_new(sg_shared *sh, ac__router_state *st, ac_ref *caller, ac_ref *router)
 {
     uint32_t n = (uint32_t)st->n;
-    scatter *sc = ac__alloc_small(scatter_size(n));
+    scatter *sc = malloc(scatter_size(n));
     if (!sc)
         return NULL;
     atomic_init(&sc->refs, n + 2); /* slots, timer, open list */
