@@ -27,7 +27,7 @@
  * worker is in a turn or some `runnext` is occupied; at each nap's end it
  * looks for work, and takes a `runnext` whose owner has not finished a turn
  * since it last looked. So a handler that runs long strands the actor it
- * just woke for about 2 ms at most, and an idle system sleeps for good. A
+ * just woke for about 2-3 ms at most, and an idle system sleeps for good. A
  * `runnext` push does wake a worker that sleeps for good (nparked_sound),
  * which then naps instead.
  */
@@ -43,7 +43,7 @@
 #define SPIN_NS 100000ull /* how long an idle worker looks for work before parking */
 #define SPIN_PURE_NS 5000ull /* of which without yielding the core */
 #define WAKE_RING_LEN STEAL_MIN_LEN /* ring length after a turn that wakes an idle worker */
-#define STUCK_NS 50000ull /* a worker in one turn this long is stuck: steal from it */
+#define STUCK_NS 1000000ull /* a worker in one turn this long is stuck: steal from it */
 #define STEAL_MIN_LEN 8 /* a ring this long is worth sharing whatever its owner does */
 
 _Thread_local ac__worker *ac__tls_worker;
