@@ -51,7 +51,9 @@ typedef struct ac_future ac_future;
 /* Ask and block until the answer. Consumes `msg`; borrows `target`.
  * timeout_ms: 0 = AC_ASK_DEFAULT_TIMEOUT_MS; negative is AC_EINVAL.
  * Returns AC_OK with answer->reply, or AC_ETIMEOUT (AskTimeoutError),
- * AC_EDEAD (the target had stopped) or AC_EFAILED (an error reply) with
+ * AC_EDEAD (the request was not delivered: ActorStoppedError, or
+ * UndeliverableError from a pool router with no routees left) or AC_EFAILED
+ * (an error reply) with
  * answer->error set. Bad arguments: AC_EINVAL, AC_EINACTOR inside an actor
  * (it would block a worker), AC_ETERMINATED; *answer is then zeroed.
  * Outside actors only. */

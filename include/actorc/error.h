@@ -33,6 +33,9 @@ typedef struct ac_error ac_error;
 #define AC_AGGREGATE_ERROR "AggregateError"
 /* An ask to an actor that had already stopped. */
 #define AC_ACTOR_STOPPED_ERROR "ActorStoppedError"
+/* An ask whose request could not be delivered for another reason (a pool
+ * router with no routees left); the message says why. */
+#define AC_UNDELIVERABLE_ERROR "UndeliverableError"
 
 /* A new error (one reference, the caller's). `name` must be non-empty.
  * NULL with ac_last_error on bad arguments. */

@@ -80,7 +80,8 @@ static ac_status answer_status(const ac_answer *a)
         return AC_OK;
     if (ac_error_is(a->error, AC_ASK_TIMEOUT_ERROR))
         return AC_ETIMEOUT;
-    if (ac_error_is(a->error, AC_ACTOR_STOPPED_ERROR))
+    if (ac_error_is(a->error, AC_ACTOR_STOPPED_ERROR) ||
+        ac_error_is(a->error, AC_UNDELIVERABLE_ERROR))
         return AC_EDEAD;
     return AC_EFAILED;
 }
@@ -217,15 +218,11 @@ static void reply_deliver(ac_ref *self, ac__node *node)
     complete(r);
 }
 
-static void reply_undeliverable(ac_ref *self, ac_ref *recipient)
+static void reply_undeliverable(ac_ref *self, ac_ref *recipient, const char *why)
 {
     reply_t *r = (reply_t *)self;
-    if (!claim(r))
-        return;
-    ac_error *err = ac_error_new(AC_ACTOR_STOPPED_ERROR, "Ask to %s failed: the actor is stopped",
-                                 recipient ? ac_ref_path(recipient) : ac_ref_path(r->target));
-    AC__ASSERT(err != NULL);
-    settle_error(r, err, NULL);
+    if (claim(r))
+        settle_error(r, ac__undeliverable_error(recipient ? recipient : r->target, why), NULL);
 }
 
 static void reply_destroy(ac_ref *self)

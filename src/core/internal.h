@@ -95,8 +95,9 @@ typedef struct ac__ref_ops {
     void (*destroy)(ac_ref *self);
     const char *(*path)(const ac_ref *self);
     /* Optional: a message this ref sent could not be delivered to
-     * `recipient` (stopped). Lets an ask fail fast. */
-    void (*undeliverable)(ac_ref *self, ac_ref *recipient);
+     * `recipient`, because it had stopped (why == NULL) or for the reason
+     * `why`. Lets an ask fail fast. */
+    void (*undeliverable)(ac_ref *self, ac_ref *recipient, const char *why);
 } ac__ref_ops;
 
 struct ac_ref {
@@ -354,6 +355,12 @@ void ac__registry_add(ac_system *sys, ac__actor *a);
 void ac__registry_remove(ac_system *sys, ac__actor *a);
 /* Count, log and publish one undeliverable message. Consumes node. */
 void ac__dead_letter(ac_system *sys, ac__node *node, ac_ref *recipient);
+/* The same, with the reason it was not delivered (NULL: the recipient had
+ * stopped), told to a sender that waits for an answer. */
+void ac__dead_letter_why(ac_system *sys, ac__node *node, ac_ref *recipient, const char *why);
+/* The error an ask gets for a request that was not delivered:
+ * ActorStoppedError (why == NULL) or UndeliverableError. */
+ac_error *ac__undeliverable_error(const ac_ref *recipient, const char *why);
 /* Called by the guardian when it has stopped. */
 void ac__system_guardian_stopped(ac_system *sys);
 

@@ -275,7 +275,23 @@ static void publish_dead_letter(ac_system *sys, ac_msg *msg, ac_ref *sender, ac_
     }
 }
 
+ac_error *ac__undeliverable_error(const ac_ref *recipient, const char *why)
+{
+    ac_error *err = why ? ac_error_new(AC_UNDELIVERABLE_ERROR, "Ask to %s failed: %s",
+                                       ac_ref_path(recipient), why)
+                        : ac_error_new(AC_ACTOR_STOPPED_ERROR,
+                                       "Ask to %s failed: the actor is stopped",
+                                       ac_ref_path(recipient));
+    AC__ASSERT(err != NULL); /* an ask must be answered */
+    return err;
+}
+
 void ac__dead_letter(ac_system *sys, ac__node *node, ac_ref *recipient)
+{
+    ac__dead_letter_why(sys, node, recipient, NULL);
+}
+
+void ac__dead_letter_why(ac_system *sys, ac__node *node, ac_ref *recipient, const char *why)
 {
     ac_ref *sender;
     ac_msg *msg = ac__node_take_msg(node, &sender);
@@ -289,7 +305,7 @@ void ac__dead_letter(ac_system *sys, ac__node *node, ac_ref *recipient)
     atomic_fetch_add_explicit(&sys->dead_letters, 1, memory_order_relaxed);
     AC__METRIC_COUNT(sys, AC__METRIC_DEAD_LETTERS, 1);
     if (sender && sender->ops->undeliverable)
-        sender->ops->undeliverable(sender, recipient);
+        sender->ops->undeliverable(sender, recipient, why);
     if (dead_letter_log_allowed(sys))
         ac__log(sys, AC_LOG_INFO, recipient ? ac_ref_path(recipient) : NULL,
                 "dead letter: %s from %s was not delivered", msg->type->name,

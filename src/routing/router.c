@@ -52,7 +52,8 @@ void ac__router_dead_letter(ac_ctx *ctx, ac_msg *msg)
 {
     ac__node *node = ac__node_make(ac_msg_retain(msg), ac_sender(ctx));
     if (node)
-        ac__dead_letter(ac_ctx_system(ctx), node, ac_self(ctx));
+        ac__dead_letter_why(ac_ctx_system(ctx), node, ac_self(ctx),
+                            "the router has no routees left");
 }
 
 static void router_init(ac_ctx *ctx, void *state)

@@ -216,13 +216,12 @@ static void slot_deliver(ac_ref *self, ac__node *node)
     slot_done(slot);
 }
 
-static void slot_undeliverable(ac_ref *self, ac_ref *recipient)
+static void slot_undeliverable(ac_ref *self, ac_ref *recipient, const char *why)
 {
     sg_slot *slot = (sg_slot *)self;
     if (!claim(slot))
         return;
-    slot->error = ac_error_new(AC_ACTOR_STOPPED_ERROR, "Ask to %s failed: the actor is stopped",
-                               ac_ref_path(recipient ? recipient : slot->routee));
+    slot->error = ac__undeliverable_error(recipient ? recipient : slot->routee, why);
     slot_done(slot);
 }
 

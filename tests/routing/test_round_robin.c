@@ -170,10 +170,15 @@ static void test_all_stopped(void **state)
     uint64_t dl = ac_dead_letter_count(sys);
     assert_true(rt_tell_ints(router, 0, 50));
     assert_eventually(ts_wait_dead_letters(sys, dl + 50, TS_WAIT_S), "50 dead letters");
-    /* An ask is a barrier: the router handled the 50 before it. */
-    ac_status st;
-    assert_null(rt_ask_routee(router, &st));
+    /* An ask is a barrier: the router handled the 50 before it. It fails
+     * at once, saying why: the router is alive but has no routees. */
+    ac_answer a;
+    ac_status st = ac_ask_wait(router, rt_ping(), RT_ASK_MS, &a);
     assert_status(st, AC_EDEAD);
+    assert_true(ac_error_is(a.error, AC_UNDELIVERABLE_ERROR));
+    assert_non_null(strstr(ac_error_message(a.error), "no routees left"));
+    assert_non_null(strstr(ac_error_message(a.error), router_path));
+    ac_answer_release(&a);
     assert_int_equal(ac_dead_letter_count(sys), dl + 51);
     assert_int_equal(rt_total(p), 0);
     if (rt_log_count_at(cap, AC_LOG_WARN, router_path) != 1) {
