@@ -169,8 +169,10 @@ static struct MHD_Daemon *start_daemon(ac__metrics *reg, int fd, bool v6)
     if (v6)
         flags |= MHD_USE_IPv6;
     return MHD_start_daemon(flags, 0, NULL, NULL, handle_request, reg,
-                            MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+                            /* the logger first, so that it sees what the
+                             * other options have to say */
                             MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)reg,
+                            MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
                             MHD_OPTION_CONNECTION_TIMEOUT, 10u,
                             MHD_OPTION_CONNECTION_LIMIT, 64u,
                             MHD_OPTION_END);
