@@ -225,9 +225,10 @@ ac_props *ac_props_new(const ac_actor_def *def, void *user_data)
     if (!def->receive)
         return ac__fail_null(AC_EINVAL, "ac_props_new: actor definition \"%s\" has no receive",
                              def->name ? def->name : "(unnamed)");
-    ac_props *p = calloc(1, sizeof *p);
+    ac_props *p = ac__alloc_small(sizeof *p);
     if (!p)
         return ac__fail_null(AC_ENOMEM, "ac_props_new: out of memory");
+    memset(p, 0, sizeof *p);
     p->def = def;
     p->user_data = user_data;
     return p;
@@ -263,7 +264,7 @@ void ac_props_free(ac_props *props)
         return;
     if (props->user_data_free)
         props->user_data_free(props->user_data);
-    free(props);
+    ac__free_small(props, sizeof *props);
 }
 
 /* ---- names ------------------------------------------------------------ */
@@ -333,8 +334,8 @@ static ac__actor *cell_alloc(ac_system *sys, const ac_actor_def *def, const char
 
 static ac__cell_ext *ext_of(ac__actor *a)
 {
-    if (!a->ext)
-        a->ext = calloc(1, sizeof *a->ext);
+    if (!a->ext && (a->ext = ac__alloc_small(sizeof *a->ext)))
+        memset(a->ext, 0, sizeof *a->ext);
     return a->ext;
 }
 
@@ -359,7 +360,7 @@ static ac_ref *spawn_child_of(ac__actor *parent, ac_props *props, const char *na
     bool needs_ext = props->has_strategy || props->user_data_free;
     if (!a || (needs_ext && !ext_of(a)) || ac__children_add(parent->children, a) != AC_OK) {
         if (a)
-            free(a->ext);
+            ac__free_small(a->ext, sizeof *a->ext);
         free(a);
         return ac__fail_null(AC_ENOMEM, "spawn: out of memory for %s", name);
     }
@@ -371,7 +372,7 @@ static ac_ref *spawn_child_of(ac__actor *parent, ac_props *props, const char *na
     a->count_mailbox = props->count_mailbox;
     a->parent = parent;
     a->user_data = props->user_data;
-    free(props);
+    ac__free_small(props, sizeof *props);
     /* One reference for the parent's table, one for the caller, one for
      * the scheduler (the first turn runs init and pre_start). */
     atomic_store_explicit(&a->ref.refs, 3, memory_order_relaxed);
@@ -465,7 +466,7 @@ void ac__actor_push_sys(ac__actor *a, ac__sys_kind kind, ac_ref *ref)
 
 void ac__actor_push_sys_err(ac__actor *a, ac__sys_kind kind, ac_ref *ref, ac_error *err)
 {
-    ac__sysmsg *m = malloc(sizeof *m);
+    ac__sysmsg *m = ac__alloc_small(sizeof *m);
     AC__ASSERT(m != NULL); /* losing a system message would hang a stop */
     m->kind = kind;
     m->ref = ac_ref_retain(ref);
@@ -831,7 +832,7 @@ static void handle_sys(ac__actor *a, ac__sysmsg *m)
     }
     ac_ref_release(m->ref);
     ac_error_release(m->err);
-    free(m);
+    ac__free_small(m, sizeof *m);
 }
 
 static bool drain_sys(ac__actor *a)
@@ -985,7 +986,7 @@ static void drain_queues(ac__actor *a)
         ac__sysmsg *next = m->next;
         ac_ref_release(m->ref);
         ac_error_release(m->err);
-        free(m);
+        ac__free_small(m, sizeof *m);
         m = next;
     }
 }
@@ -999,7 +1000,7 @@ static void free_cell(ac__actor *a)
         ac__refset_clear(&a->ext->watching);
         if (a->ext->user_data_free)
             a->ext->user_data_free(a->user_data);
-        free(a->ext);
+        ac__free_small(a->ext, sizeof *a->ext);
     }
     free(a);
 }
