@@ -43,6 +43,9 @@ void ac__mutex_init_hot(pthread_mutex_t *m);
  * passed to free must be the size passed to alloc. Any thread. */
 void *ac__alloc_small(size_t size);
 void ac__free_small(void *p, size_t size);
+/* Give cached blocks back to malloc: the depot's and the calling thread's.
+ * Called when the last system has terminated. */
+void ac__alloc_trim(void);
 
 /* ---- envelopes and messages (msg.c) ----------------------------------- */
 

@@ -21,6 +21,8 @@
 #define DEFAULT_DEAD_LETTER_LOG_PER_S 10
 #define MAX_WORKERS 1024
 
+static atomic_int live_systems; /* for trimming the allocator's caches */
+
 /* ---- the dead-letters ref --------------------------------------------- */
 
 static void dead_letters_deliver(ac_ref *self, ac__node *node)
@@ -145,6 +147,7 @@ ac_system *ac_system_create(const char *name, const ac_system_options *options)
         system_free(sys);
         return NULL;
     }
+    atomic_fetch_add_explicit(&live_systems, 1, memory_order_relaxed);
     return sys;
 }
 
@@ -200,6 +203,8 @@ ac_status ac_system_terminate(ac_system *system)
     system->timers = NULL;
     free_every_cell(system);
     system_free(system);
+    if (atomic_fetch_sub_explicit(&live_systems, 1, memory_order_acq_rel) == 1)
+        ac__alloc_trim();
     return AC_OK;
 }
 
