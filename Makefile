@@ -3,9 +3,10 @@
 # Debian packages needed to build, test and benchmark (scripts/deps.sh
 # installs the missing ones when run as root). clang is not needed yet.
 # libmicrohttpd-dev: the metrics endpoint; prometheus: promtool, which the
-# metrics tests use to validate the exposition.
+# metrics tests use to validate the exposition; valgrind: the test that a
+# terminated system leaves no memory behind.
 DEBIAN_PACKAGES := cmake make gcc libc6-dev pkg-config libcmocka-dev python3 \
-                   libmicrohttpd-dev prometheus
+                   libmicrohttpd-dev prometheus valgrind
 
 BUILD_ROOT  ?= build
 RELEASE_DIR := $(BUILD_ROOT)/release
