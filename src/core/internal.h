@@ -86,8 +86,7 @@ ac_msg *ac__node_take_msg(ac__node *node, ac_ref **sender_out);
 
 typedef enum ac__ref_kind {
     AC__REF_ACTOR = 1,
-    AC__REF_REPLY,       /* one-shot reply ref (ask) */
-    AC__REF_DEAD_LETTERS
+    AC__REF_REPLY        /* one-shot reply refs (ask, scatter slots) */
 } ac__ref_kind;
 
 typedef struct ac__ref_ops {
@@ -332,7 +331,6 @@ struct ac_system {
     ac__scheduler *sched;
     ac__timers *timers;
     ac__actor *guardian;
-    ac_ref dead_letters_ref;
 
     /* Guards the guardian's children and `terminating`. */
     pthread_mutex_t guardian_lock;

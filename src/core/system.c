@@ -23,28 +23,6 @@
 
 static atomic_int live_systems; /* for trimming the allocator's caches */
 
-/* ---- the dead-letters ref --------------------------------------------- */
-
-static void dead_letters_deliver(ac_ref *self, ac__node *node)
-{
-    ac__dead_letter(self->system, node, NULL);
-}
-
-static void dead_letters_destroy(ac_ref *self) { (void)self; /* part of the system */ }
-
-static const char *dead_letters_path(const ac_ref *self)
-{
-    (void)self;
-    return "actorc://deadLetters";
-}
-
-static const ac__ref_ops dead_letters_ops = {
-    .kind = AC__REF_DEAD_LETTERS,
-    .deliver = dead_letters_deliver,
-    .destroy = dead_letters_destroy,
-    .path = dead_letters_path,
-};
-
 /* ---- options ---------------------------------------------------------- */
 
 static ac_status check_system_name(const char *name)
@@ -129,7 +107,6 @@ ac_system *ac_system_create(const char *name, const ac_system_options *options)
         system_free(sys);
         return NULL;
     }
-    ac__ref_init(&sys->dead_letters_ref, &dead_letters_ops, sys);
     sys->sched = sys->name ? ac__scheduler_create(sys, sys->workers, sys->batch) : NULL;
     sys->guardian = sys->sched ? ac__guardian_create(sys) : NULL;
     if (!sys->guardian) {

@@ -267,18 +267,12 @@ static void cancellable_release(ac_cancellable *c)
     free(c);
 }
 
-static bool target_dead(ac_ref *target)
-{
-    ac__actor *a = ac__actor_of(target);
-    return a && atomic_load_explicit(&a->state, memory_order_acquire) == AC__ACTOR_DEAD;
-}
-
 static void schedule_fire(ac__timer *timer)
 {
     ac_cancellable *c = (ac_cancellable *)timer;
     if (!atomic_load_explicit(&c->cancelled, memory_order_acquire)) {
         ac_tell(c->target, ac_msg_retain(c->msg), c->sender);
-        if (c->interval_ms && !target_dead(c->target) &&
+        if (c->interval_ms && !ac__ref_is_dead(c->target) &&
             !atomic_load_explicit(&c->cancelled, memory_order_acquire)) {
             ac__timer_rearm(c->system->timers, &c->timer, c->interval_ms); /* keeps the ref */
             return;
