@@ -23,13 +23,13 @@ dir="$build_root/$config"
 case "$config" in
     release)
         args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DACTORC_SANITIZE=
-              -DACTORC_BUILD_BENCH=ON -DACTORC_BUILD_EXAMPLES=ON) ;;
+              -DACTORC_BUILD_BENCH=ON -DACTORC_BUILD_EXAMPLES=ON -DACTORC_BUILD_APPS=ON) ;;
     asan)
         args=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-O1 -g" -DACTORC_SANITIZE=address
-              -DACTORC_BUILD_BENCH=OFF -DACTORC_BUILD_EXAMPLES=ON) ;;
+              -DACTORC_BUILD_BENCH=OFF -DACTORC_BUILD_EXAMPLES=ON -DACTORC_BUILD_APPS=ON) ;;
     tsan)
         args=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-O1 -g" -DACTORC_SANITIZE=thread
-              -DACTORC_BUILD_BENCH=OFF -DACTORC_BUILD_EXAMPLES=ON) ;;
+              -DACTORC_BUILD_BENCH=OFF -DACTORC_BUILD_EXAMPLES=ON -DACTORC_BUILD_APPS=ON) ;;
     *)
         echo "build: unknown configuration '$config' (release, asan, tsan)" >&2
         exit 2 ;;
