@@ -46,8 +46,13 @@ AC_API void ac_cancellable_release(ac_cancellable *c);
 
 /* Milliseconds on this system's clock since it was created. Any thread. */
 AC_API int64_t ac_clock_now_ms(const ac_system *system);
+/* The clock's end: ac_clock_now_ms never exceeds it. */
+#define AC_CLOCK_MAX_MS INT64_MAX
 /* Manual clock only: move time forward by ms (>= 0) and fire what is due,
- * on this thread. AC_EINVAL on a real clock. Outside actors only. */
+ * on this thread. AC_EINVAL on a real clock, and for an advance that would
+ * take the clock past AC_CLOCK_MAX_MS (the clock then stays where it was).
+ * The cost is linear in the timers that fall due, not in the ms passed.
+ * Outside actors only. */
 AC_API ac_status ac_clock_advance(ac_system *system, int64_t ms);
 /* Timers currently armed (asks, schedules) in this system. Any thread. */
 AC_API size_t ac_timers_armed(const ac_system *system);

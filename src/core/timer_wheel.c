@@ -6,6 +6,12 @@
  * (d >> 6l) & 63. At level 0 that slot is fired when `now` reaches d; at a
  * higher level it is cascaded (re-placed) when `now` enters the slot's
  * range, which is always before d.
+ *
+ * So at every level the slots at or before `now`'s own index are empty
+ * (their timers have fired or moved down), and the next tick with work is
+ * the first occupied slot after that index at some level: advance jumps
+ * straight to it. Jumping over ticks that hold no work changes nothing a
+ * tick would have done.
  */
 #include "core/timer_wheel.h"
 
@@ -74,6 +80,7 @@ static void place(ac__wheel *w, ac__timer *t)
 void ac__wheel_add(ac__wheel *w, ac__timer *t, uint64_t deadline)
 {
     t->deadline = deadline > w->now ? deadline : w->now + 1;
+    t->state = AC__TIMER_ARMED;
     place(w, t);
     w->armed++;
 }
@@ -81,8 +88,9 @@ void ac__wheel_add(ac__wheel *w, ac__timer *t, uint64_t deadline)
 bool ac__wheel_remove(ac__wheel *w, ac__timer *t)
 {
     if (!ac__timer_armed(t))
-        return false;
+        return false; /* a DUE timer's links belong to its firing thread */
     list_unlink(t);
+    t->state = AC__TIMER_IDLE;
     w->armed--;
     return true;
 }
@@ -111,6 +119,7 @@ static void tick(ac__wheel *w, ac__timer *due)
     while (slot->next != slot) {
         ac__timer *t = slot->next;
         list_unlink(t);
+        t->state = AC__TIMER_DUE;
         w->armed--;
         ac__timer_list_append(due, t);
     }
@@ -119,32 +128,77 @@ static void tick(ac__wheel *w, ac__timer *due)
 void ac__wheel_advance(ac__wheel *w, uint64_t to, ac__timer *due)
 {
     while (w->now < to) {
-        if (w->armed == 0) { /* nothing to fire or cascade: jump */
+        uint64_t next = ac__wheel_next_event(w);
+        if (next > to) { /* no work up to `to`: jump */
             w->now = to;
             return;
         }
+        w->now = next - 1;
         tick(w, due);
     }
+}
+
+static bool slot_empty(const ac__timer *head)
+{
+    return head->next == head;
+}
+
+/* The tick at which level l next has work, or UINT64_MAX. */
+static uint64_t level_next_event(const ac__wheel *w, int l)
+{
+    unsigned shift = AC__WHEEL_BITS * (unsigned)l;
+    unsigned index = (unsigned)(w->now >> shift) & (AC__WHEEL_SLOTS - 1);
+    uint64_t block = w->now & ~((1ull << (shift + AC__WHEEL_BITS)) - 1);
+    for (unsigned s = index + 1; s < AC__WHEEL_SLOTS; s++)
+        if (!slot_empty(&w->slots[l][s]))
+            return block + ((uint64_t)s << shift);
+    return UINT64_MAX;
+}
+
+/* The overflow list cascades when time enters the span of its earliest
+ * deadline; the spans before that hold nothing of it. */
+static uint64_t overflow_next_event(const ac__wheel *w)
+{
+    if (slot_empty(&w->overflow))
+        return UINT64_MAX;
+    uint64_t earliest = UINT64_MAX;
+    for (const ac__timer *t = w->overflow.next; t != &w->overflow; t = t->next)
+        if (t->deadline < earliest)
+            earliest = t->deadline;
+    unsigned bits = AC__WHEEL_BITS * AC__WHEEL_LEVELS;
+    uint64_t next_span = ((w->now >> bits) + 1) << bits;
+    uint64_t its_span = (earliest >> bits) << bits;
+    return its_span > next_span ? its_span : next_span;
 }
 
 uint64_t ac__wheel_next_event(const ac__wheel *w)
 {
     if (w->armed == 0)
         return UINT64_MAX;
-    uint64_t block_end = (w->now | (AC__WHEEL_SLOTS - 1)) + 1;
-    for (uint64_t t = w->now + 1; t < block_end; t++) {
-        const ac__timer *slot = &w->slots[0][t & (AC__WHEEL_SLOTS - 1)];
-        if (slot->next != slot)
-            return t;
+    uint64_t next = UINT64_MAX;
+    for (int l = 0; l < AC__WHEEL_LEVELS; l++) {
+        uint64_t e = level_next_event(w, l);
+        if (e < next)
+            next = e;
     }
-    return block_end; /* the next cascade point */
+    uint64_t e = overflow_next_event(w);
+    return e < next ? e : next;
+}
+
+static void take_list(ac__timer *out, ac__timer *head)
+{
+    ac__timer *t;
+    while ((t = ac__timer_list_pop(head))) {
+        t->state = AC__TIMER_IDLE;
+        ac__timer_list_append(out, t);
+    }
 }
 
 void ac__wheel_take_all(ac__wheel *w, ac__timer *out)
 {
     for (int l = 0; l < AC__WHEEL_LEVELS; l++)
         for (unsigned s = 0; s < AC__WHEEL_SLOTS; s++)
-            list_splice(out, &w->slots[l][s]);
-    list_splice(out, &w->overflow);
+            take_list(out, &w->slots[l][s]);
+    take_list(out, &w->overflow);
     w->armed = 0;
 }

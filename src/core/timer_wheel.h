@@ -5,7 +5,17 @@
  * later deadlines wait in an overflow list. A timer sits at the lowest
  * level whose span still holds its deadline; when time enters a slot's
  * range at a higher level, the slot is cascaded down. Arm and cancel are
- * O(1): an intrusive doubly linked list per slot.
+ * O(1): an intrusive doubly linked list per slot. Advancing costs one step
+ * per slot that holds work, not one per tick, so a long jump of a manual
+ * clock is linear in the timers it makes due.
+ *
+ * Ownership: a timer is ARMED while it is in the wheel, and only then can
+ * ac__wheel_remove take it out. ac__wheel_advance hands due timers to the
+ * caller's list and marks them DUE: from then on the list and the links
+ * belong to whoever fires them, without the wheel's lock, and a cancel
+ * reports false (the timer fires, or has fired; the owner's own settle
+ * decides what that means). Re-arming a DUE timer (a repeat, from its fire
+ * callback) makes it ARMED again.
  */
 #ifndef AC_CORE_TIMER_WHEEL_H
 #define AC_CORE_TIMER_WHEEL_H
@@ -28,10 +38,19 @@ typedef struct ac__timer_ops {
     void (*discard)(ac__timer *t);
 } ac__timer_ops;
 
+typedef enum ac__timer_state {
+    AC__TIMER_IDLE = 0, /* never armed, removed, or discarded */
+    AC__TIMER_ARMED,    /* in the wheel */
+    AC__TIMER_DUE       /* handed to a due list: firing or fired */
+} ac__timer_state;
+
+/* `state` is read and written only under the lock that serialises the
+ * wheel; prev/next of a DUE timer belong to the thread that fires it. */
 struct ac__timer {
-    ac__timer *prev, *next; /* NULL prev: not armed */
-    uint64_t deadline;      /* tick */
+    ac__timer *prev, *next;
+    uint64_t deadline; /* tick */
     const ac__timer_ops *ops;
+    ac__timer_state state;
 };
 
 typedef struct ac__wheel {
@@ -44,18 +63,19 @@ typedef struct ac__wheel {
 void ac__wheel_init(ac__wheel *w, uint64_t now);
 /* Arm for `deadline` (clamped to now + 1). */
 void ac__wheel_add(ac__wheel *w, ac__timer *t, uint64_t deadline);
-/* Disarm; false if it was not armed. */
+/* Disarm; false if it was not ARMED (never armed, or already DUE). */
 bool ac__wheel_remove(ac__wheel *w, ac__timer *t);
 /* Move time to `to`, appending every timer that became due to `due` (a
  * list head), in deadline order. */
 void ac__wheel_advance(ac__wheel *w, uint64_t to, ac__timer *due);
-/* A tick at or before which something may need doing (UINT64_MAX: none
- * armed). Exact for timers due within the current 64 ms block. */
+/* The next tick at which the wheel has work (a slot fires or cascades);
+ * UINT64_MAX when nothing is armed. Never later than the earliest
+ * deadline. */
 uint64_t ac__wheel_next_event(const ac__wheel *w);
-/* Unlink every armed timer into `out`. */
+/* Unlink every armed timer into `out`, marked IDLE (to be discarded). */
 void ac__wheel_take_all(ac__wheel *w, ac__timer *out);
 
-static inline bool ac__timer_armed(const ac__timer *t) { return t->prev != NULL; }
+static inline bool ac__timer_armed(const ac__timer *t) { return t->state == AC__TIMER_ARMED; }
 
 void ac__timer_list_init(ac__timer *head);
 void ac__timer_list_append(ac__timer *head, ac__timer *t);

@@ -12,7 +12,10 @@
  *
  * Cancel and fire race benignly: cancel removes the timer under the lock
  * and returns true only if it was still in the wheel, in which case fire
- * will not run; otherwise fire has run or is about to.
+ * will not run; otherwise fire has run or is about to. A timer collected
+ * into a due list is DUE (timer_wheel.h): cancel leaves it alone, because
+ * that list is walked without the lock, and the owner's own settle (a
+ * CAS on its state) decides between the two outcomes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -178,7 +181,8 @@ void ac__timer_rearm(ac__timers *t, ac__timer *timer, uint64_t interval_ms)
     pthread_mutex_lock(&t->lock);
     /* From the previous deadline, not from now, so a repeat does not drift;
      * a deadline already past fires at the next tick. */
-    arm_locked(t, timer, timer->deadline + interval_ms);
+    uint64_t next = timer->deadline + interval_ms;
+    arm_locked(t, timer, next < timer->deadline ? UINT64_MAX : next); /* saturate */
     pthread_mutex_unlock(&t->lock);
 }
 
@@ -223,7 +227,15 @@ ac_status ac_clock_advance(ac_system *system, int64_t ms)
      * event, firing at each, so that timers armed while firing (repeats)
      * fire within the same advance when they fall due. */
     pthread_mutex_lock(&t->lock);
-    uint64_t target = atomic_load_explicit(&t->manual_now, memory_order_relaxed) + (uint64_t)ms;
+    uint64_t now = atomic_load_explicit(&t->manual_now, memory_order_relaxed);
+    if ((uint64_t)ms > (uint64_t)AC_CLOCK_MAX_MS - now) {
+        pthread_mutex_unlock(&t->lock);
+        return ac__fail(AC_EINVAL,
+                        "ac_clock_advance: ms = %lld from %llu ms would pass the clock's end "
+                        "(AC_CLOCK_MAX_MS = %lld)",
+                        (long long)ms, (unsigned long long)now, (long long)AC_CLOCK_MAX_MS);
+    }
+    uint64_t target = now + (uint64_t)ms;
     atomic_store_explicit(&t->manual_now, target, memory_order_release);
     for (;;) {
         uint64_t step = ac__wheel_next_event(&t->wheel);

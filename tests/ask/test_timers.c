@@ -249,6 +249,48 @@ static void test_repeat_big_advance(void **state)
     ac_ref_release(r);
 }
 
+/* The clock refuses to run past its end, and stays where it was. */
+static void test_clock_end(void **state)
+{
+    ts_fixture *fx = *state;
+    tm_data *d = setup(fx);
+    assert_status(ac_clock_advance(d->sys, INT64_MAX - 10), AC_OK);
+    assert_true(ac_clock_now_ms(d->sys) == INT64_MAX - 10);
+    assert_status(ac_clock_advance(d->sys, 11), AC_EINVAL);
+    assert_non_null(strstr(ac_last_error(), "AC_CLOCK_MAX_MS"));
+    assert_status(ac_clock_advance(d->sys, INT64_MAX), AC_EINVAL);
+    assert_true(ac_clock_now_ms(d->sys) == INT64_MAX - 10);
+    assert_status(ac_clock_advance(d->sys, 10), AC_OK);
+    assert_true(ac_clock_now_ms(d->sys) == AC_CLOCK_MAX_MS);
+    assert_status(ac_clock_advance(d->sys, 1), AC_EINVAL);
+    assert_status(ac_clock_advance(d->sys, 0), AC_OK);
+    assert_true(ac_clock_now_ms(d->sys) == AC_CLOCK_MAX_MS);
+}
+
+/* Long jumps over a far timer: it fires once, at its deadline, however
+ * the clock gets there (the wheel jumps between events, it does not tick
+ * through 2^40 ms). */
+static void test_far_timer_long_jumps(void **state)
+{
+    ts_fixture *fx = *state;
+    tm_data *d = setup(fx);
+    ac_ref *r = ts_spawn(d->sys, &receiver_def, d, "r");
+    assert_non_null(r);
+    const int64_t far = 1LL << 40;
+    ac_cancellable *c = ac_schedule_once(r, far, tick_new(1), NULL);
+    assert_non_null(c);
+    advance(d, r, 100000000); /* 1e8 */
+    assert_int_equal(atomic_load(&d->got), 0);
+    advance(d, r, far - 100000000 - 1);
+    assert_int_equal(atomic_load(&d->got), 0);
+    assert_int_equal(ac_timers_armed(d->sys), 1);
+    advance(d, r, 1);
+    assert_int_equal(atomic_load(&d->got), 1);
+    assert_int_equal(ac_timers_armed(d->sys), 0);
+    ac_cancellable_release(c);
+    ac_ref_release(r);
+}
+
 static void test_armed_count(void **state)
 {
     ts_fixture *fx = *state;
@@ -540,6 +582,8 @@ int main(void)
         TS_UNIT(test_cancel_before_firing),
         TS_UNIT(test_repeat),
         TS_UNIT(test_repeat_big_advance),
+        TS_UNIT(test_clock_end),
+        TS_UNIT(test_far_timer_long_jumps),
         TS_UNIT(test_armed_count),
         TS_UNIT(test_repeat_to_stopped_actor_ceases),
         TS_UNIT(test_cancel_after_repeat_ceased),
