@@ -64,7 +64,8 @@ AC_API ac_status ac_ask_wait(ac_ref *target, ac_msg *msg, int64_t timeout_ms,
  * it with ac_future_release whether or not it settled), or NULL with
  * ac_last_error. Consumes msg. Any thread. */
 AC_API ac_future *ac_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms);
-/* Wait up to wait_ms (negative: no limit) for the future to settle; then
+/* Wait up to wait_ms (negative, or beyond what the monotonic clock can
+ * count in nanoseconds, about 580 years: no limit) for the future to settle; then
  * as ac_ask_wait. AC_EPENDING (answer zeroed) if it has not settled yet.
  * Outside actors only. */
 AC_API ac_status ac_future_wait(ac_future *future, int64_t wait_ms, ac_answer *answer);

@@ -383,10 +383,19 @@ static bool sleep_until_settled(reply_t *r, uint64_t deadline_ns)
     return settled(r);
 }
 
+/* The monotonic deadline `wait_ms` from `start`; 0 (none) for a negative
+ * wait and for one beyond what the clock can represent: wait forever. */
+static uint64_t wait_deadline(uint64_t start, int64_t wait_ms)
+{
+    if (wait_ms < 0 || (uint64_t)wait_ms > (UINT64_MAX - start) / 1000000ull)
+        return 0;
+    return start + (uint64_t)wait_ms * 1000000ull;
+}
+
 static bool wait_settled(reply_t *r, int64_t wait_ms)
 {
     uint64_t start = ac__now_ns();
-    uint64_t deadline = wait_ms < 0 ? 0 : start + (uint64_t)wait_ms * 1000000ull;
+    uint64_t deadline = wait_deadline(start, wait_ms);
     while (!settled(r)) {
         uint64_t now = ac__now_ns();
         if (deadline && now >= deadline)

@@ -81,6 +81,32 @@ static void test_ask_timeout_real_clock(void **state)
     ac_ref_release(silent);
 }
 
+/* A wait longer than the clock can count waits for the answer; it does
+ * not overflow into a deadline in the past. */
+static void test_future_wait_beyond_the_clock(void **state)
+{
+    ts_fixture *fx = *state;
+    rc_data *d = setup(fx);
+    ac_ref *silent = ts_spawn(d->sys, &silent_def, d, "silent");
+    assert_non_null(silent);
+    const int64_t waits[] = {INT64_MAX, INT64_MAX / 2, INT64_MAX / 1000000};
+    for (size_t i = 0; i < sizeof waits / sizeof waits[0]; i++) {
+        double t0 = ts_now();
+        ac_future *f = ac_ask(silent, ac_msg_int64_new((int64_t)i), 100);
+        assert_non_null(f);
+        ac_answer a;
+        assert_status(ac_future_wait(f, waits[i], &a), AC_ETIMEOUT);
+        double elapsed = ts_now() - t0;
+        assert_true(ac_error_is(a.error, AC_ASK_TIMEOUT_ERROR));
+        ac_answer_release(&a);
+        ac_future_release(f);
+        if (elapsed < 0.100)
+            fail_msg("waiting %lld ms returned after %.3f ms, before the ask's 100 ms timeout",
+                     (long long)waits[i], elapsed * 1e3);
+    }
+    ac_ref_release(silent);
+}
+
 static bool got_one(void *p)
 {
     return atomic_load(&((rc_data *)p)->got) >= 1;
@@ -112,6 +138,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TS_UNIT(test_ask_timeout_real_clock),
         TS_UNIT(test_schedule_once_real_clock),
+        TS_UNIT(test_future_wait_beyond_the_clock),
     };
     return cmocka_run_group_tests_name("real_clock", tests, NULL, NULL);
 }
