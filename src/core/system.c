@@ -42,7 +42,8 @@ static ac_status check_system_name(const char *name)
     return AC_OK;
 }
 
-static ac_status apply_options(ac_system *sys, const ac_system_options *o)
+static ac_status apply_options(ac_system *sys, const ac_system_options *o,
+                               const char **unknown_level)
 {
     ac_system_options d = {0};
     if (!o)
@@ -61,7 +62,7 @@ static ac_status apply_options(ac_system *sys, const ac_system_options *o)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     sys->workers = o->workers ? o->workers : (int)(cpus > 0 ? (cpus > MAX_WORKERS ? MAX_WORKERS : cpus) : 1);
     sys->batch = o->batch ? o->batch : DEFAULT_BATCH;
-    sys->log_level = o->log_level ? o->log_level : ac__log_level_from_env();
+    sys->log_level = o->log_level ? o->log_level : ac__log_level_from_env(unknown_level);
     sys->log_sink = o->log_sink;
     sys->log_sink_user = o->log_sink_user;
     sys->dead_letter_log_per_s = o->dead_letter_log_per_s == 0 ? DEFAULT_DEAD_LETTER_LOG_PER_S
@@ -98,7 +99,8 @@ ac_system *ac_system_create(const char *name, const ac_system_options *options)
     pthread_cond_init(&sys->guardian_dead_cond, NULL);
     ac__mutex_init_hot(&sys->registry_lock);
     pthread_mutex_init(&sys->dl_sub_lock, NULL);
-    if (apply_options(sys, options) != AC_OK) {
+    const char *unknown_level = NULL;
+    if (apply_options(sys, options, &unknown_level) != AC_OK) {
         system_free(sys);
         return NULL;
     }
@@ -125,6 +127,8 @@ ac_system *ac_system_create(const char *name, const ac_system_options *options)
         return NULL;
     }
     atomic_fetch_add_explicit(&live_systems, 1, memory_order_relaxed);
+    if (unknown_level)
+        ac__log_unknown_level(sys, unknown_level);
     return sys;
 }
 

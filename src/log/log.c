@@ -6,6 +6,7 @@
  * line to stderr (stdio locks the stream for the call).
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -22,31 +23,50 @@ const char *ac_log_level_name(ac_log_level level)
     return level_names[level];
 }
 
-int ac_log_level_parse(const char *name, ac_log_level *out)
+#define ACCEPTED_LEVELS "debug, info, warn, error or off"
+
+/* The level a name stands for; false if none (nothing recorded). */
+static bool level_of(const char *name, ac_log_level *out)
 {
-    if (!name || !out)
-        return ac__fail(AC_EINVAL, "ac_log_level_parse: NULL argument");
     for (int l = AC_LOG_DEBUG; l <= AC_LOG_OFF; l++) {
         if (strcasecmp(name, level_names[l]) == 0) {
             *out = (ac_log_level)l;
-            return AC_OK;
+            return true;
         }
     }
     if (strcasecmp(name, "warning") == 0) {
         *out = AC_LOG_WARN;
-        return AC_OK;
+        return true;
     }
-    return ac__fail(AC_EINVAL, "unknown log level \"%s\" (use debug, info, warn, error or off)",
-                    name);
+    return false;
 }
 
-ac_log_level ac__log_level_from_env(void)
+int ac_log_level_parse(const char *name, ac_log_level *out)
+{
+    if (!name || !out)
+        return ac__fail(AC_EINVAL, "ac_log_level_parse: NULL argument");
+    if (level_of(name, out))
+        return AC_OK;
+    return ac__fail(AC_EINVAL, "unknown log level \"%s\" (use " ACCEPTED_LEVELS ")", name);
+}
+
+ac_log_level ac__log_level_from_env(const char **unknown)
 {
     const char *env = getenv("ACTORC_LOG_LEVEL");
     ac_log_level level;
-    if (env && *env && ac_log_level_parse(env, &level) == AC_OK)
+    *unknown = NULL;
+    if (env && *env && level_of(env, &level))
         return level;
+    if (env && *env)
+        *unknown = env;
     return AC_LOG_INFO;
+}
+
+void ac__log_unknown_level(ac_system *sys, const char *value)
+{
+    ac__log(sys, AC_LOG_WARN, NULL,
+            "ACTORC_LOG_LEVEL=\"%s\" is not a log level (use " ACCEPTED_LEVELS "); using info",
+            value);
 }
 
 static void stderr_sink(const char *system_name, ac_log_level level, const char *path,

@@ -239,6 +239,36 @@ static void test_env_level(void **state)
     check_env_level(fx, "loud", AC_LOG_DEFAULT, AC_LOG_INFO);
 }
 
+/* An unknown ACTORC_LOG_LEVEL: the system starts at info, says so in one
+ * warning naming the value and the accepted ones, and leaves no error
+ * behind (it succeeded). */
+static void test_env_level_unknown_warns(void **state)
+{
+    ts_fixture *fx = *state;
+    ts_log_capture *cap = ts_fx_log(fx);
+    env_saved saved;
+    env_save(&saved);
+    setenv("ACTORC_LOG_LEVEL", "verbose", 1);
+    ac_clear_error();
+    ac_system_options o = {.log_sink = ts_log_sink, .log_sink_user = cap};
+    ac_system *sys = ts_fx_system(fx, "envsys", &o);
+    env_restore(&saved);
+    assert_non_null(sys);
+    assert_status(ac_last_status(), AC_OK);
+    assert_string_equal(ac_last_error(), "");
+    assert_true(ac_system_log_enabled(sys, AC_LOG_INFO));
+    assert_false(ac_system_log_enabled(sys, AC_LOG_DEBUG));
+    assert_int_equal(ts_log_count_text(cap, "ACTORC_LOG_LEVEL"), 1);
+    long i = ts_log_find_text(cap, "\"verbose\" is not a log level");
+    assert_true(i >= 0);
+    ts_log_line line;
+    assert_true(ts_log_get(cap, (size_t)i, &line));
+    assert_int_equal(line.level, AC_LOG_WARN);
+    assert_non_null(strstr(line.text, "debug, info, warn, error or off"));
+    ts_log_line_clear(&line);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
 /* Lines logged by an actor honour the environment level too. */
 static void test_env_level_filters_actor_lines(void **state)
 {
@@ -384,6 +414,7 @@ int main(void)
         TS_UNIT(test_level_filter),
         TS_UNIT(test_level_off),
         TS_UNIT(test_env_level),
+        TS_UNIT(test_env_level_unknown_warns),
         TS_UNIT(test_env_level_filters_actor_lines),
         TS_UNIT(test_level_names),
         TS_UNIT(test_dead_letter_lines_rate_limited),
