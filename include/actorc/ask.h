@@ -35,9 +35,18 @@ extern "C" {
 /* The default timeout of an ask, used when timeout_ms is 0. */
 #define AC_ASK_DEFAULT_TIMEOUT_MS 5000
 
-/* The outcome of an ask: exactly one of reply and error is set. `sender` is
- * who sent the reply (NULL for a timeout). The answer owns a reference to
- * each; ac_answer_release drops them. */
+/* The outcome of an ask: exactly one of reply and error is set. The answer
+ * owns a reference to each; ac_answer_release drops them.
+ *
+ * `sender` is whoever sent the reply or the error message:
+ *   a reply, or an error reply    the actor that sent it; through a pool
+ *                                 router, the routee that answered; through
+ *                                 scatter/gather, the winning routee
+ *   scatter/gather failure        the router (its AggregateError, AC_EFAILED)
+ *   AskTimeoutError               NULL (the ask's own timeout)
+ *   ActorStoppedError,            NULL (the request was not delivered: the
+ *   UndeliverableError            target had stopped, or a pool router had
+ *                                 no routees left; AC_EDEAD) */
 typedef struct ac_answer {
     ac_msg *reply;
     ac_error *error;
@@ -50,11 +59,12 @@ typedef struct ac_future ac_future;
 
 /* Ask and block until the answer. Consumes `msg`; borrows `target`.
  * timeout_ms: 0 = AC_ASK_DEFAULT_TIMEOUT_MS; negative is AC_EINVAL.
- * Returns AC_OK with answer->reply, or AC_ETIMEOUT (AskTimeoutError),
- * AC_EDEAD (the request was not delivered: ActorStoppedError, or
- * UndeliverableError from a pool router with no routees left) or AC_EFAILED
- * (an error reply) with
- * answer->error set. Bad arguments: AC_EINVAL, AC_EINACTOR inside an actor
+ * Returns AC_OK with answer->reply, or, with answer->error set:
+ * AC_ETIMEOUT (AskTimeoutError), AC_EDEAD (the request was not delivered:
+ * ActorStoppedError, or UndeliverableError from a round-robin, random,
+ * broadcast, smallest-mailbox or custom router with no routees left) or
+ * AC_EFAILED (an error reply; from a scatter/gather router, its
+ * AggregateError, including "has no routees left to scatter to"). Bad arguments: AC_EINVAL, AC_EINACTOR inside an actor
  * (it would block a worker), AC_ETERMINATED; *answer is then zeroed.
  * Outside actors only. */
 AC_API ac_status ac_ask_wait(ac_ref *target, ac_msg *msg, int64_t timeout_ms,

@@ -6,7 +6,12 @@
  * routee-N, spawned in its pre_start and watched. A routee sees the
  * original sender, so its reply goes straight to the caller. A routee that
  * stops is pruned from the pool (by identity, not by path); with none
- * left, messages go to dead letters and a warning is logged once.
+ * left, messages go to dead letters and a warning is logged once, and an
+ * ask fails at once with AC_EDEAD and an UndeliverableError saying "the
+ * router has no routees left" (no sender). A routee's reply or error reply
+ * reaches the asker with that routee as the sender. (Scatter/gather answers
+ * its own failures with an AggregateError from the router: see
+ * scatter_gather.h.)
  *
  * The one-shot strategies (round-robin, random, broadcast, smallest
  * mailbox, custom) spread work for throughput. Scatter/gather-first-

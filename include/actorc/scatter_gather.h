@@ -16,11 +16,15 @@
  * router is logged; the router keeps running.
  *
  * Failures reach the caller as one AggregateError (as an error message,
- * which rejects an ask), members in scatter order:
- *   none of N routees replied within T ms   N AskTimeoutErrors
+ * sent by the router, which rejects an ask with AC_EFAILED), members in
+ * scatter order. Its message is "Scatter/gather router <path>: " and then
+ * one of (N routees, a timeout of 80 ms):
+ *   none of N routees replied within 80ms    N AskTimeoutErrors
  *   all N routees failed                     what each returned
  *   has no routees left to scatter to        none
  *   stopped while the scatter was still open none
+ * The other routers answer an ask they cannot deliver differently: an
+ * UndeliverableError with AC_EDEAD (router.h).
  * ac_error_all_timeouts() tells "too slow" from "broken".
  *
  * The timeout bounds the whole scatter and applies to each routee's ask.

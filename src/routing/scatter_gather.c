@@ -14,7 +14,7 @@
  *     their slot claimed or the scatter settled and vanish silently.
  *   - Every claim decrements `remaining`; whoever takes it to zero on an
  *     unsettled scatter builds the AggregateError from the slots' errors in
- *     scatter order ("none of N … within T ms" if all timed out, "all N
+ *     scatter order ("none of N … within Tms" if all timed out, "all N
  *     routees failed" otherwise) and cancels the timer.
  *   - Open scatters sit in a list shared with the router (under its lock),
  *     so that post_stop — and a restart, through the default pre_restart —
