@@ -59,6 +59,11 @@ typedef struct batch {
 typedef struct thread_cache {
     block *free[CLASSES];
     unsigned count[CLASSES];
+    /* The block freed when the list reached CAP - BATCH + 1, while only
+     * frees have happened since: the BATCH blocks from the top down to it
+     * are the next batch to hand over, found without a walk. NULL once an
+     * allocation has taken from the list. */
+    block *spill_mark[CLASSES];
     bool registered;
 } thread_cache;
 
@@ -114,6 +119,7 @@ static block *depot_take(int c)
 
 static void flush_class(thread_cache *tc, int c)
 {
+    tc->spill_mark[c] = NULL;
     while (tc->free[c]) {
         block *head = tc->free[c];
         block *tail = head;
@@ -162,7 +168,31 @@ void *ac__alloc_small(size_t size)
     }
     tc->free[c] = b->next;
     tc->count[c]--;
+    tc->spill_mark[c] = NULL;
     return b;
+}
+
+/* The list is at CAP: hand a batch to the depot. A receiver that only
+ * frees (the common case: messages flow one way) hands over the newest
+ * BATCH blocks in O(1); otherwise the oldest ones after a walk, keeping
+ * the warmest. */
+static void spill(thread_cache *tc, int c)
+{
+    block *top = tc->free[c], *mark = tc->spill_mark[c];
+    tc->spill_mark[c] = NULL;
+    tc->count[c] = CAP - BATCH;
+    if (mark) {
+        tc->free[c] = mark->next;
+        mark->next = NULL;
+        depot_put(c, top);
+        return;
+    }
+    block *keep_tail = top;
+    for (unsigned i = 1; i < CAP - BATCH; i++)
+        keep_tail = keep_tail->next;
+    block *rest = keep_tail->next;
+    keep_tail->next = NULL;
+    depot_put(c, rest);
 }
 
 void ac__free_small(void *p, size_t size)
@@ -178,16 +208,11 @@ void ac__free_small(void *p, size_t size)
     block *b = p;
     b->next = tc->free[c];
     tc->free[c] = b;
-    if (AC__UNLIKELY(++tc->count[c] >= CAP)) {
-        /* Keep the newest (warmest) blocks; hand the older ones over. */
-        block *keep_tail = b;
-        for (unsigned i = 1; i < CAP - BATCH; i++)
-            keep_tail = keep_tail->next;
-        block *rest = keep_tail->next;
-        keep_tail->next = NULL;
-        tc->count[c] = CAP - BATCH;
-        depot_put(c, rest);
-    }
+    unsigned n = ++tc->count[c];
+    if (n == CAP - BATCH + 1)
+        tc->spill_mark[c] = b;
+    else if (AC__UNLIKELY(n >= CAP))
+        spill(tc, c);
 }
 
 static void free_chain(block *b)
@@ -205,6 +230,7 @@ void ac__alloc_trim(void)
         free_chain(cache.free[c]);
         cache.free[c] = NULL;
         cache.count[c] = 0;
+        cache.spill_mark[c] = NULL;
         pthread_mutex_lock(&depot_lock);
         batch *b = depot[c];
         depot[c] = NULL;
