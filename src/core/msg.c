@@ -21,15 +21,13 @@ static inline bool is_immortal(const ac_msg *msg)
     return atomic_load_explicit(&msg->refs, memory_order_relaxed) == AC__MSG_IMMORTAL;
 }
 
-ac_msg *ac_msg_new(const ac_msg_type *type, size_t size)
+/* A message of a valid type and size whose payload the caller fills in
+ * whole (the built-in constructors: no zeroing first). */
+static inline ac_msg *msg_make(const char *fn, const ac_msg_type *type, size_t size)
 {
-    if (!type || !type->name)
-        return ac__fail_null(AC_EINVAL, "ac_msg_new: message type (or its name) is NULL");
-    if (size > ((size_t)1 << 40))
-        return ac__fail_null(AC_EINVAL, "ac_msg_new: payload size %zu is too large", size);
     ac_msg *msg = ac__alloc_small(sizeof *msg + size);
-    if (!msg)
-        return ac__fail_null(AC_ENOMEM, "ac_msg_new: out of memory for %zu bytes", size);
+    if (AC__UNLIKELY(!msg))
+        return ac__fail_null(AC_ENOMEM, "%s: out of memory for %zu bytes", fn, size);
     msg->node.msg = msg;
     msg->node.sender = NULL;
     atomic_init(&msg->node.link.next, NULL);
@@ -37,7 +35,18 @@ ac_msg *ac_msg_new(const ac_msg_type *type, size_t size)
     atomic_init(&msg->refs, 1);
     msg->pad = 0;
     msg->size = size;
-    memset(msg->payload, 0, size);
+    return msg;
+}
+
+ac_msg *ac_msg_new(const ac_msg_type *type, size_t size)
+{
+    if (!type || !type->name)
+        return ac__fail_null(AC_EINVAL, "ac_msg_new: message type (or its name) is NULL");
+    if (size > ((size_t)1 << 40))
+        return ac__fail_null(AC_EINVAL, "ac_msg_new: payload size %zu is too large", size);
+    ac_msg *msg = msg_make("ac_msg_new", type, size);
+    if (msg)
+        memset(msg->payload, 0, size);
     return msg;
 }
 
@@ -130,7 +139,7 @@ ac_msg *ac_msg_str_new(const char *s)
     if (!s)
         return ac__fail_null(AC_EINVAL, "ac_msg_str_new: string is NULL");
     size_t len = strlen(s);
-    ac_msg *msg = ac_msg_new(&ac_msg_type_str, len + 1);
+    ac_msg *msg = msg_make("ac_msg_str_new", &ac_msg_type_str, len + 1);
     if (msg)
         memcpy(msg->payload, s, len + 1);
     return msg;
@@ -146,7 +155,7 @@ ac_msg *ac_msg_printf(const char *fmt, ...)
     va_end(ap);
     if (len < 0)
         return ac__fail_null(AC_EINVAL, "ac_msg_printf: bad format \"%s\"", fmt);
-    ac_msg *msg = ac_msg_new(&ac_msg_type_str, (size_t)len + 1);
+    ac_msg *msg = msg_make("ac_msg_printf", &ac_msg_type_str, (size_t)len + 1);
     if (!msg)
         return NULL;
     va_start(ap, fmt);
@@ -166,7 +175,9 @@ ac_msg *ac_msg_bytes_new(const void *data, size_t len)
 {
     if (!data && len)
         return ac__fail_null(AC_EINVAL, "ac_msg_bytes_new: data is NULL but len is %zu", len);
-    ac_msg *msg = ac_msg_new(&ac_msg_type_bytes, len);
+    if (len > ((size_t)1 << 40))
+        return ac__fail_null(AC_EINVAL, "ac_msg_bytes_new: len %zu is too large", len);
+    ac_msg *msg = msg_make("ac_msg_bytes_new", &ac_msg_type_bytes, len);
     if (msg && len)
         memcpy(msg->payload, data, len);
     return msg;
@@ -183,7 +194,7 @@ const uint8_t *ac_msg_bytes(const ac_msg *msg, size_t *len)
 
 ac_msg *ac_msg_int64_new(int64_t v)
 {
-    ac_msg *msg = ac_msg_new(&ac_msg_type_int64, sizeof v);
+    ac_msg *msg = msg_make("ac_msg_int64_new", &ac_msg_type_int64, sizeof v);
     if (msg)
         memcpy(msg->payload, &v, sizeof v);
     return msg;
