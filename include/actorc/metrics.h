@@ -150,19 +150,57 @@ AC_API char *ac_metrics_format(ac_system *system);
 
 /* ---- the HTTP endpoint ------------------------------------------------ */
 
-/* Where ac_metrics_serve listens. NULL options: 127.0.0.1, an ephemeral
- * port. */
+/* Defaults of the endpoint's limits (see ac_metrics_http_options). */
+#define AC_METRICS_HTTP_DEFAULT_REQUEST_TIMEOUT_MS 5000
+#define AC_METRICS_HTTP_DEFAULT_MAX_CONNECTIONS 256
+#define AC_METRICS_HTTP_DEFAULT_MAX_CONNECTIONS_PER_ADDRESS 32
+/* The largest request_timeout_ms and max_connections accepted. */
+#define AC_METRICS_HTTP_MAX_REQUEST_TIMEOUT_MS 3600000
+#define AC_METRICS_HTTP_MAX_CONNECTIONS 65536
+
+/* Where ac_metrics_serve listens, and how it keeps answering scrapes while
+ * other clients hold connections without finishing a request. NULL
+ * options, or `{0}`: 127.0.0.1, an ephemeral port, the default limits.
+ *
+ * A connection waiting for a request (since it was accepted, or since its
+ * last response when kept alive) is closed once request_timeout_ms have
+ * passed, however steadily it trickles bytes. A new connection beyond
+ * max_connections_per_address closes the stalest connection of its
+ * address still waiting for a request; beyond max_connections, the
+ * stalest waiting connection of all. New clients are never turned away
+ * while some connection merely waits, and a scraper sends its request at
+ * once, so it is answered even when it shares its address (say, loopback)
+ * with hundreds of idle clients. */
 typedef struct ac_metrics_http_options {
     /* An IPv4 or IPv6 address literal; NULL: "127.0.0.1". */
     const char *address;
     /* 1..65535, or 0 for a port the kernel picks (see ac_metrics_http_port). */
     int port;
+    /* The time a client has to send a whole request, in ms, 1..1 hour; also
+     * the longest a response may stall without progress (rounded up to
+     * whole seconds). 0: AC_METRICS_HTTP_DEFAULT_REQUEST_TIMEOUT_MS, 5 s:
+     * ample for a scraper, which sends its request in one packet; a
+     * kept-alive connection idle longer is closed and the scraper simply
+     * reconnects. */
+    int64_t request_timeout_ms;
+    /* Most connections kept open, 1..AC_METRICS_HTTP_MAX_CONNECTIONS (one
+     * more is accepted, to make room). 0:
+     * AC_METRICS_HTTP_DEFAULT_MAX_CONNECTIONS, 256: far more than the few
+     * scrapers an endpoint has, yet a bounded share of the process's
+     * descriptors. */
+    int max_connections;
+    /* Most connections from one client address, in the same range as
+     * max_connections (no effect above it). 0:
+     * AC_METRICS_HTTP_DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, 32: a crowd at
+     * one address makes room among itself instead of pushing out the
+     * connections of other addresses. */
+    int max_connections_per_address;
 } ac_metrics_http_options;
 
-/* Serve GET /metrics (the exposition; HEAD too) over HTTP on a thread of
+/* Serve GET /metrics (the exposition; HEAD too) over HTTP on threads of
  * its own, turning metrics on if they are off. Other paths answer 404,
  * other methods 405. Stopped by ac_metrics_serve_stop or at terminate.
- * AC_EINVAL for a bad address or port, AC_EEXIST when already serving,
+ * AC_EINVAL for a bad address, port or limit, AC_EEXIST when already serving,
  * AC_ESYS when the socket cannot be opened (ac_last_error names the
  * address, the port and the reason, e.g. the port already in use). */
 AC_API ac_status ac_metrics_serve(ac_system *system, const ac_metrics_http_options *options);

@@ -7,6 +7,15 @@
  * can be read back with getsockname. The daemon takes the socket over and
  * closes it when stopped.
  *
+ * Slow and idle clients must not keep a scrape out. The connection guard
+ * (http_guard.c) closes a connection that has not sent its whole request
+ * within the request timeout, and makes room for a newcomer beyond the
+ * limits by closing the stalest connection still waiting; libmicrohttpd's
+ * own inactivity timeout, set to the same time, bounds a response that
+ * stalls. The listen backlog is deep, so that a burst of connections
+ * waits for accept() rather than having its SYNs dropped: a dropped SYN
+ * costs the client a one-second retransmission, half a scrape's budget.
+ *
  * The endpoint hangs off the registry under its lock. Stopping swaps it
  * out under the lock and joins the daemon's thread outside it: a scrape in
  * progress takes the registry lock to render, so joining while holding it
@@ -22,13 +31,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "metrics/http_guard.h"
 #include "metrics/metrics_internal.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define DEFAULT_ADDRESS "127.0.0.1"
+#define LISTEN_BACKLOG 1024 /* the kernel caps it at net.core.somaxconn */
 
 struct ac__http {
     struct MHD_Daemon *daemon;
+    ac__http_guard *guard;
+    ac__metrics *reg;
     int port;
 };
 
@@ -64,17 +77,18 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
                                       const char *upload_data, size_t *upload_data_size,
                                       void **con_cls)
 {
-    ac__metrics *reg = cls;
+    ac__http *http = cls;
     (void)version;
     (void)upload_data;
     (void)upload_data_size;
     (void)con_cls;
+    ac__http_guard_on_request(http->guard, conn);
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n",
                             "GET, HEAD");
     if (strcmp(url, "/metrics") != 0)
         return respond_text(conn, MHD_HTTP_NOT_FOUND, "not found; try /metrics\n", NULL);
-    char *body = ac__metrics_render(reg);
+    char *body = ac__metrics_render(http->reg);
     if (!body)
         return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
     return respond(conn, MHD_HTTP_OK, body, NULL);
@@ -149,7 +163,7 @@ static int open_listener(const listen_addr *a, const char *address, int port)
     const char *step = NULL;
     if (bind(fd, (const struct sockaddr *)&a->ss, a->len) != 0)
         step = "bind";
-    else if (listen(fd, 64) != 0)
+    else if (listen(fd, LISTEN_BACKLOG) != 0)
         step = "listen";
     if (!step)
         return fd;
@@ -163,28 +177,103 @@ static int open_listener(const listen_addr *a, const char *address, int port)
     return -1;
 }
 
-static struct MHD_Daemon *start_daemon(ac__metrics *reg, int fd, bool v6)
+/* ---- the daemon ------------------------------------------------------- */
+
+static struct MHD_Daemon *start_daemon(ac__http *http, int fd, bool v6,
+                                       const ac__http_limits *limits)
 {
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (v6)
         flags |= MHD_USE_IPv6;
-    return MHD_start_daemon(flags, 0, NULL, NULL, handle_request, reg,
+    unsigned stall_s = (unsigned)((limits->request_timeout_ms + 999) / 1000);
+    return MHD_start_daemon(flags, 0, NULL, NULL, handle_request, http,
                             /* the logger first, so that it sees what the
                              * other options have to say */
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)reg,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)http->reg,
                             MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-                            MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-                            MHD_OPTION_CONNECTION_LIMIT, 64u,
+                            MHD_OPTION_CONNECTION_TIMEOUT, stall_s,
+                            /* one slot to spare: the newcomer that makes room */
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)limits->max_connections + 1,
+                            MHD_OPTION_NOTIFY_CONNECTION, ac__http_guard_on_connection,
+                            (void *)http->guard,
+                            MHD_OPTION_NOTIFY_COMPLETED, ac__http_guard_on_completed,
+                            (void *)http->guard,
                             MHD_OPTION_END);
+}
+
+/* The endpoint on the listening socket `fd`, which it takes over (closing
+ * it on failure), or NULL with ac_last_error. */
+static ac__http *start_http(ac__metrics *reg, int fd, bool v6, const ac__http_limits *limits,
+                            const char *address, int port)
+{
+    ac__http *http = calloc(1, sizeof *http);
+    if (!http) {
+        ac__fail(AC_ENOMEM, "ac_metrics_serve: out of memory");
+        goto fail_socket;
+    }
+    http->reg = reg;
+    http->port = bound_port(fd);
+    http->guard = ac__http_guard_create(limits);
+    if (!http->guard)
+        goto fail_http;
+    http->daemon = start_daemon(http, fd, v6, limits);
+    if (http->daemon)
+        return http;
+    ac__fail(AC_ESYS, "ac_metrics_serve: cannot start the HTTP server on %s port %d", address,
+             port);
+    ac__http_guard_destroy(http->guard);
+fail_http:
+    free(http);
+fail_socket:
+    close(fd);
+    return NULL;
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+static ac_status check_count(const char *name, int value)
+{
+    if (value >= 0 && value <= AC_METRICS_HTTP_MAX_CONNECTIONS)
+        return AC_OK;
+    return ac__fail(AC_EINVAL, "ac_metrics_serve: %s = %d; use 1..%d, or 0 for the default",
+                    name, value, AC_METRICS_HTTP_MAX_CONNECTIONS);
+}
+
+static size_t count_or_default(int value, int fallback)
+{
+    return (size_t)(value ? value : fallback);
+}
+
+/* The limits `o` asks for, zeros replaced by the defaults. */
+static ac_status read_limits(const ac_metrics_http_options *o, ac__http_limits *out)
+{
+    int64_t timeout = o->request_timeout_ms;
+    if (timeout < 0 || timeout > AC_METRICS_HTTP_MAX_REQUEST_TIMEOUT_MS)
+        return ac__fail(AC_EINVAL,
+                        "ac_metrics_serve: request_timeout_ms = %lld; use 1..%d, or 0 for the "
+                        "default",
+                        (long long)timeout, AC_METRICS_HTTP_MAX_REQUEST_TIMEOUT_MS);
+    if (check_count("max_connections", o->max_connections) != AC_OK ||
+        check_count("max_connections_per_address", o->max_connections_per_address) != AC_OK)
+        return AC_EINVAL;
+    out->request_timeout_ms =
+        (uint64_t)(timeout ? timeout : AC_METRICS_HTTP_DEFAULT_REQUEST_TIMEOUT_MS);
+    out->max_connections =
+        count_or_default(o->max_connections, AC_METRICS_HTTP_DEFAULT_MAX_CONNECTIONS);
+    out->max_per_address = count_or_default(o->max_connections_per_address,
+                                            AC_METRICS_HTTP_DEFAULT_MAX_CONNECTIONS_PER_ADDRESS);
+    return AC_OK;
 }
 
 /* ---- serving ---------------------------------------------------------- */
 
 /* Joins the daemon's thread (a scrape in progress finishes first) and
- * closes the socket. Call without the registry lock. */
+ * closes the socket, then the guard's thread. Call without the registry
+ * lock. */
 static void stop_http(ac__http *http)
 {
     MHD_stop_daemon(http->daemon);
+    ac__http_guard_destroy(http->guard);
     free(http);
 }
 
@@ -213,7 +302,8 @@ ac_status ac_metrics_serve(ac_system *system, const ac_metrics_http_options *opt
         return ac__fail(AC_EINVAL, "ac_metrics_serve: port = %d; use 1..65535, or 0 for any",
                         o->port);
     listen_addr a;
-    if (parse_address(address, o->port, &a) != AC_OK)
+    ac__http_limits limits;
+    if (parse_address(address, o->port, &a) != AC_OK || read_limits(o, &limits) != AC_OK)
         return AC_EINVAL;
     if (ac_metrics_enable(system) != AC_OK)
         return ac_last_status();
@@ -224,20 +314,8 @@ ac_status ac_metrics_serve(ac_system *system, const ac_metrics_http_options *opt
     int fd = open_listener(&a, address, o->port);
     if (fd < 0)
         return AC_ESYS;
-    ac__http *http = calloc(1, sizeof *http);
-    if (!http) {
-        close(fd);
-        return ac__fail(AC_ENOMEM, "ac_metrics_serve: out of memory");
-    }
-    http->port = bound_port(fd);
-    http->daemon = start_daemon(reg, fd, a.v6);
-    if (!http->daemon) {
-        close(fd);
-        free(http);
-        return ac__fail(AC_ESYS, "ac_metrics_serve: cannot start the HTTP server on %s port %d",
-                        address, o->port);
-    }
-    return install(reg, http);
+    ac__http *http = start_http(reg, fd, a.v6, &limits, address, o->port);
+    return http ? install(reg, http) : ac_last_status();
 }
 
 int ac_metrics_http_port(const ac_system *system)

@@ -16,12 +16,12 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-static int connect_local(int port)
+static int connect_local(int port, int timeout_ms)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
         return -1;
-    struct timeval tv = {.tv_sec = 10};
+    struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = timeout_ms % 1000 * 1000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
@@ -70,8 +70,13 @@ static char *header_value(const char *head, size_t head_len, const char *name)
 
 mt_response mt_http(int port, const char *method, const char *path)
 {
+    return mt_http_within(port, method, path, 10000);
+}
+
+mt_response mt_http_within(int port, const char *method, const char *path, int timeout_ms)
+{
     mt_response r = {.status = -1};
-    int fd = connect_local(port);
+    int fd = connect_local(port, timeout_ms);
     if (fd < 0)
         return r;
     char req[512];

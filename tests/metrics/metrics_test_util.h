@@ -18,6 +18,9 @@ typedef struct mt_response {
 /* Send `method path` to 127.0.0.1:port and read the whole response
  * (bounded by a 10 s socket timeout). */
 mt_response mt_http(int port, const char *method, const char *path);
+/* The same, with each step (connecting, each send, each read) bounded by
+ * timeout_ms instead. */
+mt_response mt_http_within(int port, const char *method, const char *path, int timeout_ms);
 void mt_response_free(mt_response *r);
 
 /* The value of the sample whose line starts with `series` followed by a

@@ -2,7 +2,7 @@
  * The HTTP endpoint, over real sockets: /metrics on an ephemeral port of
  * 127.0.0.1, 404 and 405 for the rest, HEAD, a port in use, serving twice,
  * stopping and serving again on the same port, stopping at terminate, bad
- * options.
+ * options (addresses, ports, limits).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -175,6 +175,20 @@ static void test_bad_options(void **state)
     assert_non_null(strstr(ac_last_error(), "localhost"));
     assert_status(ac_metrics_serve(sys, &(ac_metrics_http_options){.address = "192.0.2.1"}),
                   AC_ESYS); /* not an address of this host */
+    const struct {
+        ac_metrics_http_options options;
+        const char *named;
+    } bad_limits[] = {
+        {{.request_timeout_ms = -1}, "request_timeout_ms"},
+        {{.request_timeout_ms = AC_METRICS_HTTP_MAX_REQUEST_TIMEOUT_MS + 1}, "request_timeout_ms"},
+        {{.max_connections = -1}, "max_connections"},
+        {{.max_connections_per_address = AC_METRICS_HTTP_MAX_CONNECTIONS + 1},
+         "max_connections_per_address"},
+    };
+    for (size_t i = 0; i < sizeof bad_limits / sizeof bad_limits[0]; i++) {
+        assert_status(ac_metrics_serve(sys, &bad_limits[i].options), AC_EINVAL);
+        assert_non_null(strstr(ac_last_error(), bad_limits[i].named));
+    }
     assert_status(ac_metrics_serve(NULL, NULL), AC_EINVAL);
     assert_status(ac_metrics_serve_stop(NULL), AC_EINVAL);
     assert_int_equal(ac_metrics_http_port(NULL), 0);
