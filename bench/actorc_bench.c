@@ -1103,6 +1103,64 @@ static void bench_restart(ac_system *bench_sys, const void *param)
     latch_fini(&env.done);
 }
 
+/* ------------------------------------------------------ timer precision --- */
+/* How late a scheduled message arrives: one timer at a time (the machine
+ * otherwise idle), armed with ac_schedule_once_us from this thread, its
+ * arrival stamped by the receiving actor. Lateness = arrival - (arm time +
+ * delay), so it includes the hand-off to a worker, as a user sees it. */
+
+typedef struct precision_env {
+    latch done;
+} precision_env;
+
+static void stamp_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    precision_env *env = ac_ctx_user_data(ctx);
+    (void)msg;
+    latch_signal(&env->done, now_ns(), 0, 0);
+}
+
+static const ac_actor_def stamper = {.name = "Stamper", .receive = stamp_receive};
+
+static void precision_run(ac_ref *r, precision_env *env, uint64_t *seen, int64_t delay_us,
+                          int n, const char *metric)
+{
+    int64_t *late = xcalloc((size_t)n, sizeof *late);
+    for (int i = 0; i < n; i++) {
+        int64_t t0 = now_ns();
+        ac_cancellable *c = ac_schedule_once_us(r, delay_us, ac_msg_int64_new(i), NULL);
+        if (!c)
+            die("ac_schedule_once_us");
+        int64_t out[3];
+        latch_wait(&env->done, seen, out);
+        ac_cancellable_release(c);
+        late[i] = out[0] - t0 - delay_us * 1000;
+        if (late[i] < 0)
+            fail("timer_precision: a timer fired early");
+    }
+    qsort(late, (size_t)n, sizeof *late, cmp_i64);
+    char name[64];
+    snprintf(name, sizeof name, "late_p50_%s", metric);
+    result("timer_precision", name, (double)pct(late, (size_t)n, 50) / 1e3, "us");
+    snprintf(name, sizeof name, "late_p99_%s", metric);
+    result("timer_precision", name, (double)pct(late, (size_t)n, 99) / 1e3, "us");
+    free(late);
+}
+
+static void bench_timer_precision(ac_system *sys, const void *param)
+{
+    (void)param;
+    precision_env env;
+    uint64_t seen = 0;
+    latch_init(&env.done);
+    ac_ref *r = spawn_top(sys, &stamper, &env);
+    precision_run(r, &env, &seen, 200, 2000, "200us");
+    precision_run(r, &env, &seen, 1000, 1000, "1ms");
+    precision_run(r, &env, &seen, 10000, 200, "10ms");
+    stop_release(r);
+    latch_fini(&env.done);
+}
+
 /* ------------------------------------------------------------ the table --- */
 
 typedef struct workload {
@@ -1134,6 +1192,7 @@ static const workload WORKLOADS[] = {
     {"scatter_par", "suite", bench_scatter_par, NULL},
     {"scatter_tail", "suite", bench_scatter_tail, NULL},
     {"scatter_open", "mem", bench_scatter_open, NULL},
+    {"timer_precision", "suite", bench_timer_precision, NULL},
     {"idle", "idle", bench_idle, NULL},
 };
 enum { NWORKLOADS = sizeof WORKLOADS / sizeof WORKLOADS[0] };

@@ -311,8 +311,11 @@ void ac__timers_stop(ac__timers *t);
 void ac__timers_destroy(ac__timers *t);
 /* Arm `timer` to fire after delay_ms (>= 1 tick). Any thread. */
 void ac__timer_arm(ac__timers *t, ac__timer *timer, uint64_t delay_ms);
-/* Re-arm a timer that just fired, interval_ms after its last deadline. */
-void ac__timer_rearm(ac__timers *t, ac__timer *timer, uint64_t interval_ms);
+/* The same in ns: never early, late by at most a tick (1/64 ms) plus the
+ * timer thread's wake-up. Any thread. */
+void ac__timer_arm_ns(ac__timers *t, ac__timer *timer, uint64_t delay_ns);
+/* Re-arm a timer that just fired, interval_ns after its last deadline. */
+void ac__timer_rearm(ac__timers *t, ac__timer *timer, uint64_t interval_ns);
 /* True if it was armed and now is not (fire will not run). Any thread. */
 bool ac__timer_cancel(ac__timers *t, ac__timer *timer);
 

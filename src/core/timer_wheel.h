@@ -1,8 +1,10 @@
 /*
  * A hierarchical timing wheel (no locking: the caller serialises).
  *
- * Four levels of 64 slots at 1 ms per tick cover 2^24 ms (4.6 hours);
- * later deadlines wait in an overflow list. A timer sits at the lowest
+ * The wheel counts in ticks; the timer service makes a tick 1/64 ms
+ * (15.625 us), so that level 0 spans exactly one millisecond. Five levels
+ * of 64 slots cover 2^30 ticks (4.6 hours); later deadlines wait in an
+ * overflow list. A timer sits at the lowest
  * level whose span still holds its deadline; when time enters a slot's
  * range at a higher level, the slot is cascaded down. Arm and cancel are
  * O(1): an intrusive doubly linked list per slot. Advancing costs one step
@@ -26,7 +28,7 @@
 
 #define AC__WHEEL_BITS 6
 #define AC__WHEEL_SLOTS (1u << AC__WHEEL_BITS)
-#define AC__WHEEL_LEVELS 4
+#define AC__WHEEL_LEVELS 5
 
 typedef struct ac__timer ac__timer;
 
