@@ -65,10 +65,20 @@ AC_API void ac_props_free(ac_props *props);
 
 /* Spawn a top-level actor (actorc://<system>/user/<name>). Consumes `props`
  * whatever the outcome. `name` NULL spawns an anonymous actor ("$1", ...);
- * otherwise it must be 1..255 printable characters without '/' or spaces,
- * not starting with '$', and free among its siblings. Returns a new ref
- * owned by the caller, or NULL with ac_last_error (AC_ENAME, AC_EEXIST,
- * AC_ETERMINATED, AC_EINVAL). Any thread. */
+ * otherwise it must be free among its siblings and printable text, as it
+ * appears in paths, logs, metric labels and refs sent to other nodes:
+ *   - 1..255 bytes of valid UTF-8 in its shortest form: no overlong
+ *     sequences, no UTF-16 surrogates (U+D800..U+DFFF), nothing beyond
+ *     U+10FFFF, no sequence cut short;
+ *   - no control characters: U+0000..U+001F, U+007F (DEL), U+0080..U+009F;
+ *   - no whitespace: the space, and Unicode's other White_Space characters
+ *     (U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F,
+ *     U+3000);
+ *   - no '/', and not starting with '$' (anonymous names).
+ * Anything else goes: "café", "名前", "a-b_c.d:e$f". A name that breaks the
+ * rule is refused with AC_ENAME and a message saying what and at which
+ * byte. Returns a new ref owned by the caller, or NULL with ac_last_error
+ * (AC_ENAME, AC_EEXIST, AC_ETERMINATED, AC_EINVAL). Any thread. */
 AC_API ac_ref *ac_spawn(ac_system *system, ac_props *props, const char *name);
 /* Spawn a child of the current actor. As ac_spawn; inside an actor only. */
 AC_API ac_ref *ac_spawn_child(ac_ctx *ctx, ac_props *props, const char *name);

@@ -54,7 +54,8 @@ extern "C" {
 #endif
 
 #define AC_METRICS_DEFAULT_MAX_SERIES 1000
-/* Most label names a family may have, most buckets a histogram may have. */
+/* Most label names a family may have; most finite bucket bounds a histogram
+ * may have (its +Inf bucket is implicit). */
 #define AC_METRICS_MAX_LABELS 16
 #define AC_METRICS_MAX_BUCKETS 256
 
@@ -88,7 +89,10 @@ typedef struct ac_metric_options {
      * the +Inf bucket is implicit (a trailing +Inf is accepted and
      * ignored). NULL: .005 .01 .025 .05 .1 .25 .5 1 2.5 5 10. */
     const double *buckets;
-    size_t bucket_count; /* 1..AC_METRICS_MAX_BUCKETS when buckets is set */
+    /* The number of bounds in `buckets`: 1..AC_METRICS_MAX_BUCKETS finite
+     * ones, plus the optional trailing +Inf; 0 when buckets is NULL. A
+     * larger count is refused (AC_EINVAL) before the array is read. */
+    size_t bucket_count;
 } ac_metric_options;
 
 /* Register a family, or return the one already registered under `name`

@@ -267,34 +267,6 @@ void ac_props_free(ac_props *props)
     ac__free_small(props, sizeof *props);
 }
 
-/* ---- names ------------------------------------------------------------ */
-
-#define AC__NAME_MAX 255
-
-static ac_status check_name(const char *name)
-{
-    size_t len = strlen(name);
-    if (len == 0)
-        return ac__fail(AC_ENAME, "invalid actor name \"\": a name must not be empty");
-    if (len > AC__NAME_MAX)
-        return ac__fail(AC_ENAME, "invalid actor name \"%.32s...\": longer than %d characters",
-                        name, AC__NAME_MAX);
-    if (name[0] == '$')
-        return ac__fail(AC_ENAME,
-                        "invalid actor name \"%s\": names starting with '$' are reserved", name);
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-        if (*c == '/')
-            return ac__fail(AC_ENAME, "invalid actor name \"%s\": '/' separates path segments",
-                            name);
-        if (*c <= ' ' || *c == 0x7f)
-            return ac__fail(AC_ENAME,
-                            "invalid actor name \"%s\": spaces and control characters are not "
-                            "allowed",
-                            name);
-    }
-    return AC_OK;
-}
-
 /* ---- spawning --------------------------------------------------------- */
 
 static ac_ref *props_missing(const char *fn)
@@ -345,7 +317,7 @@ static ac_ref *spawn_child_of(ac__actor *parent, ac_props *props, const char *na
     ac_system *sys = parent->ref.system;
     char anon[24];
     if (name) {
-        if (check_name(name) != AC_OK)
+        if (ac__check_actor_name(name) != AC_OK)
             return NULL;
         if (ac__children_find(parent->children, name))
             return ac__fail_null(AC_EEXIST, "actor name \"%s\" is already taken under %s", name,

@@ -4,6 +4,13 @@
  * One allocation holds the header, the member array and both strings, so
  * building an error is one malloc and freeing it one free (plus releasing
  * members and cause).
+ *
+ * Errors form a DAG (one error may be a member or cause of many) whose
+ * depth is capped at AC_ERROR_MAX_DEPTH when an error is built, from the
+ * depths its parts carry. Nothing here recurses: releasing walks a list of
+ * errors whose count reached zero, threaded through the errors themselves,
+ * so any shape frees in constant stack; printing walks depth first with a
+ * stack of AC_ERROR_MAX_DEPTH frames, which the cap makes enough.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,25 +21,46 @@
 
 struct ac_error {
     atomic_uint refs;
-    const char *name;
+    unsigned depth; /* 1 + the deepest member or cause; <= AC_ERROR_MAX_DEPTH */
+    union {
+        const char *name;     /* while alive */
+        ac_error *next_dead;  /* while ac_error_release frees it */
+    };
     const char *message;
     ac_error *cause;
     size_t nmembers;
     ac_error *members[];
 };
 
-static ac_error *error_build(const char *name, ac_error *cause, ac_error *const *members,
-                             size_t n, const char *fmt, va_list ap)
+static ac_status check_parts(const char *name, const char *fmt, ac_error *const *members,
+                             size_t n)
 {
     if (!name || !*name)
-        return ac__fail_null(AC_EINVAL, "ac_error: name is NULL or empty");
+        return ac__fail(AC_EINVAL, "ac_error: name is NULL or empty");
     if (!fmt)
-        return ac__fail_null(AC_EINVAL, "ac_error: format is NULL");
+        return ac__fail(AC_EINVAL, "ac_error: format is NULL");
     if (n && !members)
-        return ac__fail_null(AC_EINVAL, "ac_error_aggregate: %zu members but the array is NULL", n);
+        return ac__fail(AC_EINVAL, "ac_error_aggregate: %zu members but the array is NULL", n);
     for (size_t i = 0; i < n; i++)
         if (!members[i])
-            return ac__fail_null(AC_EINVAL, "ac_error_aggregate: member %zu is NULL", i);
+            return ac__fail(AC_EINVAL, "ac_error_aggregate: member %zu is NULL", i);
+    return AC_OK;
+}
+
+/* The depth of an error with these parts: 1 + the deepest of them. */
+static unsigned depth_of(const ac_error *cause, ac_error *const *members, size_t n)
+{
+    unsigned deepest = cause ? cause->depth : 0;
+    for (size_t i = 0; i < n; i++)
+        if (members[i]->depth > deepest)
+            deepest = members[i]->depth;
+    return deepest + 1;
+}
+
+/* One allocation for the error and its strings; the parts are checked. */
+static ac_error *error_alloc(const char *name, unsigned depth, ac_error *cause,
+                             ac_error *const *members, size_t n, const char *fmt, va_list ap)
+{
     va_list copy;
     va_copy(copy, ap);
     int mlen = vsnprintf(NULL, 0, fmt, copy);
@@ -47,6 +75,7 @@ static ac_error *error_build(const char *name, ac_error *cause, ac_error *const 
     memcpy(strings, name, nlen + 1);
     vsnprintf(strings + nlen + 1, (size_t)mlen + 1, fmt, ap);
     atomic_init(&e->refs, 1);
+    e->depth = depth;
     e->name = strings;
     e->message = strings + nlen + 1;
     e->cause = ac_error_retain(cause);
@@ -54,6 +83,20 @@ static ac_error *error_build(const char *name, ac_error *cause, ac_error *const 
     for (size_t i = 0; i < n; i++)
         e->members[i] = ac_error_retain(members[i]);
     return e;
+}
+
+static ac_error *error_build(const char *name, ac_error *cause, ac_error *const *members,
+                             size_t n, const char *fmt, va_list ap)
+{
+    if (check_parts(name, fmt, members, n) != AC_OK)
+        return NULL;
+    unsigned depth = depth_of(cause, members, n);
+    if (depth > AC_ERROR_MAX_DEPTH)
+        return ac__fail_null(AC_EINVAL,
+                             "ac_error: \"%s\" would nest %u errors deep; errors nest at most "
+                             "AC_ERROR_MAX_DEPTH (%d) deep",
+                             name, depth, AC_ERROR_MAX_DEPTH);
+    return error_alloc(name, depth, cause, members, n, fmt, ap);
 }
 
 ac_error *ac_error_new(const char *name, const char *fmt, ...)
@@ -85,26 +128,51 @@ ac_error *ac_error_aggregate(ac_error *const *members, size_t n, const char *fmt
 
 ac_error *ac_error_retain(ac_error *err)
 {
+    /* Relaxed: the caller holds a reference, so the count cannot reach zero
+     * meanwhile; the release that frees orders itself (drop_last). */
     if (err)
         atomic_fetch_add_explicit(&err->refs, 1, memory_order_relaxed);
     return err;
 }
 
+/* Drop one reference; true when it was the last, and `err` is now ours
+ * alone to free. acq_rel: every other holder's uses happen before the
+ * free (the release half publishes ours, the acquire half sees theirs). */
+static bool drop_last(ac_error *err)
+{
+    return err && atomic_fetch_sub_explicit(&err->refs, 1, memory_order_acq_rel) == 1;
+}
+
+/* Push an error whose count reached zero onto the list still to free. */
+static void push_dead(ac_error **dead, ac_error *err)
+{
+    err->next_dead = *dead;
+    *dead = err;
+}
+
 void ac_error_release(ac_error *err)
 {
-    /* acq_rel: every other holder's uses happen before the free. */
-    if (!err || atomic_fetch_sub_explicit(&err->refs, 1, memory_order_acq_rel) != 1)
+    if (!drop_last(err))
         return;
-    for (size_t i = 0; i < err->nmembers; i++)
-        ac_error_release(err->members[i]);
-    ac_error_release(err->cause);
-    free(err);
+    ac_error *dead = NULL;
+    push_dead(&dead, err);
+    while (dead) {
+        ac_error *e = dead;
+        dead = e->next_dead;
+        for (size_t i = 0; i < e->nmembers; i++)
+            if (drop_last(e->members[i]))
+                push_dead(&dead, e->members[i]);
+        if (drop_last(e->cause))
+            push_dead(&dead, e->cause);
+        free(e);
+    }
 }
 
 const char *ac_error_name(const ac_error *err) { return err ? err->name : ""; }
 const char *ac_error_message(const ac_error *err) { return err ? err->message : ""; }
 ac_error *ac_error_cause(const ac_error *err) { return err ? err->cause : NULL; }
 size_t ac_error_member_count(const ac_error *err) { return err ? err->nmembers : 0; }
+size_t ac_error_depth(const ac_error *err) { return err ? err->depth : 0; }
 
 ac_error *ac_error_member(const ac_error *err, size_t i)
 {
@@ -128,16 +196,54 @@ bool ac_error_all_timeouts(const ac_error *err)
 
 /* ---- printing --------------------------------------------------------- */
 
-static void print_error(FILE *out, const ac_error *e, int depth, const char *label)
+/* An error being printed, and which of its parts comes next: members
+ * 0..nmembers-1, then the cause. */
+typedef struct print_frame {
+    const ac_error *err;
+    size_t next;
+} print_frame;
+
+/* The next part of `f` to print, its label written to `label`; NULL when
+ * all are printed. */
+static const ac_error *next_part(print_frame *f, char *label, size_t cap)
 {
-    fprintf(out, "%*s%s%s: %s\n", depth * 2, "", label, e->name, e->message);
-    for (size_t i = 0; i < e->nmembers; i++) {
-        char lbl[32];
-        snprintf(lbl, sizeof lbl, "[%zu] ", i);
-        print_error(out, e->members[i], depth + 1, lbl);
+    const ac_error *e = f->err;
+    if (f->next < e->nmembers) {
+        snprintf(label, cap, "[%zu] ", f->next);
+        return e->members[f->next++];
     }
-    if (e->cause)
-        print_error(out, e->cause, depth + 1, "caused by ");
+    if (f->next++ == e->nmembers && e->cause) {
+        snprintf(label, cap, "caused by ");
+        return e->cause;
+    }
+    return NULL;
+}
+
+static void print_line(FILE *out, const ac_error *e, size_t level, const char *label)
+{
+    fprintf(out, "%*s%s%s: %s\n", (int)(level * 2), "", label, e->name, e->message);
+}
+
+/* Depth first, parts in order. stack[k] is the error printed at level k;
+ * an error at level k nests at most AC_ERROR_MAX_DEPTH - k deep, so the
+ * levels, and the stack, stop below AC_ERROR_MAX_DEPTH. */
+static void print_error(FILE *out, const ac_error *root)
+{
+    print_frame stack[AC_ERROR_MAX_DEPTH];
+    size_t top = 0;
+    char label[32];
+    stack[0] = (print_frame){.err = root};
+    print_line(out, root, 0, "");
+    for (;;) {
+        const ac_error *part = next_part(&stack[top], label, sizeof label);
+        if (part) {
+            AC__ASSERT(top + 1 < AC_ERROR_MAX_DEPTH);
+            stack[++top] = (print_frame){.err = part};
+            print_line(out, part, top, label);
+        } else if (top-- == 0) {
+            return;
+        }
+    }
 }
 
 char *ac_error_to_string(const ac_error *err)
@@ -148,7 +254,7 @@ char *ac_error_to_string(const ac_error *err)
     if (!f)
         return NULL;
     if (err)
-        print_error(f, err, 0, "");
+        print_error(f, err);
     else
         fputs("(no error)\n", f);
     if (fclose(f) != 0) {

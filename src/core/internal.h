@@ -32,6 +32,19 @@ ac_status ac__fail(ac_status status, const char *fmt, ...) AC_PRINTF(2, 3);
 /* As ac__fail, for functions returning a pointer: returns NULL. */
 void *ac__fail_null(ac_status status, const char *fmt, ...) AC_PRINTF(2, 3);
 
+/* ---- names (names.c) ------------------------------------------------- */
+
+/* AC_OK, or AC_ENAME with a message saying what is wrong, for a name given
+ * to ac_spawn (the rule is in actorc/actor.h). `name` is not NULL. */
+ac_status ac__check_actor_name(const char *name);
+
+/* A name as a message shows it, quotes included: printable ASCII as is
+ * ('"' and '\' after a backslash), any other byte as \xHH, long names cut
+ * short with "...". So a message is plain ASCII whatever the name holds.
+ * `buf` holds AC__NAME_QUOTE_SIZE bytes or more. */
+#define AC__NAME_QUOTE_SIZE 208
+const char *ac__name_quote(const char *name, char *buf, size_t cap);
+
 /* ---- locks (sync.c) ---------------------------------------------------- */
 
 /* A mutex for short, hot critical sections: spins briefly before sleeping. */

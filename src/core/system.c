@@ -9,7 +9,6 @@
  * pinned and its queues are emptied (which releases refs held by queued
  * messages without freeing anything), then every cell is freed.
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,20 +24,29 @@ static atomic_int live_systems; /* for trimming the allocator's caches */
 
 /* ---- options ---------------------------------------------------------- */
 
+/* ASCII letters and digits whatever the locale: isalnum would take
+ * Latin-1 letters under a Latin-1 locale, which are not UTF-8. */
+static bool system_name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '_';
+}
+
 static ac_status check_system_name(const char *name)
 {
     if (!name)
         return ac__fail(AC_EINVAL, "ac_system_create: name is NULL");
+    char quoted[AC__NAME_QUOTE_SIZE];
     size_t len = strlen(name);
     if (len == 0 || len > 64)
-        return ac__fail(AC_EINVAL, "ac_system_create: name \"%s\" must be 1 to 64 characters",
-                        name);
+        return ac__fail(AC_EINVAL, "ac_system_create: name %s must be 1 to 64 characters",
+                        ac__name_quote(name, quoted, sizeof quoted));
     for (const char *c = name; *c; c++)
-        if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_')
+        if (!system_name_char(*c))
             return ac__fail(AC_EINVAL,
-                            "ac_system_create: name \"%s\" may hold only letters, digits, '-' "
+                            "ac_system_create: name %s may hold only ASCII letters, digits, '-' "
                             "and '_'",
-                            name);
+                            ac__name_quote(name, quoted, sizeof quoted));
     return AC_OK;
 }
 

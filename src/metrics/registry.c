@@ -102,10 +102,29 @@ static ac_status check_labels(const char *fn, const char *name, ac__metric_kind 
     return AC_OK;
 }
 
+/* The count of bounds given, checked before any is read: the array is only
+ * as long as the caller says, so a wild count must not index it. Room for
+ * AC_METRICS_MAX_BUCKETS finite bounds and a trailing +Inf. */
+static ac_status check_bucket_count(const char *fn, const char *name,
+                                    const ac_metric_options *o)
+{
+    if (!o->buckets && o->bucket_count)
+        return ac__fail(AC_EINVAL, "%s(\"%s\"): bucket_count = %zu but buckets is NULL", fn,
+                        name, o->bucket_count);
+    if (o->bucket_count > AC_METRICS_MAX_BUCKETS + 1)
+        return ac__fail(AC_EINVAL,
+                        "%s(\"%s\"): bucket_count = %zu; a histogram has at most "
+                        "AC_METRICS_MAX_BUCKETS (%d) finite bounds",
+                        fn, name, o->bucket_count, AC_METRICS_MAX_BUCKETS);
+    return AC_OK;
+}
+
 /* The bounds to use (a trailing +Inf dropped), or NULL with the error. */
 static const double *check_buckets(const char *fn, const char *name, const ac_metric_options *o,
                                    size_t *n_out)
 {
+    if (check_bucket_count(fn, name, o) != AC_OK)
+        return NULL;
     if (!o->buckets) {
         *n_out = sizeof default_buckets / sizeof default_buckets[0];
         return default_buckets;
@@ -114,7 +133,9 @@ static const double *check_buckets(const char *fn, const char *name, const ac_me
     if (n > 0 && isinf(o->buckets[n - 1]) && o->buckets[n - 1] > 0)
         n--;
     if (n == 0 || n > AC_METRICS_MAX_BUCKETS)
-        return ac__fail_null(AC_EINVAL, "%s(\"%s\"): bucket_count = %zu; use 1..%d finite bounds",
+        return ac__fail_null(AC_EINVAL,
+                             "%s(\"%s\"): bucket_count = %zu; use 1..AC_METRICS_MAX_BUCKETS (%d) "
+                             "finite bounds",
                              fn, name, o->bucket_count, AC_METRICS_MAX_BUCKETS);
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(o->buckets[i]))

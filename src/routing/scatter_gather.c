@@ -15,7 +15,8 @@
  *   - Every claim decrements `remaining`; whoever takes it to zero on an
  *     unsettled scatter builds the AggregateError from the slots' errors in
  *     scatter order ("none of N … within Tms" if all timed out, "all N
- *     routees failed" otherwise) and cancels the timer.
+ *     routees failed" otherwise) and cancels the timer. An error reply
+ *     too deep to nest under the aggregate is kept as its name and message.
  *   - Open scatters sit in a list shared with the router (under its lock),
  *     so that post_stop — and a restart, through the default pre_restart —
  *     can settle them all at once with "stopped". Settling takes the lock
@@ -194,6 +195,19 @@ static bool claim(sg_slot *slot)
 
 /* ---- slot refs -------------------------------------------------------- */
 
+/* A routee's error reply, as it will sit in the AggregateError: one that
+ * already nests AC_ERROR_MAX_DEPTH deep has no room under the aggregate,
+ * so a stand-in with its name and message takes its place. */
+static ac_error *member_error(ac_error *err)
+{
+    if (ac_error_depth(err) < AC_ERROR_MAX_DEPTH)
+        return ac_error_retain(err);
+    return ac_error_new(ac_error_name(err),
+                        "%s (its members and causes are left out: it nests %zu deep, too deep "
+                        "for an AggregateError to hold)",
+                        ac_error_message(err), ac_error_depth(err));
+}
+
 static void slot_deliver(ac_ref *self, ac__node *node)
 {
     sg_slot *slot = (sg_slot *)self;
@@ -204,7 +218,7 @@ static void slot_deliver(ac_ref *self, ac__node *node)
     ac_ref *sender;
     ac_msg *msg = ac__node_take_msg(node, &sender);
     if (ac_msg_is(msg, &ac_msg_type_error)) {
-        slot->error = ac_error_retain(ac_msg_error(msg));
+        slot->error = member_error(ac_msg_error(msg));
         ac_msg_release(msg);
     } else if (settle(slot->sc)) {
         count_outcome(self->system, AC__SG_FIRST, slot->sc->start_ns);

@@ -1,6 +1,7 @@
 /*
  * ac_error: construction, accessors, kinds, aggregates, causes, reference
- * counting, the printed form, errors as messages and bad input.
+ * counting, the printed form, errors as messages, bad input and the cap on
+ * nesting (AC_ERROR_MAX_DEPTH).
  *
  * Leaks and use-after-free are left to the sanitizer builds: every test
  * releases exactly what it owns, and reads shared parts after the other
@@ -417,6 +418,167 @@ static void test_bad_input(void **state)
     ac_error_release(ok);
 }
 
+/* ---- nesting ------------------------------------------------------------- */
+
+/* Wrap `e` (consumed) in a cause chain until the library refuses or
+ * `tries` wraps are done; *levels counts the errors in the chain. */
+static ac_error *wrap_until_refused(ac_error *e, int tries, int *levels)
+{
+    *levels = 1;
+    for (int i = 1; i < tries; i++) {
+        ac_error *next = ac_error_new_caused("Wrap", e, "level %d", i);
+        if (!next) {
+            break;
+        }
+        ac_error_release(e);
+        e = next;
+        ++*levels;
+    }
+    return e;
+}
+
+/* A cause chain half a million deep once crashed its release (and a
+ * decoder could build one from a peer's bytes): nesting stops at
+ * AC_ERROR_MAX_DEPTH, the refusal explains itself, and what was built
+ * releases cleanly. */
+static void test_deep_cause_chain_refused(void **state)
+{
+    (void)state;
+    ac_clear_error();
+    int levels = 0;
+    ac_error *e = wrap_until_refused(ac_error_new("Root", "level 0"), 500000, &levels);
+    assert_int_equal(levels, AC_ERROR_MAX_DEPTH);
+    assert_last_error(AC_EINVAL);
+    assert_non_null(strstr(ac_last_error(), "AC_ERROR_MAX_DEPTH"));
+    assert_int_equal(ac_error_depth(e), AC_ERROR_MAX_DEPTH);
+    assert_string_equal(ac_error_message(e), "level 63");
+    ac_error_release(e);
+}
+
+/* The same for aggregates nested in aggregates, and for an aggregate one
+ * of whose members is too deep: refused, nothing retained. */
+static void test_deep_aggregate_refused(void **state)
+{
+    (void)state;
+    ac_error *e = ac_error_new("Leaf", "leaf");
+    assert_non_null(e);
+    int levels = 1;
+    ac_clear_error();
+    for (int i = 1; i < 200000; i++) {
+        ac_error *next = ac_error_aggregate(&e, 1, "level %d", i);
+        if (!next) {
+            break;
+        }
+        ac_error_release(e);
+        e = next;
+        levels++;
+    }
+    assert_int_equal(levels, AC_ERROR_MAX_DEPTH);
+    assert_last_error(AC_EINVAL);
+
+    ac_error *shallow = ac_error_new("Shallow", "s");
+    ac_error *members[] = {shallow, e, shallow};
+    ac_clear_error();
+    assert_null(ac_error_aggregate(members, 3, "too deep"));
+    assert_last_error(AC_EINVAL);
+    ac_clear_error();
+    assert_null(ac_error_new_caused("TooDeep", e, "too deep"));
+    assert_last_error(AC_EINVAL);
+
+    /* One level less fits under an aggregate, beside shallow members. */
+    ac_error *inner = ac_error_member(e, 0);
+    ac_error *fits[] = {shallow, inner};
+    ac_error *agg = ac_error_aggregate(fits, 2, "fits");
+    assert_non_null(agg);
+    assert_int_equal(ac_error_depth(agg), AC_ERROR_MAX_DEPTH);
+    ac_error_release(e);
+    ac_error_release(shallow);
+    ac_error_release(agg); /* the sanitizer build checks that all is freed */
+}
+
+static void test_depth(void **state)
+{
+    (void)state;
+    assert_int_equal(ac_error_depth(NULL), 0);
+    ac_error *leaf = ac_error_new("Leaf", "l");
+    ac_error *caused = ac_error_new_caused("Caused", leaf, "c");
+    ac_error *members[] = {leaf, caused, leaf};
+    ac_error *agg = ac_error_aggregate(members, 3, "a");
+    ac_error *empty = ac_error_aggregate(NULL, 0, "none");
+    assert_int_equal(ac_error_depth(leaf), 1);
+    assert_int_equal(ac_error_depth(caused), 2);
+    assert_int_equal(ac_error_depth(agg), 3); /* the deepest member counts */
+    assert_int_equal(ac_error_depth(empty), 1);
+    ac_error *all[] = {leaf, caused, agg, empty};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        ac_error_release(all[i]);
+    }
+}
+
+/* Printing the deepest chain there can be: one line per error, indented two
+ * spaces per level as always, so the text grows linearly with the chain
+ * (a 10,000-deep chain once printed 100 MB). */
+static void test_deep_print_is_linear(void **state)
+{
+    (void)state;
+    int levels = 0;
+    ac_error *e = wrap_until_refused(ac_error_new("Root", "level 0"), 10000, &levels);
+    char *s = ac_error_to_string(e);
+    assert_non_null(s);
+    size_t line_max = 2 * AC_ERROR_MAX_DEPTH + sizeof "caused by Wrap: level 99999\n";
+    assert_true(strlen(s) <= (size_t)levels * line_max);
+
+    /* Line k is the error k levels down, indented by 2k. */
+    char *line = s;
+    for (int k = 0; k < levels; k++) {
+        char want[300];
+        snprintf(want, sizeof want, "%*s%s%s: level %d\n", 2 * k, "", k ? "caused by " : "",
+                 k == levels - 1 ? "Root" : "Wrap", levels - 1 - k);
+        assert_memory_equal(line, want, strlen(want));
+        line += strlen(want);
+    }
+    assert_string_equal(line, "");
+    free(s);
+    ac_error_release(e);
+}
+
+/* Sharing: one error under many parents at every level. Each is freed once,
+ * when its last holder lets go; the sanitizer build checks the rest. */
+static void test_release_shared_and_wide(void **state)
+{
+    (void)state;
+    ac_error *e = ac_error_new("Leaf", "leaf");
+    for (int i = 1; i < AC_ERROR_MAX_DEPTH; i++) {
+        ac_error *both[] = {e, e};
+        ac_error *next = i % 2 ? ac_error_aggregate(both, 2, "level %d", i)
+                               : ac_error_new_caused("Wrap", e, "level %d", i);
+        assert_non_null(next);
+        ac_error_release(e);
+        e = next;
+    }
+    assert_int_equal(ac_error_depth(e), AC_ERROR_MAX_DEPTH);
+    ac_error_release(e);
+
+    /* Wide: 100,000 members, each with a cause. */
+    enum { WIDE = 100000 };
+    ac_error **members = calloc(WIDE, sizeof *members);
+    assert_non_null(members);
+    ac_error *cause = ac_error_new("Cause", "c");
+    for (int i = 0; i < WIDE; i++) {
+        members[i] = ac_error_new_caused("Member", cause, "%d", i);
+        assert_non_null(members[i]);
+    }
+    ac_error_release(cause);
+    ac_error *wide = ac_error_aggregate(members, WIDE, "wide");
+    assert_non_null(wide);
+    for (int i = 0; i < WIDE; i++) {
+        ac_error_release(members[i]);
+    }
+    free(members);
+    assert_int_equal(ac_error_member_count(wide), WIDE);
+    ac_error_release(wide);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -431,6 +593,11 @@ int main(void)
         TS_UNIT(test_refcount_threads),
         TS_UNIT(test_error_messages),
         TS_UNIT(test_bad_input),
+        TS_UNIT(test_deep_cause_chain_refused),
+        TS_UNIT(test_deep_aggregate_refused),
+        TS_UNIT(test_depth),
+        TS_UNIT(test_deep_print_is_linear),
+        TS_UNIT(test_release_shared_and_wide),
     };
     return cmocka_run_group_tests_name("errors", tests, NULL, NULL);
 }

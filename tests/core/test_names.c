@@ -1,6 +1,7 @@
 /*
  * Names and paths: sibling clashes (AC_EEXIST), invalid names (AC_ENAME),
- * anonymous names, paths of top-level actors and children. A failed spawn
+ * among them names that are not printable UTF-8 text, anonymous names,
+ * paths of top-level actors and children. A failed spawn
  * consumes its props (the user data free function runs; ASan checks that
  * nothing leaks).
  */
@@ -182,6 +183,148 @@ static void test_paths(void **state)
     assert_status(ts_fx_terminate(fx), AC_OK);
 }
 
+/* ---- names are printable UTF-8 -------------------------------------------- */
+
+/* Spawning `name` fails with AC_ENAME, and the message says `why` and is
+ * printable ASCII: the name's other bytes are escaped, not copied. */
+static void expect_refused(nm_data *d, const char *name, const char *why)
+{
+    ac_clear_error();
+    ac_ref *r = ac_spawn(d->sys, props(d), name);
+    if (r != NULL) {
+        fail_msg("a name to be refused (\"%s\") was accepted", why);
+    }
+    const char *msg = ac_last_error();
+    if (ac_last_status() != AC_ENAME || strstr(msg, why) == NULL) {
+        fail_msg("expected AC_ENAME saying \"%s\"; got %s: %s", why,
+                 ac_status_name(ac_last_status()), msg);
+    }
+    for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
+        if (*c < 0x20 || *c >= 0x7f) {
+            fail_msg("the message for a bad name holds byte 0x%02x: %s", *c, msg);
+        }
+    }
+}
+
+static void test_names_are_valid_utf8(void **state)
+{
+    ts_fixture *fx = *state;
+    nm_data *d = setup(fx);
+    static const struct {
+        const char *name;
+        const char *why;
+    } bad[] = {
+        {"\xff\xfe", "byte 0 (0xff) cannot start a UTF-8 character"},
+        /* a lone continuation byte; a five-byte sequence */
+        {"ok\x80", "byte 2 (0x80) cannot start a UTF-8 character"},
+        {"\xf8\x88\x80\x80\x80", "byte 0 (0xf8) cannot start a UTF-8 character"},
+        {"\xc0\xaf", "overlong"},                                  /* '/' in two bytes */
+        {"\xc1\xbf", "overlong"},
+        {"\xe0\x80\xaf", "overlong"},
+        {"\xe0\x9f\xbf", "overlong"},                              /* U+07FF in three */
+        {"\xf0\x80\x80\xaf", "overlong"},
+        {"\xf0\x8f\xbf\xbf", "overlong"},                          /* U+FFFF in four */
+        {"\xed\xa0\x80", "U+D800, a UTF-16 surrogate"},
+        {"x\xed\xbf\xbf", "U+DFFF, a UTF-16 surrogate"},
+        {"\xf4\x90\x80\x80", "beyond U+10FFFF"},
+        {"\xf7\xbf\xbf\xbf", "beyond U+10FFFF"},
+        {"ab\xc3", "at byte 2 is cut short"},                      /* at the end */
+        {"\xe2\x82", "at byte 0 is cut short"},
+        {"\xe2\x82x", "at byte 0 is cut short"},                   /* a byte too few */
+        {"\xf0\x9f\x98", "at byte 0 is cut short"},
+        {"\x01", "control character U+0001"},
+        {"\x1b[31mred", "control character U+001B"},               /* a terminal escape */
+        {"del\x7f", "control character U+007F"},
+        {"a\xc2\x85" "b", "control character U+0085"},              /* C1: NEL */
+        {"\xc2\x9f", "control character U+009F"},
+        {"a\xc2\xa0" "b", "whitespace (U+00A0)"},                   /* no-break space */
+        {"\xe2\x80\x83", "whitespace (U+2003)"},                    /* em space */
+        {"a\xe2\x80\xa8" "b", "whitespace (U+2028)"},               /* line separator */
+        {"\xe3\x80\x80", "whitespace (U+3000)"},                    /* ideographic space */
+        {"has space", "whitespace (U+0020)"},
+        {"caf\xc3\xa9/x", "'/' (byte 5) separates path segments"},
+    };
+    const size_t n = sizeof bad / sizeof bad[0];
+    for (size_t i = 0; i < n; i++) {
+        expect_refused(d, bad[i].name, bad[i].why);
+    }
+    assert_int_equal(atomic_load(&d->frees), (long long)n);
+
+    /* The message quotes the name, bad bytes escaped. */
+    expect_refused(d, "\xff\xfe", "invalid actor name \"\\xff\\xfe\"");
+    expect_refused(d, "caf\xc3\xa9\xc2\xa0", "invalid actor name \"caf\\xc3\\xa9\\xc2\\xa0\"");
+    assert_int_equal(atomic_load(&d->frees), (long long)n + 2);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
+static void test_printable_utf8_names_are_fine(void **state)
+{
+    ts_fixture *fx = *state;
+    nm_data *d = setup(fx);
+    char euros[260] = ""; /* 85 three-byte characters: 255 bytes, the most */
+    for (int i = 0; i < 85; i++) {
+        strcat(euros, "\xe2\x82\xac");
+    }
+    const char *good[] = {
+        "caf\xc3\xa9",         /* café */
+        "\xe5\x90\x8d\xe5\x89\x8d", /* 名前 */
+        "\xf0\x9f\x98\x80",    /* U+1F600, four bytes */
+        "\xc2\xa1",            /* U+00A1, the first character past C1 */
+        "\xed\x9f\xbf",        /* U+D7FF, just below the surrogates */
+        "\xee\x80\x80",        /* U+E000, just above them */
+        "\xef\xbf\xbd",        /* U+FFFD */
+        "\xf4\x8f\xbf\xbf",    /* U+10FFFF, the last code point */
+        "\xe2\x80\x8b",        /* U+200B zero width space: not White_Space */
+        "a$b",
+        euros,
+    };
+    const size_t n = sizeof good / sizeof good[0];
+    ac_ref *refs[sizeof good / sizeof good[0]];
+    for (size_t i = 0; i < n; i++) {
+        ac_clear_error();
+        refs[i] = ac_spawn(d->sys, props(d), good[i]);
+        if (refs[i] == NULL) {
+            fail_msg("spawn with the valid name #%zu failed: %s", i, ac_last_error());
+        }
+        assert_string_equal(ac_ref_name(refs[i]), good[i]);
+    }
+    char path[400];
+    snprintf(path, sizeof path, "actorc://names/user/%s", good[0]);
+    assert_string_equal(ac_ref_path(refs[0]), path);
+
+    /* One more euro sign is 258 bytes: too long. */
+    strcat(euros, "\xe2\x82\xac");
+    expect_refused(d, euros, "longer than 255 bytes");
+    for (size_t i = 0; i < n; i++) {
+        ac_ref_release(refs[i]);
+    }
+    assert_status(ts_fx_terminate(fx), AC_OK);
+    assert_int_equal(atomic_load(&d->frees), (long long)n + 1);
+}
+
+/* System names are the ASCII [A-Za-z0-9_-] whatever the locale, and a
+ * refusal quotes the name in plain ASCII too. */
+static void test_system_names_are_ascii(void **state)
+{
+    (void)state;
+    const char *bad[] = {"caf\xe9", "caf\xc3\xa9", "\xff", "a\x1b[2Jb", "a\xc2\xa0" "b"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ac_clear_error();
+        ac_system *s = ac_system_create(bad[i], NULL);
+        if (s != NULL) {
+            ac_system_terminate(s);
+            fail_msg("system name #%zu was accepted", i);
+        }
+        assert_last_error(AC_EINVAL);
+        for (const unsigned char *c = (const unsigned char *)ac_last_error(); *c; c++) {
+            if (*c < 0x20 || *c >= 0x7f) {
+                fail_msg("system name #%zu: the message holds byte 0x%02x: %s", i, *c,
+                         ac_last_error());
+            }
+        }
+    }
+}
+
 /* ---- children ------------------------------------------------------------ */
 
 static void child_receive(ac_ctx *ctx, ac_msg *msg)
@@ -279,6 +422,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TS_UNIT(test_duplicate_top_level),
         TS_UNIT(test_invalid_names),
+        TS_UNIT(test_names_are_valid_utf8),
+        TS_UNIT(test_printable_utf8_names_are_fine),
+        TS_UNIT(test_system_names_are_ascii),
         TS_UNIT(test_anonymous_names),
         TS_UNIT(test_paths),
         TS_UNIT(test_child_names),

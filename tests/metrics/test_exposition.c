@@ -1,7 +1,8 @@
 /*
  * The registry's API and the exact exposition text: the runtime's families
  * on a fresh system, a counter with labels, gauges, a histogram with
- * custom buckets, escaping, registration rules and bad arguments.
+ * custom buckets, escaping, registration rules and bad arguments (among
+ * them bucket counts beyond AC_METRICS_MAX_BUCKETS).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -343,6 +344,44 @@ static void test_bad_arguments(void **state)
     assert_last_error(AC_EINVAL);
 }
 
+/* The count is checked before the array is read: a wild bucket_count with
+ * a short array is refused, not read past (it once segfaulted). At most
+ * AC_METRICS_MAX_BUCKETS finite bounds, plus a trailing +Inf. */
+static void test_histogram_bucket_count_bounds(void **state)
+{
+    ac_system *sys = metrics_system(state);
+    static const double two[] = {0.5, 1};
+    static const size_t wild[] = {(size_t)1 << 40, SIZE_MAX, AC_METRICS_MAX_BUCKETS + 2};
+    for (size_t i = 0; i < sizeof wild / sizeof wild[0]; i++) {
+        ac_clear_error();
+        ac_metric_options o = {.buckets = two, .bucket_count = wild[i]};
+        assert_null(ac_metrics_histogram(sys, "app_wild", &o));
+        assert_last_error(AC_EINVAL);
+        assert_non_null(strstr(ac_last_error(), "AC_METRICS_MAX_BUCKETS"));
+    }
+    /* A count without an array is refused too, not taken for the default. */
+    ac_clear_error();
+    assert_null(ac_metrics_histogram(sys, "app_wild", &(ac_metric_options){.bucket_count = 2}));
+    assert_last_error(AC_EINVAL);
+
+    double bounds[AC_METRICS_MAX_BUCKETS + 2];
+    for (size_t i = 0; i < AC_METRICS_MAX_BUCKETS + 2; i++) {
+        bounds[i] = (double)i;
+    }
+    ac_metric_options over = {.buckets = bounds, .bucket_count = AC_METRICS_MAX_BUCKETS + 1};
+    ac_clear_error();
+    assert_null(ac_metrics_histogram(sys, "app_over", &over));
+    assert_last_error(AC_EINVAL);
+    ac_metric_options most = {.buckets = bounds, .bucket_count = AC_METRICS_MAX_BUCKETS};
+    ac_histogram *h = ac_histogram_series(ac_metrics_histogram(sys, "app_most", &most), NULL);
+    assert_non_null(h);
+    ac_histogram_observe(h, 1e9);
+    assert_int_equal(ac_histogram_count(h), 1);
+    bounds[AC_METRICS_MAX_BUCKETS] = INFINITY; /* the most, and a trailing +Inf */
+    ac_metric_options inf = {.buckets = bounds, .bucket_count = AC_METRICS_MAX_BUCKETS + 1};
+    assert_non_null(ac_metrics_histogram(sys, "app_most_inf", &inf));
+}
+
 static void test_series_arguments(void **state)
 {
     ac_system *sys = metrics_system(state);
@@ -419,6 +458,7 @@ int main(void)
         TS_UNIT(test_family_without_help_and_empty_family),
         TS_UNIT(test_reregistering),
         TS_UNIT(test_bad_arguments),
+        TS_UNIT(test_histogram_bucket_count_bounds),
         TS_UNIT(test_series_arguments),
         TS_UNIT(test_null_handles_are_ignored),
         TS_UNIT(test_off_by_default),

@@ -114,6 +114,26 @@ static void routee_reply(ac_ctx *ctx, sg_data *d, int k, const char *key, int64_
     atomic_fetch_add(&d->replies[k], 1);
 }
 
+/* A RouteeError on top of a chain of causes, AC_ERROR_MAX_DEPTH deep. */
+static void routee_reply_deep(ac_ctx *ctx, sg_data *d, int k, const char *key)
+{
+    ac_error *e = ac_error_new("RootCause", "at the bottom");
+    for (int level = 2; e != NULL && level < AC_ERROR_MAX_DEPTH; level++) {
+        ac_error *next = ac_error_new_caused("Wrapped", e, "level %d", level);
+        ac_error_release(e);
+        e = next;
+    }
+    ac_error *top = ac_error_new_caused("RouteeError", e, "routee-%d failed on %s", k, key);
+    ac_error_release(e);
+    if (ac_error_depth(top) != AC_ERROR_MAX_DEPTH) {
+        atomic_fetch_add(&d->bad, 1);
+        ac_error_release(top);
+    } else if (ac_reply(ctx, ac_msg_error_new(top)) != AC_OK) {
+        atomic_fetch_add(&d->bad, 1);
+    }
+    atomic_fetch_add(&d->replies[k], 1);
+}
+
 static void routee_later(ac_ctx *ctx, sg_data *d, const char *key, int64_t n, bool error,
                          int64_t delay_ms)
 {
@@ -188,6 +208,9 @@ static void routee_receive(ac_ctx *ctx, ac_msg *msg)
         break;
     case SG_FAIL:
         ac_fail(ctx, ac_error_new("Boom", "routee-%d failed its handler on %s", k, key));
+        break;
+    case SG_ERROR_DEEP:
+        routee_reply_deep(ctx, d, k, key);
         break;
     }
     /* counted once handled: a test that saw the count may move the manual

@@ -38,6 +38,8 @@ typedef enum sg_beh {
     SG_LATER,       /* reply "routee-K:<key>" after delay_ms (a schedule to itself) */
     SG_ERROR_LATER, /* reply a RouteeError after delay_ms */
     SG_FAIL,        /* fail the handler (ac_fail) */
+    SG_ERROR_DEEP,  /* reply a RouteeError nested AC_ERROR_MAX_DEPTH deep (a
+                       chain of causes), at once */
 } sg_beh;
 
 /* A routee told this directly fails its handler, whatever its behaviour. */

@@ -4,7 +4,8 @@
  * everybody failed (error replies, or errors and timeouts mixed), no
  * routees left, router stopped mid-scatter. An error reply rejects that
  * routee's ask at once and the scatter moves on; a routee whose handler
- * fails is restarted and its ask times out.
+ * fails is restarted and its ask times out. An error reply too deep to
+ * nest under the aggregate is kept as its name and message.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -394,6 +395,38 @@ static void test_failing_routee_restarted_and_times_out(void **state)
     ac_ref_release(router);
 }
 
+/* A routee replies with an error already nested as deep as errors may:
+ * it has no room under the AggregateError, so the aggregate holds a
+ * stand-in with its name and message, and the caller still hears "all 3
+ * routees failed" (rather than the router refusing to build the answer). */
+static void test_error_reply_too_deep_to_aggregate(void **state)
+{
+    ts_fixture *fx = *state;
+    sg_data *d = sg_setup(fx, "sg-deep", true);
+    sg_set(d, 1, SG_ERROR, 0);
+    sg_set(d, 2, SG_ERROR_DEEP, 0);
+    sg_set(d, 3, SG_ERROR, 0);
+    ac_ref *router = sg_spawn_pool(d, 3, NULL);
+    ac_future *f = ac_ask(router, sg_key_new("deep", 1), 10000);
+    assert_non_null(f);
+    ac_answer a;
+    ac_status st = sg_wait_future(f, &a);
+    char want[256];
+    expect(want, sizeof want, router, ": all 3 routees failed");
+    sg_assert_aggregate(st, &a, want, 3);
+    assert_routee_member(a.error, 0, "deep");
+    assert_routee_member(a.error, 2, "deep");
+    ac_error *m = ac_error_member(a.error, 1);
+    assert_string_equal(ac_error_name(m), "RouteeError");
+    assert_non_null(strstr(ac_error_message(m), "routee-2 failed on deep"));
+    assert_non_null(strstr(ac_error_message(m), "left out"));
+    assert_true(ac_error_depth(a.error) <= AC_ERROR_MAX_DEPTH);
+    assert_int_equal(atomic_load(&d->bad), 0);
+    ac_answer_release(&a);
+    ac_future_release(f);
+    ac_ref_release(router);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -406,6 +439,7 @@ int main(void)
         TS_UNIT(test_error_reply_moves_on_real_clock),
         TS_UNIT(test_error_reply_moves_on_manual_clock),
         TS_UNIT(test_failing_routee_restarted_and_times_out),
+        TS_UNIT(test_error_reply_too_deep_to_aggregate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
