@@ -46,10 +46,16 @@ typedef struct ac_error ac_error;
  * however it was built, by this program or by a decoder from a peer's
  * bytes. */
 #define AC_ERROR_MAX_DEPTH 64
+/* At most this many errors in one, counting the error itself, its members
+ * and causes at every level, and a part shared under several parents once
+ * for each place it appears (so the printed form has at most this many
+ * lines). Building a larger one is refused like a deeper one. */
+#define AC_ERROR_MAX_NODES 1000000
 
 /* A new error (one reference, the caller's). `name` must be non-empty.
  * NULL with ac_last_error on bad arguments, or (AC_EINVAL) when a member or
- * the cause is already AC_ERROR_MAX_DEPTH deep. */
+ * the cause is already AC_ERROR_MAX_DEPTH deep, or the new error would pass
+ * AC_ERROR_MAX_NODES. */
 AC_API ac_error *ac_error_new(const char *name, const char *fmt, ...) AC_PRINTF(2, 3);
 /* As ac_error_new, with a cause (borrowed: retained). */
 AC_API ac_error *ac_error_new_caused(const char *name, ac_error *cause, const char *fmt, ...)

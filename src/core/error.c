@@ -7,7 +7,10 @@
  *
  * Errors form a DAG (one error may be a member or cause of many) whose
  * depth is capped at AC_ERROR_MAX_DEPTH when an error is built, from the
- * depths its parts carry. Nothing here recurses: releasing walks a list of
+ * depths its parts carry, and whose unfolded size (the tree it prints as,
+ * a shared part counted each time it appears) is capped at
+ * AC_ERROR_MAX_NODES the same way: so a DAG that shares one part at every
+ * level cannot print 2^64 lines. Nothing here recurses: releasing walks a list of
  * errors whose count reached zero, threaded through the errors themselves,
  * so any shape frees in constant stack; printing walks depth first with a
  * stack of AC_ERROR_MAX_DEPTH frames, which the cap makes enough.
@@ -22,6 +25,7 @@
 struct ac_error {
     atomic_uint refs;
     unsigned depth; /* 1 + the deepest member or cause; <= AC_ERROR_MAX_DEPTH */
+    unsigned nodes; /* 1 + the nodes of every member and the cause; <= AC_ERROR_MAX_NODES */
     union {
         const char *name;     /* while alive */
         ac_error *next_dead;  /* while ac_error_release frees it */
@@ -57,8 +61,18 @@ static unsigned depth_of(const ac_error *cause, ac_error *const *members, size_t
     return deepest + 1;
 }
 
+/* The unfolded size of an error with these parts, saturating just past
+ * the cap (each part is within it, so the sum cannot overflow). */
+static unsigned nodes_of(const ac_error *cause, ac_error *const *members, size_t n)
+{
+    uint64_t total = 1 + (cause ? cause->nodes : 0);
+    for (size_t i = 0; i < n && total <= AC_ERROR_MAX_NODES; i++)
+        total += members[i]->nodes;
+    return total > AC_ERROR_MAX_NODES ? AC_ERROR_MAX_NODES + 1 : (unsigned)total;
+}
+
 /* One allocation for the error and its strings; the parts are checked. */
-static ac_error *error_alloc(const char *name, unsigned depth, ac_error *cause,
+static ac_error *error_alloc(const char *name, unsigned depth, unsigned nodes, ac_error *cause,
                              ac_error *const *members, size_t n, const char *fmt, va_list ap)
 {
     va_list copy;
@@ -76,6 +90,7 @@ static ac_error *error_alloc(const char *name, unsigned depth, ac_error *cause,
     vsnprintf(strings + nlen + 1, (size_t)mlen + 1, fmt, ap);
     atomic_init(&e->refs, 1);
     e->depth = depth;
+    e->nodes = nodes;
     e->name = strings;
     e->message = strings + nlen + 1;
     e->cause = ac_error_retain(cause);
@@ -96,7 +111,13 @@ static ac_error *error_build(const char *name, ac_error *cause, ac_error *const 
                              "ac_error: \"%s\" would nest %u errors deep; errors nest at most "
                              "AC_ERROR_MAX_DEPTH (%d) deep",
                              name, depth, AC_ERROR_MAX_DEPTH);
-    return error_alloc(name, depth, cause, members, n, fmt, ap);
+    unsigned nodes = nodes_of(cause, members, n);
+    if (nodes > AC_ERROR_MAX_NODES)
+        return ac__fail_null(AC_EINVAL,
+                             "ac_error: \"%s\" would hold more than AC_ERROR_MAX_NODES (%d) "
+                             "errors, counting a shared one each time it appears",
+                             name, AC_ERROR_MAX_NODES);
+    return error_alloc(name, depth, nodes, cause, members, n, fmt, ap);
 }
 
 ac_error *ac_error_new(const char *name, const char *fmt, ...)

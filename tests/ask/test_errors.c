@@ -550,7 +550,8 @@ static void test_release_shared_and_wide(void **state)
     ac_error *e = ac_error_new("Leaf", "leaf");
     for (int i = 1; i < AC_ERROR_MAX_DEPTH; i++) {
         ac_error *both[] = {e, e};
-        ac_error *next = i % 2 ? ac_error_aggregate(both, 2, "level %d", i)
+        /* shared at every fourth level: 2^16 leaves, within AC_ERROR_MAX_NODES */
+        ac_error *next = i % 4 == 0 ? ac_error_aggregate(both, 2, "level %d", i)
                                : ac_error_new_caused("Wrap", e, "level %d", i);
         assert_non_null(next);
         ac_error_release(e);
@@ -579,6 +580,40 @@ static void test_release_shared_and_wide(void **state)
     ac_error_release(wide);
 }
 
+/* One error shared twice at every level unfolds to 2^depth lines: it is
+ * refused once the unfolded size passes AC_ERROR_MAX_NODES, long before
+ * the depth cap, and what was built prints in bounded space. */
+static void test_shared_doubling_refused(void **state)
+{
+    (void)state;
+    ac_error *e = ac_error_new("Leaf", "x");
+    assert_non_null(e);
+    int levels = 0;
+    for (;;) {
+        ac_error *pair[2] = {e, e};
+        ac_error *up = ac_error_aggregate(pair, 2, "level %d", levels + 1);
+        if (!up)
+            break;
+        ac_error_release(e);
+        e = up;
+        levels++;
+        assert_true(levels < AC_ERROR_MAX_DEPTH);
+    }
+    assert_status(ac_last_status(), AC_EINVAL);
+    assert_non_null(strstr(ac_last_error(), "AC_ERROR_MAX_NODES"));
+    /* 2^(levels+1) - 1 nodes fit, 2^(levels+2) - 1 do not */
+    assert_true((1L << (levels + 1)) - 1 <= AC_ERROR_MAX_NODES);
+    assert_true((1L << (levels + 2)) - 1 > AC_ERROR_MAX_NODES);
+    char *text = ac_error_to_string(e);
+    assert_non_null(text);
+    size_t lines = 0;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal(lines, (1L << (levels + 1)) - 1);
+    free(text);
+    ac_error_release(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -598,6 +633,7 @@ int main(void)
         TS_UNIT(test_depth),
         TS_UNIT(test_deep_print_is_linear),
         TS_UNIT(test_release_shared_and_wide),
+        TS_UNIT(test_shared_doubling_refused),
     };
     return cmocka_run_group_tests_name("errors", tests, NULL, NULL);
 }
