@@ -169,16 +169,24 @@ void ac__ref_init(ac_ref *ref, const ac__ref_ops *ops, ac_system *system)
     ref->system = system;
 }
 
+/* A retain must come from a live reference: one from zero would hand out
+ * an object whose destroy has run (the debug builds check it). */
 ac_ref *ac_ref_retain(ac_ref *ref)
 {
-    if (ref)
-        atomic_fetch_add_explicit(&ref->refs, 1, memory_order_relaxed);
+    if (ref) {
+        unsigned before = atomic_fetch_add_explicit(&ref->refs, 1, memory_order_relaxed);
+        AC__DEBUG_ASSERT(before != 0);
+        (void)before;
+    }
     return ref;
 }
 
 void ac__ref_release_n(ac_ref *ref, unsigned n)
 {
-    if (atomic_fetch_sub_explicit(&ref->refs, n, memory_order_acq_rel) == n)
+    /* acq_rel: as in ac_ref_release. */
+    unsigned before = atomic_fetch_sub_explicit(&ref->refs, n, memory_order_acq_rel);
+    AC__DEBUG_ASSERT(before >= n);
+    if (before == n)
         ref->ops->destroy(ref);
 }
 
@@ -187,7 +195,9 @@ void ac_ref_release(ac_ref *ref)
     if (!ref)
         return;
     /* acq_rel: every other holder's uses happen before destroy. */
-    if (atomic_fetch_sub_explicit(&ref->refs, 1, memory_order_acq_rel) != 1)
+    unsigned before = atomic_fetch_sub_explicit(&ref->refs, 1, memory_order_acq_rel);
+    AC__DEBUG_ASSERT(before != 0);
+    if (before != 1)
         return;
     ref->ops->destroy(ref);
 }

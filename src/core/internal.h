@@ -25,6 +25,14 @@
     } while (0)
 _Noreturn void ac__assert_fail(const char *expr, const char *file, int line);
 
+/* Debug-only invariant check, for checks on hot paths: on in the Debug
+ * (sanitizer) builds, compiled out where NDEBUG is defined. */
+#ifdef NDEBUG
+#define AC__DEBUG_ASSERT(cond) ((void)0)
+#else
+#define AC__DEBUG_ASSERT(cond) AC__ASSERT(cond)
+#endif
+
 /* ---- errors (status.c) ------------------------------------------------ */
 
 /* Record a failure for this thread and return `status`. */

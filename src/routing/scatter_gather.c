@@ -25,7 +25,12 @@
  *
  * References to a scatter: one per slot ref still alive (a slot ref lives
  * until it is claimed and the routee's envelope has let go of it), one for
- * the armed timer, one while listed as open. When the deadline has passed
+ * the armed timer, one while listed as open. A slot ref starts with two
+ * references: its own hold until claimed, and the router's until the
+ * request carrying it has been told — the timer is armed before the
+ * requests go out, and may claim a slot (dropping its own hold) while the
+ * router is still telling, so without the router's hold a slot could be
+ * destroyed and then handed to its routee as the sender. When the deadline has passed
  * every slot is claimed and the timer is gone, so nothing of the scatter
  * remains beyond replies still in flight.
  *
@@ -312,6 +317,7 @@ static scatter *scatter_new(sg_shared *sh, ac__router_state *st, ac_ref *caller,
     for (uint32_t i = 0; i < n; i++) {
         sg_slot *slot = &sc->slots[i];
         ac__ref_init(&slot->ref, &slot_ops, router->system);
+        atomic_init(&slot->ref.refs, 2); /* its own hold and the router's (see the top) */
         slot->sc = sc;
         slot->routee = ac_ref_retain(st->routees[i]);
         slot->error = NULL;
@@ -360,8 +366,10 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
      * before the timer is armed, while no other thread can reach it. */
     atomic_fetch_add_explicit(&sc->refs, 1, memory_order_relaxed);
     ac__timer_arm(ac_ctx_system(ctx)->timers, &sc->timer, sh->timeout_ms);
-    for (uint32_t i = 0; i < sc->n; i++)
+    for (uint32_t i = 0; i < sc->n; i++) {
         ac_tell(sc->slots[i].routee, ac_msg_retain(msg), &sc->slots[i].ref);
+        ac_ref_release(&sc->slots[i].ref); /* the router's hold: the envelope has its own */
+    }
     scatter_unref(sc);
 }
 

@@ -9,11 +9,16 @@
  * the test of the wheel's ownership rule (a timer handed to the firing
  * thread is not cancellable).
  *
- * ACTORC_TEST_ASKS sets the number of requests (default 300,000 asks and
- * 100,000 scatters); each run also stops issuing after RUN_LIMIT_S.
+ * A third run makes a scatter's deadline fall while its router is still
+ * sending the requests (a manual clock driven by a thread of its own).
+ *
+ * ACTORC_TEST_ASKS sets the number of requests (default 300,000 asks,
+ * 100,000 scatters and 10,000 wide scatters); each run also stops issuing
+ * after RUN_LIMIT_S.
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "ts_test.h"
@@ -162,11 +167,73 @@ static void test_scatter_reply_meets_deadline(void **state)
     assert_status(ts_fx_terminate(fx), AC_OK);
 }
 
+/* A scatter's deadline falls while its router is still telling the
+ * routees: the timer is armed before the requests go out, so it may claim
+ * (and let go of) a slot whose request is not yet sent. A clock thread
+ * advances the manual clock 1 ms at a time, so every 1 ms deadline falls
+ * due at once, on the clock's thread, while the router's turn on a worker
+ * tells 64 routees; the routees answer at once. Every scatter settles
+ * once, with the first reply or with "none of 64 routees replied". */
+#define WIDE_ROUTEES 64
+
+typedef struct clock_driver {
+    ac_system *sys;
+    atomic_bool stop;
+    atomic_llong advances;
+} clock_driver;
+
+static void *drive_clock(void *arg)
+{
+    clock_driver *c = arg;
+    double start = ts_now();
+    while (!atomic_load(&c->stop) && ts_now() - start < RUN_LIMIT_S + 30.0) {
+        if (ac_clock_advance(c->sys, 1) != AC_OK)
+            break;
+        atomic_fetch_add(&c->advances, 1);
+    }
+    return NULL;
+}
+
+static void quick_echo_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    ac_reply(ctx, ac_msg_int64_new(ac_msg_int64(msg)));
+}
+
+static const ac_actor_def quick_echo_def = {.name = "QuickEcho", .receive = quick_echo_receive};
+
+static void test_scatter_deadline_meets_send(void **state)
+{
+    ts_fixture *fx = *state;
+    ac_system_options opts = {.workers = 2, .manual_clock = true};
+    ac_system *sys = ts_fx_system(fx, "scatter_send_race", &opts);
+    assert_non_null(sys);
+    race_data *d = ts_fx_data(fx, sizeof *d, NULL);
+    ac_scatter_gather_options sg = {.timeout_ms = 1};
+    ac_ref *router = ac_spawn(
+        sys, ac_router_scatter_gather_first_completed(WIDE_ROUTEES, &quick_echo_def, &sg, NULL),
+        "wide");
+    assert_non_null(router);
+    clock_driver c = {.sys = sys};
+    pthread_t clock_thread;
+    assert_int_equal(pthread_create(&clock_thread, NULL, drive_clock, &c), 0);
+    /* The asks themselves never time out: the scatter settles them. */
+    issue(d, &router, 1, ts_env_long("ACTORC_TEST_ASKS", 300000) / 30, INT32_MAX);
+    bool all = ts_wait_eq(&d->completed, d->issued, 30.0);
+    atomic_store(&c.stop, true);
+    pthread_join(clock_thread, NULL);
+    assert_true(all);
+    assert_true(atomic_load(&c.advances) > 0);
+    check_settled(sys, d, "wide scatters");
+    ac_ref_release(router);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_ask_reply_meets_timeout, ts_setup, ts_teardown),
         cmocka_unit_test_setup_teardown(test_scatter_reply_meets_deadline, ts_setup, ts_teardown),
+        cmocka_unit_test_setup_teardown(test_scatter_deadline_meets_send, ts_setup, ts_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
