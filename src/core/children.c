@@ -1,6 +1,6 @@
 /*
  * Children of one actor, by name: an open-addressing hash table of actor
- * pointers (linear probing, tombstones), plus small sets of refs.
+ * pointers (linear probing, tombstones).
  *
  * Touched only by the parent's own turn (the guardian's table under the
  * system's guardian lock), so it needs no synchronisation of its own.
@@ -134,52 +134,4 @@ void ac__children_each(const ac__children *c, bool (*fn)(ac__actor *, void *), v
         if (a && a != TOMBSTONE && !fn(a, arg))
             return;
     }
-}
-
-/* ---- refsets ---------------------------------------------------------- */
-
-bool ac__refset_contains(const ac__refset *s, const ac_ref *r)
-{
-    for (uint32_t i = 0; i < s->count; i++)
-        if (s->items[i] == r)
-            return true;
-    return false;
-}
-
-int ac__refset_add(ac__refset *s, ac_ref *r)
-{
-    if (ac__refset_contains(s, r))
-        return AC_OK;
-    if (s->count == s->cap) {
-        uint32_t cap = s->cap ? s->cap * 2 : 2;
-        ac_ref **items = realloc(s->items, cap * sizeof *items);
-        if (!items)
-            return AC_ENOMEM;
-        s->items = items;
-        s->cap = cap;
-    }
-    s->items[s->count++] = ac_ref_retain(r);
-    return AC_OK;
-}
-
-bool ac__refset_remove(ac__refset *s, const ac_ref *r)
-{
-    for (uint32_t i = 0; i < s->count; i++) {
-        if (s->items[i] == r) {
-            ac_ref *victim = s->items[i];
-            s->items[i] = s->items[--s->count];
-            ac_ref_release(victim);
-            return true;
-        }
-    }
-    return false;
-}
-
-void ac__refset_clear(ac__refset *s)
-{
-    for (uint32_t i = 0; i < s->count; i++)
-        ac_ref_release(s->items[i]);
-    free(s->items);
-    s->items = NULL;
-    s->count = s->cap = 0;
 }

@@ -1,0 +1,44 @@
+/*
+ * The base of every internal file: compiler hints, the cache-line size,
+ * always-on assertions and error recording (status.c). Depends on the
+ * public headers only; everything else internal may include it.
+ */
+#ifndef AC_CORE_BASE_H
+#define AC_CORE_BASE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "actorc.h"
+
+#define AC__CACHELINE 64
+
+#define AC__LIKELY(x) __builtin_expect(!!(x), 1)
+#define AC__UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Always-on invariant check: a violation would corrupt state. */
+#define AC__ASSERT(cond)                                                      \
+    do {                                                                      \
+        if (AC__UNLIKELY(!(cond)))                                            \
+            ac__assert_fail(#cond, __FILE__, __LINE__);                       \
+    } while (0)
+_Noreturn void ac__assert_fail(const char *expr, const char *file, int line);
+
+/* Debug-only invariant check, for checks on hot paths: on in the Debug
+ * (sanitizer) builds, compiled out where NDEBUG is defined. */
+#ifdef NDEBUG
+#define AC__DEBUG_ASSERT(cond) ((void)0)
+#else
+#define AC__DEBUG_ASSERT(cond) AC__ASSERT(cond)
+#endif
+
+/* ---- errors (status.c) ------------------------------------------------ */
+
+/* Record a failure for this thread and return `status`. */
+ac_status ac__fail(ac_status status, const char *fmt, ...) AC_PRINTF(2, 3);
+/* As ac__fail, for functions returning a pointer: returns NULL. */
+void *ac__fail_null(ac_status status, const char *fmt, ...) AC_PRINTF(2, 3);
+
+#endif

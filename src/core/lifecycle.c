@@ -1,0 +1,337 @@
+/*
+ * Lifecycle: start, failure, restart, stop and death watch, and the
+ * system-message switch that drives them. Everything here runs in the
+ * actor's own turn; supervision.c holds the policy a parent applies to a
+ * failed child, this file carries it out.
+ *
+ * Invariants:
+ *  - Everything below "written by the actor's own turn" in the cell is
+ *    touched only by that turn; the guardian's children table is the one
+ *    exception, guarded by the system's guardian lock.
+ *  - Stop order: children stopped and gone, then post_stop, then
+ *    Terminated to watchers, then the parent is told, then the mailbox is
+ *    drained to dead letters. `state` becomes DEAD before the drain, so a
+ *    sender that still sees RUNNING enqueues and schedules the actor, and
+ *    that later turn drains the message to dead letters too.
+ *  - A restart keeps the mailbox: it stops the children, re-initialises
+ *    the state, and the messages that arrived meanwhile follow.
+ */
+#include "core/core_msgs.h"
+#include "core/lifecycle.h"
+#include "core/supervision_internal.h"
+#include "core/system_internal.h"
+#include "core/turn.h"
+#include "log/log_internal.h"
+#include "metrics/metrics_hooks.h"
+
+/* ---- the children lock ------------------------------------------------ */
+
+static bool is_guardian(const ac__actor *a) { return a->parent == NULL; }
+
+static void lock_children(ac__actor *a)
+{
+    if (is_guardian(a))
+        pthread_mutex_lock(&a->ref.system->guardian_lock);
+}
+
+static void unlock_children(ac__actor *a)
+{
+    if (is_guardian(a))
+        pthread_mutex_unlock(&a->ref.system->guardian_lock);
+}
+
+static void set_state(ac__actor *a, ac__actor_state st)
+{
+    /* Release: producers' acquire loads (DEAD check) see what came before. */
+    atomic_store_explicit(&a->state, (int)st, memory_order_release);
+}
+
+/* ---- death watch ------------------------------------------------------ */
+
+static void send_terminated(ac__actor *dead, ac_ref *watcher)
+{
+    ac_msg *m = ac_msg_new(&ac_msg_type_terminated, sizeof(ac__terminated_payload));
+    AC__ASSERT(m != NULL);
+    ((ac__terminated_payload *)(void *)m->payload)->who = ac_ref_retain(&dead->ref);
+    ac_tell(watcher, m, &dead->ref);
+}
+
+ac_status ac_watch(ac_ctx *ctx, ac_ref *target)
+{
+    if (!ctx)
+        return ac__fail(AC_EINVAL, "ac_watch: ctx is NULL");
+    ac__actor *t = ac__actor_of(target);
+    if (!t)
+        return ac__fail(AC_EINVAL, "ac_watch: %s", target ? "not an actor ref" : "target is NULL");
+    ac__cell_ext *ext = ac__cell_ext_of(ctx->self);
+    if (!ext)
+        return ac__fail(AC_ENOMEM, "ac_watch: out of memory");
+    if (t == ctx->self || ac__refset_contains(&ext->watching, target))
+        return AC_OK;
+    if (ac__refset_add(&ext->watching, target) != AC_OK)
+        return ac__fail(AC_ENOMEM, "ac_watch: out of memory");
+    ac__actor_push_sys(t, AC__SYS_WATCH, &ctx->self->ref);
+    return AC_OK;
+}
+
+ac_status ac_unwatch(ac_ctx *ctx, ac_ref *target)
+{
+    if (!ctx)
+        return ac__fail(AC_EINVAL, "ac_unwatch: ctx is NULL");
+    ac__actor *t = ac__actor_of(target);
+    if (!t)
+        return ac__fail(AC_EINVAL, "ac_unwatch: %s",
+                        target ? "not an actor ref" : "target is NULL");
+    if (ctx->self->ext && ac__refset_remove(&ctx->self->ext->watching, target))
+        ac__actor_push_sys(t, AC__SYS_UNWATCH, &ctx->self->ref);
+    return AC_OK;
+}
+
+/* ---- failure and supervision ------------------------------------------ */
+
+static ac__failure_record *failure_record(ac__actor *a)
+{
+    AC__ASSERT(ac__cell_ext_of(a) != NULL); /* a failure must reach the parent */
+    return &a->ext->failure;
+}
+
+/* Suspend `a` and report `cause` (consumed) to its parent. */
+void ac__actor_fail(ac__actor *a, ac_error *cause, ac_msg *msg)
+{
+    ac__log(a->ref.system, AC_LOG_ERROR, a->path, "failed%s%s: %s: %s", msg ? " handling a " : "",
+            msg ? msg->type->name : "", ac_error_name(cause), ac_error_message(cause));
+    ac__failure_record *f = failure_record(a);
+    ac_error_release(f->cause);
+    ac_msg_release(f->failed_msg);
+    f->cause = cause;
+    f->failed_msg = ac_msg_retain(msg);
+    set_state(a, AC__ACTOR_SUSPENDED);
+    ac__actor_push_sys_err(a->parent, AC__SYS_FAILED, &a->ref, cause);
+}
+
+void ac__actor_clear_failure(ac__actor *a)
+{
+    if (!a->ext)
+        return;
+    ac_error_release(a->ext->failure.cause);
+    ac_msg_release(a->ext->failure.failed_msg);
+    a->ext->failure.cause = NULL;
+    a->ext->failure.failed_msg = NULL;
+}
+
+/* ---- start ------------------------------------------------------------ */
+
+/* init (on a zeroed state) then pre_start, or post_restart after a restart. */
+void ac__actor_start(ac__actor *a, ac_error *restart_cause)
+{
+    ac_ctx ctx = {.self = a};
+    set_state(a, AC__ACTOR_RUNNING);
+    memset(a->state_mem, 0, a->def->state_size);
+    if (a->def->init)
+        a->def->init(&ctx, a->state_mem);
+    if (restart_cause && a->def->post_restart)
+        a->def->post_restart(&ctx, restart_cause);
+    else if (a->def->pre_start)
+        a->def->pre_start(&ctx);
+    if (ctx.failure)
+        ac__actor_fail(a, ctx.failure, NULL);
+}
+
+ac_status ac_fail(ac_ctx *ctx, ac_error *cause)
+{
+    if (!ctx || !cause) {
+        ac_error_release(cause);
+        return ac__fail(AC_EINVAL, "ac_fail: %s is NULL", ctx ? "cause" : "ctx");
+    }
+    if (ctx->failure) {
+        ac_error_release(cause);
+        return AC_OK;
+    }
+    ctx->failure = cause;
+    return AC_OK;
+}
+
+/* ---- restart, resume and stop ----------------------------------------- */
+
+static bool stop_child(ac__actor *child, void *unused)
+{
+    (void)unused;
+    ac__actor_push_sys(child, AC__SYS_STOP, NULL);
+    return true;
+}
+
+static void finish_restart(ac__actor *a)
+{
+    ac_error *cause = a->ext ? ac_error_retain(a->ext->failure.cause) : NULL;
+    ac__actor_clear_failure(a);
+    ac__actor_start(a, cause);
+    ac_error_release(cause);
+}
+
+static void begin_restart(ac__actor *a)
+{
+    if (atomic_load_explicit(&a->state, memory_order_relaxed) != AC__ACTOR_SUSPENDED)
+        return;
+    AC__METRIC_COUNT(a->ref.system, AC__METRIC_RESTARTS, 1);
+    ac_ctx ctx = {.self = a};
+    ac__failure_record *f = a->ext ? &a->ext->failure : NULL;
+    if (a->def->pre_restart)
+        a->def->pre_restart(&ctx, f ? f->cause : NULL, f ? f->failed_msg : NULL);
+    else if (a->def->post_stop)
+        a->def->post_stop(&ctx);
+    if (ctx.failure) { /* a failing pre_restart does not stop the restart */
+        ac__log(a->ref.system, AC_LOG_ERROR, a->path, "pre_restart failed: %s: %s",
+                ac_error_name(ctx.failure), ac_error_message(ctx.failure));
+        ac_error_release(ctx.failure);
+    }
+    set_state(a, AC__ACTOR_RESTARTING);
+    size_t n = ac__children_count(a->children);
+    ac__children_each(a->children, stop_child, NULL);
+    if (n == 0)
+        finish_restart(a);
+}
+
+static void resume(ac__actor *a)
+{
+    if (atomic_load_explicit(&a->state, memory_order_relaxed) != AC__ACTOR_SUSPENDED)
+        return;
+    ac__actor_clear_failure(a);
+    set_state(a, AC__ACTOR_RUNNING);
+}
+
+static void child_failed(ac__actor *a, ac_ref *child_ref, ac_error *cause)
+{
+    ac__actor *child = ac__actor_of(child_ref);
+    if (ac__children_find(a->children, child->name) != child)
+        return; /* stale: that child is gone */
+    int st = atomic_load_explicit(&a->state, memory_order_relaxed);
+    if (st >= AC__ACTOR_RESTARTING)
+        return; /* the child is being stopped anyway */
+    switch (ac__supervise_decide(a, child, cause)) {
+    case AC_RESUME:
+        ac__actor_push_sys(child, AC__SYS_RESUME, NULL);
+        break;
+    case AC_RESTART:
+        ac__actor_push_sys(child, AC__SYS_RESTART, NULL);
+        break;
+    case AC_STOP:
+        ac__actor_push_sys(child, AC__SYS_STOP, NULL);
+        break;
+    case AC_ESCALATE:
+        if (st == AC__ACTOR_RUNNING)
+            ac__actor_fail(a, ac_error_retain(cause), NULL);
+        break;
+    }
+}
+
+static void finish_stop(ac__actor *a)
+{
+    ac_ctx ctx = {.self = a};
+    if (a->def->post_stop)
+        a->def->post_stop(&ctx);
+    if (ctx.failure) { /* nothing left to supervise: just tell */
+        ac__log(a->ref.system, AC_LOG_ERROR, a->path, "post_stop failed: %s: %s",
+                ac_error_name(ctx.failure), ac_error_message(ctx.failure));
+        ac_error_release(ctx.failure);
+    }
+    ac__actor_clear_failure(a);
+    set_state(a, AC__ACTOR_DEAD);
+    if (a->parent) /* the guardian is not counted as started either */
+        AC__METRIC_COUNT(a->ref.system, AC__METRIC_ACTORS_STOPPED, 1);
+    ac__cell_ext *ext = a->ext;
+    if (ext) {
+        for (uint32_t i = 0; i < ext->watchers.count; i++)
+            send_terminated(a, ext->watchers.items[i]);
+        ac__refset_clear(&ext->watchers);
+        for (uint32_t i = 0; i < ext->watching.count; i++)
+            ac__actor_push_sys(ac__actor_of(ext->watching.items[i]), AC__SYS_UNWATCH, &a->ref);
+        ac__refset_clear(&ext->watching);
+        if (ext->user_data_free) {
+            ext->user_data_free(a->user_data);
+            ext->user_data_free = NULL;
+        }
+    }
+    if (a->parent)
+        ac__actor_push_sys(a->parent, AC__SYS_CHILD_TERMINATED, &a->ref);
+    else
+        ac__system_guardian_stopped(a->ref.system);
+}
+
+void ac__actor_begin_stop(ac__actor *a)
+{
+    if (atomic_load_explicit(&a->state, memory_order_relaxed) >= AC__ACTOR_STOPPING)
+        return;
+    atomic_store_explicit(&a->state, AC__ACTOR_STOPPING, memory_order_release);
+    lock_children(a);
+    size_t n = ac__children_count(a->children);
+    ac__children_each(a->children, stop_child, NULL);
+    unlock_children(a);
+    if (n == 0)
+        finish_stop(a);
+}
+
+static void child_terminated(ac__actor *a, ac_ref *child_ref)
+{
+    ac__actor *child = ac__actor_of(child_ref);
+    lock_children(a);
+    bool removed = ac__children_remove(a->children, child);
+    size_t left = ac__children_count(a->children);
+    unlock_children(a);
+    if (removed)
+        ac_ref_release(child_ref); /* the table's reference */
+    if (left > 0)
+        return;
+    int st = atomic_load_explicit(&a->state, memory_order_relaxed);
+    if (st == AC__ACTOR_STOPPING)
+        finish_stop(a);
+    else if (st == AC__ACTOR_RESTARTING)
+        finish_restart(a);
+}
+
+/* ---- system messages -------------------------------------------------- */
+
+void ac__actor_handle_sys(ac__actor *a, ac__sysmsg *m)
+{
+    bool dead = atomic_load_explicit(&a->state, memory_order_relaxed) == AC__ACTOR_DEAD;
+    switch (m->kind) {
+    case AC__SYS_STOP:
+        ac__actor_begin_stop(a);
+        break;
+    case AC__SYS_WATCH:
+        if (dead)
+            send_terminated(a, m->ref);
+        else
+            AC__ASSERT(ac__cell_ext_of(a) && ac__refset_add(&a->ext->watchers, m->ref) == AC_OK);
+        break;
+    case AC__SYS_UNWATCH:
+        if (a->ext)
+            ac__refset_remove(&a->ext->watchers, m->ref);
+        break;
+    case AC__SYS_CHILD_TERMINATED:
+        child_terminated(a, m->ref);
+        break;
+    case AC__SYS_FAILED:
+        if (!dead)
+            child_failed(a, m->ref, m->err);
+        break;
+    case AC__SYS_RESUME:
+        resume(a);
+        break;
+    case AC__SYS_RESTART:
+        begin_restart(a);
+        break;
+    }
+    ac_ref_release(m->ref);
+    ac_error_release(m->err);
+    ac__free_small(m, sizeof *m);
+}
+
+ac_status ac_stop(ac_ref *ref)
+{
+    ac__actor *a = ac__actor_of(ref);
+    if (!a)
+        return ac__fail(AC_EINVAL, "ac_stop: %s", ref ? "not an actor ref" : "ref is NULL");
+    if (atomic_load_explicit(&a->state, memory_order_acquire) != AC__ACTOR_DEAD)
+        ac__actor_push_sys(a, AC__SYS_STOP, NULL);
+    return AC_OK;
+}

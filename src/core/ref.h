@@ -1,0 +1,59 @@
+/*
+ * Refs (ref.c): the one interface behind every kind of ac_ref, its
+ * reference count, and sets of refs. A ref is a counted object with a
+ * vtable; this header knows no ref kind's struct. Depends on messages
+ * (a deliver takes a node).
+ */
+#ifndef AC_CORE_REF_H
+#define AC_CORE_REF_H
+
+#include "core/msg_internal.h"
+
+typedef enum ac__ref_kind {
+    AC__REF_ACTOR = 1,
+    AC__REF_REPLY        /* one-shot reply refs (ask, scatter slots) */
+} ac__ref_kind;
+
+typedef struct ac__ref_ops {
+    ac__ref_kind kind;
+    /* Deliver a node (consumed). */
+    void (*deliver)(ac_ref *self, ac__node *node);
+    /* Free the object once its last reference is gone. */
+    void (*destroy)(ac_ref *self);
+    const char *(*path)(const ac_ref *self);
+    /* Optional: a message this ref sent could not be delivered to
+     * `recipient`, because it had stopped (why == NULL) or for the reason
+     * `why`. Lets an ask fail fast. */
+    void (*undeliverable)(ac_ref *self, ac_ref *recipient, const char *why);
+} ac__ref_ops;
+
+struct ac_ref {
+    const ac__ref_ops *ops;
+    atomic_uint refs;
+    ac_system *system;
+};
+
+void ac__ref_init(ac_ref *ref, const ac__ref_ops *ops, ac_system *system);
+/* Drop n references at once. */
+void ac__ref_release_n(ac_ref *ref, unsigned n);
+
+/* Is this ref an actor that is stopping or stopped? */
+bool ac__ref_is_stopping(const ac_ref *ref);
+/* Is this ref a stopped actor? */
+bool ac__ref_is_dead(const ac_ref *ref);
+
+/* ---- refsets ---------------------------------------------------------- */
+
+/* A growable set of retained refs (watchers, watched). Not synchronised:
+ * its owner's turn (or lock) guards it. */
+typedef struct ac__refset {
+    ac_ref **items;
+    uint32_t count, cap;
+} ac__refset;
+
+bool ac__refset_contains(const ac__refset *s, const ac_ref *r);
+int ac__refset_add(ac__refset *s, ac_ref *r); /* retains; no duplicates */
+bool ac__refset_remove(ac__refset *s, const ac_ref *r); /* releases */
+void ac__refset_clear(ac__refset *s);           /* releases all */
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * Delivery and the turn (turn.c): how a message or a system message
+ * reaches a cell, how the cell gets scheduled, and how a worker runs one
+ * turn of it. Any thread may deliver; only the worker holding the
+ * activation runs the turn.
+ */
+#ifndef AC_CORE_TURN_H
+#define AC_CORE_TURN_H
+
+#include "core/cell.h"
+
+/* The actor being run on this thread, if any. */
+extern _Thread_local ac__actor *ac__tls_actor;
+
+/* Run one turn of `actor` on the calling worker. Consumes the scheduled
+ * reference unless the actor is rescheduled. */
+void ac__actor_turn(ac__actor *actor, int batch);
+/* Mark scheduled and hand to the scheduler (takes a ref) if it was not. */
+void ac__actor_schedule(ac__actor *actor);
+/* The actor ref kind's deliver: enqueue and schedule, or a dead letter
+ * once the actor is dead. Consumes node. Any thread. */
+void ac__actor_deliver(ac_ref *self, ac__node *node);
+/* Queued messages of a counting actor; -1 when stopped or not counted.
+ * The count lives in the cell and is kept by delivery and the turn. */
+int ac__mailbox_len(const ac_ref *ref);
+void ac__actor_push_sys(ac__actor *actor, ac__sys_kind kind, ac_ref *ref);
+void ac__actor_push_sys_err(ac__actor *actor, ac__sys_kind kind, ac_ref *ref, ac_error *err);
+
+#endif
