@@ -29,7 +29,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/internal.h"
+#include "core/cell.h"
+#include "core/clock.h"
+#include "core/core_msgs.h"
+#include "core/system_internal.h"
+#include "core/timers.h"
+#include "core/turn.h"
+#include "metrics/metrics_hooks.h"
 
 enum { PENDING = 0, CLAIMED = 1, SETTLED = 2 };
 enum { FOR_FUTURE = 0, FOR_ACTOR = 1 };

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/cell.h"
+#include "core/children.h"
 
 #define TOMBSTONE ((ac__actor *)1)
 

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/msg_internal.h"
 
 struct ac_error {
     atomic_uint refs;

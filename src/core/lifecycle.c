@@ -24,7 +24,7 @@
 #include "log/log_internal.h"
 #include "metrics/metrics_hooks.h"
 
-/* ---- the children lock ------------------------------------------------ */
+/* ---- state and the children lock ------------------------------------ */
 
 static bool is_guardian(const ac__actor *a) { return a->parent == NULL; }
 
@@ -87,7 +87,7 @@ ac_status ac_unwatch(ac_ctx *ctx, ac_ref *target)
     return AC_OK;
 }
 
-/* ---- failure and supervision ------------------------------------------ */
+/* ---- failure --------------------------------------------------------- */
 
 static ac__failure_record *failure_record(ac__actor *a)
 {

@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/alloc.h"
+#include "core/msg_internal.h"
 
 static inline bool is_immortal(const ac_msg *msg)
 {

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/names.h"
 
 #define NAME_MAX_BYTES 255
 #define QUOTE_MAX_BYTES 48 /* of a name, in a message; longer ones end in "..." */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/base.h"
 
 static _Thread_local ac_status last_status;
 static _Thread_local char last_message[512];

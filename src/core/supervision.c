@@ -6,7 +6,9 @@
  * Runs in the parent's turn. The budget lives in the child's failure
  * record, whose counting fields only parent turns touch.
  */
-#include "core/internal.h"
+#include "core/supervision_internal.h"
+#include "core/system_internal.h"
+#include "log/log_internal.h"
 
 static const ac_supervisor_strategy default_strategy = {.directive = AC_RESTART};
 

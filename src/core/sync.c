@@ -4,7 +4,7 @@
  * a thread to sleep and waking it, so the mutex spins briefly before it
  * sleeps (glibc's adaptive mutex) where the platform has one.
  */
-#include "core/internal.h"
+#include "core/sync.h"
 
 void ac__mutex_init_hot(pthread_mutex_t *m)
 {

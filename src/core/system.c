@@ -14,7 +14,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/internal.h"
+#include "core/clock.h"
+#include "core/core_msgs.h"
+#include "core/names.h"
+#include "core/spawn.h"
+#include "core/sync.h"
+#include "core/system_internal.h"
+#include "core/turn.h"
+#include "log/log_internal.h"
+#include "metrics/metrics_hooks.h"
 
 #define DEFAULT_BATCH 64
 #define DEFAULT_DEAD_LETTER_LOG_PER_S 10

@@ -33,7 +33,12 @@
 #include <sys/prctl.h>
 #endif
 
-#include "core/internal.h"
+#include "core/clock.h"
+#include "core/ref.h"
+#include "core/sync.h"
+#include "core/system_internal.h"
+#include "core/timers.h"
+#include "core/turn.h"
 
 struct ac__timers {
     ac_system *system;

@@ -12,7 +12,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "core/internal.h"
+#include "core/system_internal.h"
+#include "log/log_internal.h"
 
 static const char *const level_names[] = {"default", "debug", "info", "warn", "error", "off"};
 

@@ -38,12 +38,14 @@
  * called, while it is held.
  */
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
-#include "core/internal.h"
+#include "core/base.h"
+#include "core/clock.h"
 #include "metrics/http_guard.h"
 
 /* A client address, compared whole: the port is left out. */

@@ -4,7 +4,10 @@
 #ifndef AC_METRICS_INTERNAL_H
 #define AC_METRICS_INTERNAL_H
 
-#include "core/internal.h"
+#include "core/clock.h"
+#include "core/sync.h"
+#include "log/log_internal.h"
+#include "metrics/metrics_hooks.h"
 
 typedef enum ac__metric_kind {
     AC__METRIC_COUNTER = 1,

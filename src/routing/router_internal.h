@@ -4,7 +4,14 @@
 #ifndef AC_ROUTING_ROUTER_INTERNAL_H
 #define AC_ROUTING_ROUTER_INTERNAL_H
 
-#include "core/internal.h"
+#include "core/clock.h"
+#include "core/props.h"
+#include "core/sync.h"
+#include "core/system_internal.h"
+#include "core/timers.h"
+#include "core/turn.h"
+#include "log/log_internal.h"
+#include "metrics/metrics_hooks.h"
 
 typedef struct ac__router_state {
     ac_ref **routees; /* live routees, in routee-1.. order; each retained */
