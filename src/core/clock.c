@@ -1,7 +1,8 @@
 /*
- * The monotonic clock. One function, apart from the scheduler that was its
- * first user, so that timers, dead-letter rate limits and asks can read
- * the time without depending on the scheduler.
+ * The monotonic clock, in a file of its own so that the scheduler, timers,
+ * dead-letter rate limits and asks read the time without depending on one
+ * another. CLOCK_MONOTONIC never jumps, so a deadline computed from it
+ * holds however the wall clock is set.
  */
 #include <time.h>
 

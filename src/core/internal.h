@@ -1,8 +1,9 @@
 /*
- * Every internal header at once, for a file that wants them all (tests,
- * and code written before the split). Nothing here is public. New code
- * includes the module headers it uses, so its dependencies stay visible;
- * docs/architecture.md states which layer may include which.
+ * Every internal header at once, for a file that wants them all (white-box
+ * tests, and the scheduler, mailbox and allocator). Nothing here is
+ * public. Other files include the module headers they use, so their
+ * dependencies stay visible; docs/architecture.md states which layer may
+ * include which.
  */
 #ifndef AC_CORE_INTERNAL_H
 #define AC_CORE_INTERNAL_H
