@@ -1,8 +1,9 @@
 /*
  * Lifecycle: start, failure, restart, stop and death watch, and the
  * system-message switch that drives them. Everything here runs in the
- * actor's own turn; supervision.c holds the policy a parent applies to a
- * failed child, this file carries it out.
+ * actor's own turn, but ac_stop, which only queues a stop from any thread;
+ * supervision.c holds the policy a parent applies to a failed child, this
+ * file carries it out.
  *
  * Invariants:
  *  - Everything below "written by the actor's own turn" in the cell is
