@@ -1,6 +1,7 @@
 /*
  * Metrics: a per-system registry of counters, gauges and histograms, the
- * Prometheus text exposition, and an embedded HTTP endpoint.
+ * Prometheus text exposition, and an embedded HTTP endpoint (in the
+ * optional actorc_http library; see its section below).
  *
  * The registry is off by default. Turn it on with
  * ac_system_options.metrics or ac_metrics_enable; once on it stays on until
@@ -152,7 +153,37 @@ AC_API double ac_histogram_sum(const ac_histogram *histogram);
  * metrics are off, AC_ENOMEM). */
 AC_API char *ac_metrics_format(ac_system *system);
 
+/* ---- the endpoint slot ------------------------------------------------ */
+
+/* Where a server of the exposition (the HTTP endpoint below, or one of
+ * your own) hangs off a system, so that ac_system_terminate stops it
+ * before the registry goes away. A system has at most one endpoint.
+ * Applications that only call ac_metrics_serve never need these. */
+
+/* Stops `endpoint` and frees it; called at most once, without any lock of
+ * actorc held. After it returns, `endpoint` must not touch the system. */
+typedef void ac_metrics_endpoint_stop_fn(void *endpoint);
+
+/* Attach `endpoint`, which listens on `port` (reported by
+ * ac_metrics_endpoint_port). ac_system_terminate calls `stop` unless it is
+ * detached first. AC_EINVAL for a NULL argument or when metrics are off,
+ * AC_EEXIST when an endpoint is attached already (the message names its
+ * port); on failure `stop` is not called. */
+AC_API ac_status ac_metrics_endpoint_attach(ac_system *system, void *endpoint, int port,
+                                            ac_metrics_endpoint_stop_fn *stop);
+/* Detach the endpoint that was attached with `stop` and return it for the
+ * caller to stop; NULL when no such endpoint is attached. */
+AC_API void *ac_metrics_endpoint_detach(ac_system *system, ac_metrics_endpoint_stop_fn *stop);
+/* The port of the attached endpoint, or 0 when none is attached. */
+AC_API int ac_metrics_endpoint_port(const ac_system *system);
+
 /* ---- the HTTP endpoint ------------------------------------------------ */
+
+/* The functions of this section are not in libactorc but in the optional
+ * actorc_http library, which embeds libmicrohttpd: link it with
+ * `actorc::actorc_http` (CMake: find_package(actorc COMPONENTS http)) or
+ * `pkg-config --libs actorc-http`. The rest of this header needs only
+ * libactorc. */
 
 /* Defaults of the endpoint's limits (see ac_metrics_http_options). */
 #define AC_METRICS_HTTP_DEFAULT_REQUEST_TIMEOUT_MS 5000

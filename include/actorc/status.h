@@ -53,6 +53,11 @@ AC_API ac_status ac_last_status(void);
 AC_API const char *ac_last_error(void);
 /* Forget this thread's last error. Any thread. */
 AC_API void ac_clear_error(void);
+/* Record `status` and a printf-style message as this thread's last error
+ * and return `status`: for libraries layered on actorc (the actorc_http
+ * library among them) that report failures the way actorc does. Any
+ * thread. */
+AC_API ac_status ac_set_error(ac_status status, const char *fmt, ...) AC_PRINTF(2, 3);
 
 #ifdef __cplusplus
 }

@@ -64,6 +64,15 @@ ac_status ac__fail(ac_status status, const char *fmt, ...)
     return status;
 }
 
+ac_status ac_set_error(ac_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(status, fmt ? fmt : "", ap);
+    va_end(ap);
+    return status;
+}
+
 void *ac__fail_null(ac_status status, const char *fmt, ...)
 {
     va_list ap;

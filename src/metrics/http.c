@@ -16,34 +16,40 @@
  * waits for accept() rather than having its SYNs dropped: a dropped SYN
  * costs the client a one-second retransmission, half a scrape's budget.
  *
- * The endpoint hangs off the registry under its lock. Stopping swaps it
- * out under the lock and joins the daemon's thread outside it: a scrape in
- * progress takes the registry lock to render, so joining while holding it
- * could wait for ever.
+ * This file and the guard are the actorc_http library, apart from
+ * libactorc so that only programs that serve metrics link libmicrohttpd.
+ * They use the public API alone: a scrape renders with ac_metrics_format,
+ * and the endpoint hangs off the system in the registry's endpoint slot
+ * (ac_metrics_endpoint_attach), from which ac_system_terminate stops it.
+ * Stopping takes the endpoint off the slot first and joins the daemon's
+ * thread after: a scrape in progress takes the registry lock to render, so
+ * the slot's lock is not held while joining.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <actorc.h>
+
 #include "metrics/http_guard.h"
-#include "metrics/metrics_internal.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define DEFAULT_ADDRESS "127.0.0.1"
 #define LISTEN_BACKLOG 1024 /* the kernel caps it at net.core.somaxconn */
 
-struct ac__http {
+typedef struct ac__http {
     struct MHD_Daemon *daemon;
     ac__http_guard *guard;
-    ac__metrics *reg;
+    ac_system *system;
     int port;
-};
+} ac__http;
 
 /* ---- requests --------------------------------------------------------- */
 
@@ -88,7 +94,7 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
                             "GET, HEAD");
     if (strcmp(url, "/metrics") != 0)
         return respond_text(conn, MHD_HTTP_NOT_FOUND, "not found; try /metrics\n", NULL);
-    char *body = ac__metrics_render(http->reg);
+    char *body = ac_metrics_format(http->system);
     if (!body)
         return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
     return respond(conn, MHD_HTTP_OK, body, NULL);
@@ -97,13 +103,13 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
 /* libmicrohttpd's own complaints go to the system's log. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    ac__metrics *reg = cls;
+    ac_system *system = cls;
     char line[512];
     vsnprintf(line, sizeof line, fmt, ap);
     size_t n = strlen(line);
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         line[--n] = '\0';
-    ac__log(reg->sys, AC_LOG_WARN, NULL, "metrics endpoint: %s", line);
+    ac_system_log(system, AC_LOG_WARN, "metrics endpoint: %s", line);
 }
 
 /* ---- the listening socket --------------------------------------------- */
@@ -132,9 +138,9 @@ static ac_status parse_address(const char *address, int port, listen_addr *out)
         out->v6 = true;
         return AC_OK;
     }
-    return ac__fail(AC_EINVAL,
-                    "ac_metrics_serve: address \"%s\" is not an IPv4 or IPv6 address literal",
-                    address);
+    return ac_set_error(AC_EINVAL,
+                        "ac_metrics_serve: address \"%s\" is not an IPv4 or IPv6 address literal",
+                        address);
 }
 
 static int bound_port(int fd)
@@ -153,7 +159,7 @@ static int open_listener(const listen_addr *a, const char *address, int port)
 {
     int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        ac__fail(AC_ESYS, "ac_metrics_serve: socket: %s", strerror(errno));
+        ac_set_error(AC_ESYS, "ac_metrics_serve: socket: %s", strerror(errno));
         return -1;
     }
     int one = 1;
@@ -170,10 +176,10 @@ static int open_listener(const listen_addr *a, const char *address, int port)
     int err = errno;
     close(fd);
     if (err == EADDRINUSE)
-        ac__fail(AC_ESYS, "ac_metrics_serve: port %d on %s is already in use", port, address);
+        ac_set_error(AC_ESYS, "ac_metrics_serve: port %d on %s is already in use", port, address);
     else
-        ac__fail(AC_ESYS, "ac_metrics_serve: cannot %s %s port %d: %s", step, address, port,
-                 strerror(err));
+        ac_set_error(AC_ESYS, "ac_metrics_serve: cannot %s %s port %d: %s", step, address, port,
+                     strerror(err));
     return -1;
 }
 
@@ -189,7 +195,7 @@ static struct MHD_Daemon *start_daemon(ac__http *http, int fd, bool v6,
     return MHD_start_daemon(flags, 0, NULL, NULL, handle_request, http,
                             /* the logger first, so that it sees what the
                              * other options have to say */
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)http->reg,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)http->system,
                             MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
                             MHD_OPTION_CONNECTION_TIMEOUT, stall_s,
                             /* one slot to spare: the newcomer that makes room */
@@ -203,15 +209,15 @@ static struct MHD_Daemon *start_daemon(ac__http *http, int fd, bool v6,
 
 /* The endpoint on the listening socket `fd`, which it takes over (closing
  * it on failure), or NULL with ac_last_error. */
-static ac__http *start_http(ac__metrics *reg, int fd, bool v6, const ac__http_limits *limits,
+static ac__http *start_http(ac_system *system, int fd, bool v6, const ac__http_limits *limits,
                             const char *address, int port)
 {
     ac__http *http = calloc(1, sizeof *http);
     if (!http) {
-        ac__fail(AC_ENOMEM, "ac_metrics_serve: out of memory");
+        ac_set_error(AC_ENOMEM, "ac_metrics_serve: out of memory");
         goto fail_socket;
     }
-    http->reg = reg;
+    http->system = system;
     http->port = bound_port(fd);
     http->guard = ac__http_guard_create(limits);
     if (!http->guard)
@@ -219,8 +225,8 @@ static ac__http *start_http(ac__metrics *reg, int fd, bool v6, const ac__http_li
     http->daemon = start_daemon(http, fd, v6, limits);
     if (http->daemon)
         return http;
-    ac__fail(AC_ESYS, "ac_metrics_serve: cannot start the HTTP server on %s port %d", address,
-             port);
+    ac_set_error(AC_ESYS, "ac_metrics_serve: cannot start the HTTP server on %s port %d", address,
+                 port);
     ac__http_guard_destroy(http->guard);
 fail_http:
     free(http);
@@ -235,8 +241,8 @@ static ac_status check_count(const char *name, int value)
 {
     if (value >= 0 && value <= AC_METRICS_HTTP_MAX_CONNECTIONS)
         return AC_OK;
-    return ac__fail(AC_EINVAL, "ac_metrics_serve: %s = %d; use 1..%d, or 0 for the default",
-                    name, value, AC_METRICS_HTTP_MAX_CONNECTIONS);
+    return ac_set_error(AC_EINVAL, "ac_metrics_serve: %s = %d; use 1..%d, or 0 for the default",
+                        name, value, AC_METRICS_HTTP_MAX_CONNECTIONS);
 }
 
 static size_t count_or_default(int value, int fallback)
@@ -249,10 +255,10 @@ static ac_status read_limits(const ac_metrics_http_options *o, ac__http_limits *
 {
     int64_t timeout = o->request_timeout_ms;
     if (timeout < 0 || timeout > AC_METRICS_HTTP_MAX_REQUEST_TIMEOUT_MS)
-        return ac__fail(AC_EINVAL,
-                        "ac_metrics_serve: request_timeout_ms = %lld; use 1..%d, or 0 for the "
-                        "default",
-                        (long long)timeout, AC_METRICS_HTTP_MAX_REQUEST_TIMEOUT_MS);
+        return ac_set_error(AC_EINVAL,
+                            "ac_metrics_serve: request_timeout_ms = %lld; use 1..%d, or 0 for the "
+                            "default",
+                            (long long)timeout, AC_METRICS_HTTP_MAX_REQUEST_TIMEOUT_MS);
     if (check_count("max_connections", o->max_connections) != AC_OK ||
         check_count("max_connections_per_address", o->max_connections_per_address) != AC_OK)
         return AC_EINVAL;
@@ -268,8 +274,8 @@ static ac_status read_limits(const ac_metrics_http_options *o, ac__http_limits *
 /* ---- serving ---------------------------------------------------------- */
 
 /* Joins the daemon's thread (a scrape in progress finishes first) and
- * closes the socket, then the guard's thread. Call without the registry
- * lock. */
+ * closes the socket, then the guard's thread. The endpoint is off the
+ * system's slot already. */
 static void stop_http(ac__http *http)
 {
     MHD_stop_daemon(http->daemon);
@@ -277,83 +283,64 @@ static void stop_http(ac__http *http)
     free(http);
 }
 
-/* Hang `http` off the registry, unless another endpoint got there first. */
-static ac_status install(ac__metrics *reg, ac__http *http)
+/* The slot's stop function: ac_system_terminate calls it. */
+static void stop_endpoint(void *endpoint)
 {
-    pthread_mutex_lock(&reg->lock);
-    int busy_port = reg->http ? reg->http->port : 0;
-    if (!busy_port)
-        reg->http = http;
-    pthread_mutex_unlock(&reg->lock);
-    if (!busy_port)
+    stop_http(endpoint);
+}
+
+/* Hang `http` off the system, unless another endpoint got there first. */
+static ac_status install(ac_system *system, ac__http *http)
+{
+    if (ac_metrics_endpoint_attach(system, http, http->port, stop_endpoint) == AC_OK)
         return AC_OK;
+    ac_status status = ac_last_status();
     stop_http(http);
-    return ac__fail(AC_EEXIST, "ac_metrics_serve: already serving on port %d", busy_port);
+    int busy_port = ac_metrics_endpoint_port(system);
+    if (status == AC_EEXIST && busy_port)
+        return ac_set_error(AC_EEXIST, "ac_metrics_serve: already serving on port %d", busy_port);
+    return status;
 }
 
 ac_status ac_metrics_serve(ac_system *system, const ac_metrics_http_options *options)
 {
     if (!system)
-        return ac__fail(AC_EINVAL, "ac_metrics_serve: system is NULL");
+        return ac_set_error(AC_EINVAL, "ac_metrics_serve: system is NULL");
     ac_metrics_http_options defaults = {0};
     const ac_metrics_http_options *o = options ? options : &defaults;
     const char *address = o->address ? o->address : DEFAULT_ADDRESS;
     if (o->port < 0 || o->port > 65535)
-        return ac__fail(AC_EINVAL, "ac_metrics_serve: port = %d; use 1..65535, or 0 for any",
-                        o->port);
+        return ac_set_error(AC_EINVAL, "ac_metrics_serve: port = %d; use 1..65535, or 0 for any",
+                            o->port);
     listen_addr a;
     ac__http_limits limits;
     if (parse_address(address, o->port, &a) != AC_OK || read_limits(o, &limits) != AC_OK)
         return AC_EINVAL;
     if (ac_metrics_enable(system) != AC_OK)
         return ac_last_status();
-    ac__metrics *reg = ac__metrics_of(system);
-    int serving = ac_metrics_http_port(system); /* a clear answer; install() decides */
+    int serving = ac_metrics_endpoint_port(system); /* a clear answer; install() decides */
     if (serving)
-        return ac__fail(AC_EEXIST, "ac_metrics_serve: already serving on port %d", serving);
+        return ac_set_error(AC_EEXIST, "ac_metrics_serve: already serving on port %d", serving);
     int fd = open_listener(&a, address, o->port);
     if (fd < 0)
         return AC_ESYS;
-    ac__http *http = start_http(reg, fd, a.v6, &limits, address, o->port);
-    return http ? install(reg, http) : ac_last_status();
+    ac__http *http = start_http(system, fd, a.v6, &limits, address, o->port);
+    return http ? install(system, http) : ac_last_status();
 }
 
 int ac_metrics_http_port(const ac_system *system)
 {
-    ac__metrics *reg = system ? ac__metrics_of(system) : NULL;
-    if (!reg)
-        return 0;
-    pthread_mutex_lock(&reg->lock);
-    int port = reg->http ? reg->http->port : 0;
-    pthread_mutex_unlock(&reg->lock);
-    return port;
-}
-
-static ac__http *take_http(ac__metrics *reg)
-{
-    pthread_mutex_lock(&reg->lock);
-    ac__http *http = reg->http;
-    reg->http = NULL;
-    pthread_mutex_unlock(&reg->lock);
-    return http;
-}
-
-void ac__http_shutdown(ac__metrics *reg)
-{
-    ac__http *http = take_http(reg);
-    if (http)
-        stop_http(http);
+    return ac_metrics_endpoint_port(system);
 }
 
 ac_status ac_metrics_serve_stop(ac_system *system)
 {
     if (!system)
-        return ac__fail(AC_EINVAL, "ac_metrics_serve_stop: system is NULL");
-    ac__metrics *reg = ac__metrics_of(system);
-    ac__http *http = reg ? take_http(reg) : NULL;
+        return ac_set_error(AC_EINVAL, "ac_metrics_serve_stop: system is NULL");
+    ac__http *http = ac_metrics_endpoint_detach(system, stop_endpoint);
     if (!http)
-        return ac__fail(AC_ENOTFOUND, "ac_metrics_serve_stop: system \"%s\" is not serving",
-                        system->name);
+        return ac_set_error(AC_ENOTFOUND, "ac_metrics_serve_stop: system \"%s\" is not serving",
+                            ac_system_name(system));
     stop_http(http);
     return AC_OK;
 }

@@ -39,13 +39,14 @@
  */
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
-#include "core/base.h"
-#include "core/clock.h"
+#include <actorc.h>
+
 #include "metrics/http_guard.h"
 
 /* A client address, compared whole: the port is left out. */
@@ -76,6 +77,15 @@ struct ac__http_guard {
     bool idle; /* the thread waits with no deadline: a newly waiting
                 * connection must wake it */
 };
+
+/* The clock of the deadlines, and of the condition variable that waits
+ * for them. */
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* ---- the list; call with the lock held -------------------------------- */
 
@@ -108,7 +118,7 @@ static void close_conn(ac__http_guard *g, guarded_conn *c)
 static void start_waiting(ac__http_guard *g, guarded_conn *c)
 {
     c->answering = false;
-    c->waiting_since_ns = ac__now_ns();
+    c->waiting_since_ns = now_ns();
     link_tail(g, c);
     if (g->idle)
         pthread_cond_signal(&g->wake);
@@ -181,7 +191,7 @@ static void *deadline_main(void *arg)
     ac__http_guard *g = arg;
     pthread_mutex_lock(&g->lock);
     while (!g->stop) {
-        uint64_t next = close_overdue(g, ac__now_ns());
+        uint64_t next = close_overdue(g, now_ns());
         g->idle = next == UINT64_MAX;
         if (g->idle)
             pthread_cond_wait(&g->wake, &g->lock);
@@ -197,14 +207,16 @@ static void *deadline_main(void *arg)
 ac__http_guard *ac__http_guard_create(const ac__http_limits *limits)
 {
     ac__http_guard *g = calloc(1, sizeof *g);
-    if (!g)
-        return ac__fail_null(AC_ENOMEM, "ac_metrics_serve: out of memory");
+    if (!g) {
+        ac_set_error(AC_ENOMEM, "ac_metrics_serve: out of memory");
+        return NULL;
+    }
     g->limits = *limits;
     g->list.prev = g->list.next = &g->list;
     pthread_mutex_init(&g->lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* the clock of ac__now_ns */
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* the clock of now_ns */
     pthread_cond_init(&g->wake, &attr);
     pthread_condattr_destroy(&attr);
     int rc = pthread_create(&g->thread, NULL, deadline_main, g);
@@ -213,7 +225,8 @@ ac__http_guard *ac__http_guard_create(const ac__http_limits *limits)
     pthread_cond_destroy(&g->wake);
     pthread_mutex_destroy(&g->lock);
     free(g);
-    return ac__fail_null(AC_ESYS, "ac_metrics_serve: cannot start a thread: %s", strerror(rc));
+    ac_set_error(AC_ESYS, "ac_metrics_serve: cannot start a thread: %s", strerror(rc));
+    return NULL;
 }
 
 void ac__http_guard_destroy(ac__http_guard *g)

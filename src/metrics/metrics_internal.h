@@ -76,14 +76,19 @@ struct ac_metric_family {
     struct ac_metric_family *next;
 };
 
-typedef struct ac__http ac__http;
+/* The server attached with ac_metrics_endpoint_attach (endpoint.c). */
+typedef struct ac__endpoint {
+    void *server; /* NULL when none is attached */
+    int port;
+    ac_metrics_endpoint_stop_fn *stop;
+} ac__endpoint;
 
 /* Lock order: the registry lock, then a family lock. */
 struct ac__metrics {
     ac_system *sys;
-    pthread_mutex_t lock; /* the family list and `http` */
+    pthread_mutex_t lock; /* the family list and `endpoint` */
     ac_metric_family *first, *last;
-    ac__http *http;
+    ac__endpoint endpoint;
     /* The runtime's own series, created with the registry. */
     ac_counter *events[AC__METRIC_EVENTS];
     ac_counter *sg_resolved[AC__SG_OUTCOMES];
@@ -101,7 +106,8 @@ double ac__bits_to_double(uint64_t bits);
  * the registry lock. */
 char *ac__metrics_render(ac__metrics *reg);
 
-/* http.c: stop the endpoint, if any. Call without the registry lock. */
-void ac__http_shutdown(ac__metrics *reg);
+/* endpoint.c: stop the attached endpoint, if any. Call without the
+ * registry lock. */
+void ac__endpoint_shutdown(ac__metrics *reg);
 
 #endif

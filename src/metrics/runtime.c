@@ -124,12 +124,15 @@ bool ac_metrics_enabled(const ac_system *system)
 
 void ac__metrics_destroy(ac_system *sys)
 {
-    /* Relaxed: teardown runs after every thread that used the registry
-     * has been joined (the endpoint's is joined by ac__http_shutdown). */
-    ac__metrics *reg = atomic_exchange_explicit(&sys->metrics, NULL, memory_order_relaxed);
+    ac__metrics *reg = ac__metrics_of(sys);
     if (!reg)
         return;
-    ac__http_shutdown(reg);
+    /* While metrics are still on: a scrape in progress renders through the
+     * public call, which looks the registry up on the system. */
+    ac__endpoint_shutdown(reg);
+    /* Relaxed: teardown runs after every thread that used the registry
+     * has been joined (the endpoint's by its stop function, just now). */
+    atomic_store_explicit(&sys->metrics, NULL, memory_order_relaxed);
     registry_free(reg);
 }
 
