@@ -135,7 +135,7 @@ static void test_reply_and_error_reply(void **state)
     ac_system *sys = ts_fx_system(fx, "answers_reply", NULL);
     assert_non_null(sys);
     for (int k = 0; k < K_KINDS; k++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "pool-%d", k);
         ac_ref *router = spawn_pool(sys, k, 3, name);
         ac_answer a;
@@ -165,7 +165,7 @@ static void test_no_routees_left(void **state)
     ac_system *sys = ts_fx_system(fx, "answers_empty", NULL);
     assert_non_null(sys);
     for (int k = 0; k < K_KINDS; k++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "pool-%d", k);
         ac_ref *router = spawn_pool(sys, k, 2, name);
         empty_pool(router);
@@ -242,7 +242,7 @@ static void test_router_stopped(void **state)
     ac_system *sys = ts_fx_system(fx, "answers_stopped", NULL);
     assert_non_null(sys);
     for (int k = 0; k < K_KINDS; k++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "pool-%d", k);
         ac_ref *router = spawn_pool(sys, k, 2, name);
         assert_status(ac_stop(router), AC_OK);
