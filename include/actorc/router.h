@@ -47,11 +47,12 @@
  *   message, so for a moment it may still pick it)
  *     AC_EDEAD: an ActorStoppedError naming that routee, sender NULL (a
  *     broadcast is failed by it too, unless a live routee answered first).
- *     Smallest-mailbox skips such a routee; scatter/gather counts it as a
- *     failed member.
+ *     Smallest-mailbox skips such a routee (every routee skipped: as if
+ *     none were left); scatter/gather counts it as a failed member.
  *   a routee that fails (ac_fail) instead of answering
- *     the router, its supervisor, restarts it; the request is not retried
- *     and the ask times out (AC_ETIMEOUT).
+ *     the router, its supervisor, restarts it (by default); the request is
+ *     not retried and the ask times out (AC_ETIMEOUT; for scatter/gather,
+ *     that routee's part of the scatter times out).
  *   the router itself stopped
  *     AC_EDEAD at once: an ActorStoppedError naming the router.
  *
