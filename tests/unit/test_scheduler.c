@@ -20,17 +20,19 @@
 
 /* ---- the injection list, on a scheduler that never starts ------------ */
 
-static int g_order[64];
+enum { N_STAND_INS = 40 };
+static ac__actor *g_stand_ins[N_STAND_INS];
+static int g_order[N_STAND_INS];
 static int g_released;
 
-typedef struct stand_in {
-    ac__actor actor; /* first: its ref is the actor's */
-    int id;
-} stand_in;
-
+/* A stand-in records its index when the queue lets go of it. */
 static void stand_in_destroy(ac_ref *ref)
 {
-    g_order[g_released++] = ((stand_in *)(void *)ref)->id;
+    for (int i = 0; i < N_STAND_INS; i++) {
+        if (&g_stand_ins[i]->ref == ref) {
+            g_order[g_released++] = i;
+        }
+    }
 }
 
 static const char *stand_in_path(const ac_ref *ref)
@@ -47,23 +49,24 @@ static void test_injection_list_fifo(void **state)
     (void)state;
     ac__scheduler *s = ac__scheduler_create(NULL, 2, 16);
     assert_non_null(s);
-    enum { N = 40 };
-    stand_in *a = calloc(N, sizeof *a);
-    assert_non_null(a);
-    for (int i = 0; i < N; i++) {
-        a[i].id = i;
-        atomic_init(&a[i].actor.ref.refs, 1); /* the queue's reference */
-        a[i].actor.ref.ops = &stand_in_ops;
-        ac__scheduler_push(s, &a[i].actor, i % 2 == 0); /* `fresh` means nothing off a worker */
+    for (int i = 0; i < N_STAND_INS; i++) {
+        g_stand_ins[i] = calloc(1, sizeof(ac__actor));
+        assert_non_null(g_stand_ins[i]);
+        atomic_init(&g_stand_ins[i]->ref.refs, 1); /* the queue's reference */
+        g_stand_ins[i]->ref.ops = &stand_in_ops;
+        /* `fresh` means nothing off a worker */
+        ac__scheduler_push(s, g_stand_ins[i], i % 2 == 0);
     }
     g_released = 0;
     ac__scheduler_stop(s);
-    assert_int_equal(g_released, N);
-    for (int i = 0; i < N; i++) {
+    assert_int_equal(g_released, N_STAND_INS);
+    for (int i = 0; i < N_STAND_INS; i++) {
         assert_int_equal(g_order[i], i);
     }
     ac__scheduler_destroy(s);
-    free(a);
+    for (int i = 0; i < N_STAND_INS; i++) {
+        free(g_stand_ins[i]);
+    }
 }
 
 /* ---- runnext and the ring, on one worker ------------------------------ */
