@@ -40,13 +40,19 @@ extern "C" {
  *
  * `sender` is whoever sent the reply or the error message:
  *   a reply, or an error reply    the actor that sent it; through a pool
- *                                 router, the routee that answered; through
+ *                                 router, the routee that answered (for
+ *                                 broadcast, the first); through
  *                                 scatter/gather, the winning routee
- *   scatter/gather failure        the router (its AggregateError, AC_EFAILED)
+ *   a router's own answers        the router: the Routees answer to
+ *                                 GetRoutees; a scatter/gather failure
+ *                                 (its AggregateError, AC_EFAILED)
  *   AskTimeoutError               NULL (the ask's own timeout)
  *   ActorStoppedError,            NULL (the request was not delivered: the
- *   UndeliverableError            target had stopped, or a pool router had
- *                                 no routees left; AC_EDEAD) */
+ *   UndeliverableError            target, or the routee a router picked,
+ *                                 had stopped; or a pool router other than
+ *                                 scatter/gather had no routees left;
+ *                                 AC_EDEAD)
+ * router.h lists what each router kind answers. */
 typedef struct ac_answer {
     ac_msg *reply;
     ac_error *error;
@@ -60,13 +66,16 @@ typedef struct ac_future ac_future;
 /* Ask and block until the answer. Consumes `msg`; borrows `target`.
  * timeout_ms: 0 = AC_ASK_DEFAULT_TIMEOUT_MS; negative is AC_EINVAL.
  * Returns AC_OK with answer->reply, or, with answer->error set:
- * AC_ETIMEOUT (AskTimeoutError), AC_EDEAD (the request was not delivered:
- * ActorStoppedError, or UndeliverableError from a round-robin, random,
- * broadcast, smallest-mailbox or custom router with no routees left) or
- * AC_EFAILED (an error reply; from a scatter/gather router, its
- * AggregateError, including "has no routees left to scatter to"). Bad arguments: AC_EINVAL, AC_EINACTOR inside an actor
- * (it would block a worker), AC_ETERMINATED; *answer is then zeroed.
- * Outside actors only. */
+ *   AC_ETIMEOUT  AskTimeoutError: nothing came back in time
+ *   AC_EDEAD     the request was not delivered: ActorStoppedError (the
+ *                target, or the routee a router picked, had stopped), or
+ *                UndeliverableError from a round-robin, random, broadcast,
+ *                smallest-mailbox or custom router with no routees left
+ *   AC_EFAILED   an error reply; from a scatter/gather router, its
+ *                AggregateError (also when it has no routees left to
+ *                scatter to)
+ * Bad arguments: AC_EINVAL, AC_EINACTOR inside an actor (it would block a
+ * worker), AC_ETERMINATED; *answer is then zeroed. Outside actors only. */
 AC_API ac_status ac_ask_wait(ac_ref *target, ac_msg *msg, int64_t timeout_ms,
                              ac_answer *answer);
 

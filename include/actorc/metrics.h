@@ -21,7 +21,9 @@
  * system logs one warning per family.
  *
  * Handles (families and series) belong to the system: they are valid until
- * ac_system_terminate and must not be freed.
+ * ac_system_terminate and must not be freed. Code without the handles
+ * (the runtime's own families have none) reads a series by family name
+ * and label values with ac_metrics_read.
  *
  * The runtime's own families, present as soon as metrics are on:
  *   actorc_actors_started_total          counter
@@ -141,6 +143,46 @@ AC_API uint64_t ac_counter_value(const ac_counter *counter);
 AC_API double ac_gauge_value(const ac_gauge *gauge);
 AC_API uint64_t ac_histogram_count(const ac_histogram *histogram);
 AC_API double ac_histogram_sum(const ac_histogram *histogram);
+
+/* ---- reading by name -------------------------------------------------- */
+
+typedef enum ac_metric_kind {
+    AC_METRIC_COUNTER = 1,
+    AC_METRIC_GAUGE,
+    AC_METRIC_HISTOGRAM
+} ac_metric_kind;
+
+/* One series' current value, as ac_metrics_read fills it. */
+typedef struct ac_metric_value {
+    ac_metric_kind kind;
+    /* A counter's total (as a double) or a gauge's value; 0 for a
+     * histogram. */
+    double value;
+    /* A counter's total (exact) or a histogram's number of observations
+     * (its _count); 0 for a gauge. */
+    uint64_t count;
+    /* A histogram's sum of observations (its _sum); 0 otherwise. */
+    double sum;
+} ac_metric_value;
+
+/* Read the series of the family called `name` whose label values are
+ * `label_values` (n of them, one per label name in order; NULL when n is
+ * 0), without the handles: the runtime's own families (listed above)
+ * included. What it reads is what ac_metrics_format would print for that
+ * series at the same moment: a sharded counter summed over its shards, a
+ * histogram's _count as the sum of its buckets. Never creates a series.
+ * Borrows every argument; fills *out. Errors, with *out zeroed (when out
+ * is not NULL) and ac_last_error saying which:
+ *   AC_EINVAL     NULL system, name or out; NULL label_values with n > 0,
+ *                 or a NULL value among them; metrics are off; n is not
+ *                 the family's number of labels (the message names them)
+ *   AC_ENOTFOUND  no family is called `name` (a histogram is read by its
+ *                 family name, not by a _sum/_count/_bucket sample name),
+ *                 or it has no series with these label values yet
+ * Any thread. */
+AC_API ac_status ac_metrics_read(ac_system *system, const char *name,
+                                 const char *const *label_values, size_t n,
+                                 ac_metric_value *out);
 
 /* ---- exposition ------------------------------------------------------- */
 

@@ -5,18 +5,56 @@
  * at the path it is spawned with; its routees are its children routee-1 …
  * routee-N, spawned in its pre_start and watched. A routee sees the
  * original sender, so its reply goes straight to the caller. A routee that
- * stops is pruned from the pool (by identity, not by path); with none
- * left, messages go to dead letters and a warning is logged once, and an
- * ask fails at once with AC_EDEAD and an UndeliverableError saying "the
- * router has no routees left" (no sender). A routee's reply or error reply
- * reaches the asker with that routee as the sender. (Scatter/gather answers
- * its own failures with an AggregateError from the router: see
- * scatter_gather.h.)
+ * stops is pruned from the pool (by identity, not by path) once the router
+ * has handled its Terminated; with none left, messages go to dead letters
+ * and a warning is logged once. A restarted router stops its routees and
+ * spawns new ones.
  *
  * The one-shot strategies (round-robin, random, broadcast, smallest
  * mailbox, custom) spread work for throughput. Scatter/gather-first-
  * completed (scatter_gather.h) asks every routee and takes the first reply,
  * for a shorter tail.
+ *
+ * What an ask through a router answers (statuses as ac_ask_wait returns
+ * them, ask.h; "sender" is ac_answer.sender):
+ *
+ *   round-robin, random, smallest-mailbox, custom
+ *     the routee picked answers: its reply (AC_OK) or its error reply
+ *     (AC_EFAILED), with that routee as the sender. A custom strategy that
+ *     picks no routee drops the message silently, so the ask times out
+ *     (AC_ETIMEOUT, AskTimeoutError, sender NULL).
+ *   broadcast, and the Broadcast wrapper sent to any router
+ *     every routee gets the request; the first answer settles the ask, with
+ *     its routee as the sender, and the others are dropped silently.
+ *   scatter/gather-first-completed
+ *     the first successful reply, with the winning routee as the sender;
+ *     failing that, one AggregateError sent by the router (AC_EFAILED; the
+ *     messages are listed in scatter_gather.h).
+ *   GetRoutees (ac_router_get_routees_msg), to any router
+ *     a Routees message, sent by the router itself (AC_OK).
+ *
+ * And when the request is not delivered:
+ *
+ *   no routees left, every kind but scatter/gather
+ *     AC_EDEAD at once: an UndeliverableError "Ask to <router path> failed:
+ *     the router has no routees left", sender NULL; the request counts as a
+ *     dead letter. (A Broadcast wrapper to an empty scatter/gather router
+ *     answers the same way: the wrapper bypasses the scatter.)
+ *   no routees left, scatter/gather
+ *     AC_EFAILED at once: an AggregateError "… has no routees left to
+ *     scatter to" with no members, sent by the router.
+ *   a routee stopped but not pruned yet (the router learns of a stop by a
+ *   message, so for a moment it may still pick it)
+ *     AC_EDEAD: an ActorStoppedError naming that routee, sender NULL (a
+ *     broadcast is failed by it too, unless a live routee answered first).
+ *     Smallest-mailbox skips such a routee (every routee skipped: as if
+ *     none were left); scatter/gather counts it as a failed member.
+ *   a routee that fails (ac_fail) instead of answering
+ *     the router, its supervisor, restarts it (by default); the request is
+ *     not retried and the ask times out (AC_ETIMEOUT; for scatter/gather,
+ *     that routee's part of the scatter times out).
+ *   the router itself stopped
+ *     AC_EDEAD at once: an ActorStoppedError naming the router.
  *
  * The factories may be called from any thread. Bad arguments return NULL
  * with ac_last_error naming the argument, before anything is spawned.
@@ -64,10 +102,44 @@ typedef size_t (*ac_routing_fn)(ac_ref *const *routees, size_t n, uint64_t index
 AC_API ac_props *ac_router_custom(int n, const ac_actor_def *def, ac_routing_fn strategy,
                                   void *user_data, const ac_routee_options *routee_opts);
 
-/* The Broadcast wrapper: a router sends `inner` (consumed) to every
- * routee, whatever its strategy. */
+/* The Broadcast wrapper: a router sends `inner` to every routee, whatever
+ * its strategy, with the original sender. Consumes `inner` whatever the
+ * outcome. NULL with ac_last_error: AC_EINVAL for a NULL inner, or for
+ * GetRoutees, which the router answers itself (send it unwrapped);
+ * AC_ENOMEM. Any thread. */
 AC_API extern const ac_msg_type ac_msg_type_broadcast; /* "actorc.Broadcast" */
 AC_API ac_msg *ac_broadcast_new(ac_msg *inner);
+
+/* ---- GetRoutees: which routees a router has ------------------------- */
+
+/* A reference to the GetRoutees request (a shared, static message: it need
+ * not be released, and releasing it is harmless). Every router kind
+ * answers it itself, in its own turn, and never passes it to a routee or
+ * its strategy: with ac_reply, so as a Routees message whose sender is the
+ * router. Ask it (ac_ask_wait, ac_ask, ac_ask_in), or tell it with a
+ * sender inside an actor; told without a sender, the answer goes to dead
+ * letters. The answer lists the routees alive as the router's turn sees
+ * them: a routee pruned after it stopped is gone; after a restart of the
+ * router, the new routees are listed (same paths, other refs); a routee
+ * restarted by its supervisor keeps its ref. With no routees left it
+ * lists none (AC_OK, not AC_EDEAD). Out of memory, the router answers with
+ * a RouterError instead. Any thread. */
+AC_API ac_msg *ac_router_get_routees_msg(void);
+AC_API extern const ac_msg_type ac_msg_type_get_routees; /* "actorc.GetRoutees" */
+
+/* The answer to GetRoutees: the routees in pool order (routee-1 first, as
+ * they remain after pruning). The message holds a reference to each, so
+ * the refs stay valid, whatever happens to the router, for as long as the
+ * message is kept (ac_answer_release drops it). */
+AC_API extern const ac_msg_type ac_msg_type_routees; /* "actorc.Routees" */
+/* How many routees it lists; 0 with ac_last_error (AC_EINVAL for NULL,
+ * AC_ETYPE for another type of message) when `msg` is not a Routees. Any
+ * thread. */
+AC_API size_t ac_routees_count(const ac_msg *msg);
+/* The i-th routee (borrowed from `msg`: retain it to keep it longer), or
+ * NULL with ac_last_error: AC_EINVAL for NULL or i >= the count, AC_ETYPE
+ * for another type of message. Any thread. */
+AC_API ac_ref *ac_routees_at(const ac_msg *msg, size_t i);
 
 #ifdef __cplusplus
 }

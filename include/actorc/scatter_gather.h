@@ -17,15 +17,28 @@
  *
  * Failures reach the caller as one AggregateError (as an error message,
  * sent by the router, which rejects an ask with AC_EFAILED), members in
- * scatter order. Its message is "Scatter/gather router <path>: " and then
- * one of (N routees, a timeout of 80 ms):
- *   none of N routees replied within 80ms    N AskTimeoutErrors
- *   all N routees failed                     what each returned
- *   has no routees left to scatter to        none
- *   stopped while the scatter was still open none
- * The other routers answer an ask they cannot deliver differently: an
- * UndeliverableError with AC_EDEAD (router.h).
- * ac_error_all_timeouts() tells "too slow" from "broken".
+ * scatter order. Its message is one of (here N = 3 routees, a timeout of
+ * 80 ms, a router at actorc://demo/user/replicas):
+ *   Scatter/gather router actorc://demo/user/replicas: none of 3 routees
+ *   replied within 80ms
+ *       3 AskTimeoutErrors
+ *   Scatter/gather router actorc://demo/user/replicas: all 3 routees failed
+ *       what each returned (an error reply, or an ActorStoppedError for a
+ *       routee that had stopped, or an AskTimeoutError for a slow one)
+ *   Scatter/gather router actorc://demo/user/replicas has no routees left
+ *   to scatter to
+ *       no members; answered at once
+ *   Scatter/gather router actorc://demo/user/replicas stopped while the
+ *   scatter was still open
+ *       no members
+ * (each on one line). ac_error_all_timeouts() tells "too slow" from
+ * "broken". Out of memory while creating a scatter, the caller gets a
+ * RouterError from the router instead. The other routers answer an ask
+ * they cannot deliver differently: an UndeliverableError with AC_EDEAD
+ * (router.h, which lists what every router kind answers). So does a
+ * Broadcast wrapper (ac_broadcast_new) sent to this router: it bypasses
+ * the scatter, and the first routee to answer settles the ask. GetRoutees
+ * is answered by the router itself (router.h).
  *
  * The timeout bounds the whole scatter and applies to each routee's ask.
  * Keep the caller's own ask timeout above it (the defaults, 4,500 and

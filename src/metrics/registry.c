@@ -19,6 +19,10 @@
  * Sharded counters (the runtime's own, counted on every turn) give each
  * thread its own cache line, picked by a per-thread index, so that workers
  * counting their turns never share a contended line.
+ *
+ * Reading by name (ac_metrics_read) finds the family under the registry
+ * lock and the series by the same lock-free lookup as an update, and reads
+ * with the very functions the exposition uses, so the two never disagree.
  */
 #include <math.h>
 #include <stdio.h>
@@ -496,16 +500,27 @@ ac_metric_family *ac__family_register(ac__metrics *reg, ac__metric_kind kind, co
     return f;
 }
 
+/* The registry of `system` into *out, or the error (NULL system, metrics
+ * off) naming `fn` and `name`. */
+static ac_status registry_get(ac_system *system, const char *fn, const char *name,
+                              ac__metrics **out)
+{
+    *out = NULL;
+    if (!system)
+        return ac__fail(AC_EINVAL, "%s: system is NULL", fn);
+    *out = ac__metrics_of(system);
+    if (!*out)
+        return ac__fail(AC_EINVAL,
+                        "%s(\"%s\"): metrics are off for system \"%s\" (set "
+                        "ac_system_options.metrics or call ac_metrics_enable)",
+                        fn, name ? name : "(null)", system->name);
+    return AC_OK;
+}
+
 static ac__metrics *registry_of(ac_system *system, const char *fn, const char *name)
 {
-    if (!system)
-        return ac__fail_null(AC_EINVAL, "%s: system is NULL", fn);
-    ac__metrics *reg = ac__metrics_of(system);
-    if (!reg)
-        return ac__fail_null(AC_EINVAL,
-                             "%s(\"%s\"): metrics are off for system \"%s\" (set "
-                             "ac_system_options.metrics or call ac_metrics_enable)",
-                             fn, name ? name : "(null)", system->name);
+    ac__metrics *reg;
+    registry_get(system, fn, name, &reg);
     return reg;
 }
 
@@ -615,4 +630,105 @@ uint64_t ac_histogram_count(const ac_histogram *h)
 double ac_histogram_sum(const ac_histogram *h)
 {
     return h ? ac__bits_to_double(atomic_load_explicit(&h->sum_bits, memory_order_relaxed)) : 0.0;
+}
+
+/* ---- reading by name -------------------------------------------------- */
+
+_Static_assert((int)AC_METRIC_COUNTER == (int)AC__METRIC_COUNTER &&
+                   (int)AC_METRIC_GAUGE == (int)AC__METRIC_GAUGE &&
+                   (int)AC_METRIC_HISTOGRAM == (int)AC__METRIC_HISTOGRAM,
+               "the public kinds mirror the internal ones");
+
+/* The family called `name`, or NULL. Families are never removed before
+ * teardown, so the pointer stays good after the lock is let go. */
+static ac_metric_family *family_named(ac__metrics *reg, const char *name)
+{
+    pthread_mutex_lock(&reg->lock);
+    ac_metric_family *f = reg->first;
+    while (f && strcmp(f->name, name) != 0)
+        f = f->next;
+    pthread_mutex_unlock(&reg->lock);
+    return f;
+}
+
+/* "a", "b" (as many as fit in cap): a family's label names, to explain a
+ * wrong count. */
+static const char *label_list(const ac_metric_family *f, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < f->nlabels && len < cap; i++) {
+        int w = snprintf(buf + len, cap - len, "%s\"%s\"", i ? ", " : "", f->label_names[i]);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return f->nlabels ? buf : "none";
+}
+
+static ac_status check_read_labels(const ac_metric_family *f, const char *const *values,
+                                   size_t n)
+{
+    static const char fn[] = "ac_metrics_read";
+    char names[160];
+    if (n != f->nlabels)
+        return ac__fail(AC_EINVAL, "%s(\"%s\"): %zu label values given for the %zu label(s) "
+                        "of this %s: %s", fn, f->name, n, f->nlabels, kind_name(f->kind),
+                        label_list(f, names, sizeof names));
+    for (size_t i = 0; i < n; i++)
+        if (!values[i])
+            return ac__fail(AC_EINVAL, "%s(\"%s\"): the value of label \"%s\" is NULL", fn,
+                            f->name, f->label_names[i]);
+    return AC_OK;
+}
+
+static void read_series(const ac_metric_family *f, const ac__series *s, ac_metric_value *out)
+{
+    out->kind = (ac_metric_kind)f->kind;
+    switch (f->kind) {
+    case AC__METRIC_COUNTER:
+        out->count = ac__counter_read((const ac_counter *)(const void *)s);
+        out->value = (double)out->count;
+        break;
+    case AC__METRIC_GAUGE:
+        out->value = ac_gauge_value((const ac_gauge *)(const void *)s);
+        break;
+    case AC__METRIC_HISTOGRAM:
+        out->count = ac_histogram_count((const ac_histogram *)(const void *)s);
+        out->sum = ac_histogram_sum((const ac_histogram *)(const void *)s);
+        break;
+    }
+}
+
+static ac_status read_checked(ac_system *system, const char *name,
+                              const char *const *label_values, size_t n, ac_metric_value *out)
+{
+    static const char fn[] = "ac_metrics_read";
+    if (!out || !name)
+        return ac__fail(AC_EINVAL, "%s: %s is NULL", fn, out ? "name" : "out");
+    if (n > 0 && !label_values)
+        return ac__fail(AC_EINVAL, "%s(\"%s\"): %zu label values, but label_values is NULL", fn,
+                        name, n);
+    ac__metrics *reg;
+    ac_status st = registry_get(system, fn, name, &reg);
+    if (st != AC_OK)
+        return st;
+    ac_metric_family *f = family_named(reg, name);
+    if (!f)
+        return ac__fail(AC_ENOTFOUND, "%s: no metric family is called \"%s\"", fn, name);
+    st = check_read_labels(f, label_values, n);
+    if (st != AC_OK)
+        return st;
+    const ac__series *s = lookup(f, hash_values(label_values, n), label_values);
+    if (!s)
+        return ac__fail(AC_ENOTFOUND, "%s(\"%s\"): no series with these %zu label values", fn,
+                        name, n);
+    read_series(f, s, out);
+    return AC_OK;
+}
+
+ac_status ac_metrics_read(ac_system *system, const char *name, const char *const *label_values,
+                          size_t n, ac_metric_value *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    return read_checked(system, name, label_values, n, out);
 }

@@ -8,6 +8,10 @@
  * whose default pre_restart calls post_stop) releases them. Terminated
  * routees are pruned by identity: after a restart, a late Terminated for an
  * old routee matches nothing in the new pool.
+ *
+ * What the router handles itself, whatever its strategy: Terminated (a
+ * routee stopped), GetRoutees (routees.c) and the Broadcast wrapper;
+ * everything else goes to the strategy.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +34,13 @@ ac_msg *ac_broadcast_new(ac_msg *inner)
 {
     if (!inner)
         return ac__fail_null(AC_EINVAL, "ac_broadcast_new: inner message is NULL");
+    /* A routee could not answer it: the router does, once. */
+    if (ac_msg_is(inner, &ac_msg_type_get_routees)) {
+        ac_msg_release(inner); /* consumed, as on every other path */
+        return ac__fail_null(AC_EINVAL,
+                             "ac_broadcast_new: GetRoutees is answered by the router itself; "
+                             "send it unwrapped");
+    }
     ac_msg *m = ac_msg_new(&ac_msg_type_broadcast, sizeof inner);
     if (!m) {
         ac_msg_release(inner);
@@ -138,6 +149,10 @@ static void router_receive(ac_ctx *ctx, ac_msg *msg)
     ac__router_state *st = ac_ctx_state(ctx);
     if (ac_msg_is(msg, &ac_msg_type_terminated)) {
         prune(ctx, st, ac_terminated_ref(msg));
+        return;
+    }
+    if (ac_msg_is(msg, &ac_msg_type_get_routees)) {
+        ac__router_answer_routees(ctx, st->routees, st->n);
         return;
     }
     if (ac_msg_is(msg, &ac_msg_type_broadcast)) {

@@ -56,6 +56,11 @@ ac_status ac__router_check(const char *fn, int n, const ac_actor_def *def,
 /* Hand `msg` (borrowed) with the current sender to dead letters. */
 void ac__router_dead_letter(ac_ctx *ctx, ac_msg *msg);
 
+/* Reply to the current sender with a Routees message holding `routees`
+ * (borrowed; the message retains each), or with a RouterError when out of
+ * memory. In the router's turn. */
+void ac__router_answer_routees(ac_ctx *ctx, ac_ref *const *routees, size_t n);
+
 extern const ac__router_kind ac__scatter_gather_kind;
 
 #endif

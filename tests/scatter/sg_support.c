@@ -454,12 +454,25 @@ ac_status sg_wait_future_until(ac_future *f, ac_answer *a, double deadline)
 
 void sg_assert_pending(ac_future *f, const char *what)
 {
-    ac_answer a;
-    ac_status st = ac_future_wait(f, 30, &a);
-    if (st != AC_EPENDING) {
+    ac_answer a = {0};
+    if (ac_future_poll(f, &a)) {
         char *e = ac_error_to_string(a.error);
-        fail_msg("%s: expected the ask to be still open, but it settled with %s (%s; reply %s)",
-                 what, ac_status_name(st), e ? e : "no error", ac_msg_type_name(a.reply));
+        fail_msg("%s: expected the ask to be still open, but it settled (%s; reply %s)", what,
+                 e ? e : "no error", ac_msg_type_name(a.reply));
+    }
+}
+
+void sg_assert_seen_exactly(sg_data *d, int k, long long seen)
+{
+    ac_answer a;
+    ac_status st = ac_ask_wait(atomic_load(&d->refs[k][0]), sg_key_new("barrier", 0), SG_WAIT_MS,
+                               &a);
+    ac_answer_release(&a);
+    assert_status(st, AC_OK);
+    /* counted just after the reply: wait for it, then it must be exact */
+    if (!ts_wait_ge(&d->seen[k], seen, TS_WAIT_S) || atomic_load(&d->seen[k]) != seen) {
+        fail_msg("routee-%d saw %lld requests, expected %lld", k,
+                 (long long)atomic_load(&d->seen[k]), seen);
     }
 }
 

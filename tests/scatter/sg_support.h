@@ -152,8 +152,16 @@ int sg_routee_index(const ac_ref *ref);
 ac_status sg_wait_future(ac_future *f, ac_answer *a);
 /* The same with a shared deadline (ts_now() seconds) for many futures. */
 ac_status sg_wait_future_until(ac_future *f, ac_answer *a, double deadline);
-/* The future has not settled (it is given a short real-time grace first). */
+/* The future has not settled. No grace period: in these tests whatever
+ * could settle a scatter (a routee's reply, counted after it is handed
+ * over; a timer, fired by ac_clock_advance before it returns) settles it
+ * synchronously, before the test thread gets here. */
 void sg_assert_pending(ac_future *f, const char *what);
+/* A barrier through routee k, which must answer at once (SG_ECHO): an ask
+ * straight to it is handled after everything already queued at it; then
+ * its count of requests seen must come to exactly `seen`, the barrier's
+ * own included (a request queued before it would make it more). */
+void sg_assert_seen_exactly(sg_data *d, int k, long long seen);
 /* An AggregateError with exactly `message` and `members` members, as
  * the failure of an ask (status AC_EFAILED). */
 void sg_assert_aggregate(ac_status st, const ac_answer *a, const char *message, size_t members);

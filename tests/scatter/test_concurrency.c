@@ -67,6 +67,7 @@ static void test_ten_thousand_concurrent_scatters(void **state)
     for (int k = 1; k <= 3; k++) {
         assert_eventually(ts_wait_ge(&d->replies[k], SCATTERS, TS_WAIT_S),
                           "every routee to answer every scatter");
+        sg_wait_seen(d, k, SCATTERS); /* counted just after the reply */
         assert_int_equal(atomic_load(&d->seen[k]), SCATTERS);
     }
     assert_int_equal(ac_dead_letter_count(d->sys), 0);

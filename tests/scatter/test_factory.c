@@ -27,10 +27,18 @@ static void test_props_spawn_routees_as_children_at_start(void **state)
     for (int k = 1; k <= 3; k++) {
         assert_eventually(ts_wait_ge(&d->starts[k], 1, TS_WAIT_S), "a routee to start");
     }
-    ts_sleep_ms(50);
+    /* The router answers GetRoutees only after its pre_start: the pool it
+     * spawned there is routee-1..3 and no more. */
+    ac_answer ga;
+    assert_status(ac_ask_wait(router, ac_router_get_routees_msg(), SG_WAIT_MS, &ga), AC_OK);
+    assert_int_equal(ac_routees_count(ga.reply), 3);
+    for (int k = 1; k <= 3; k++) {
+        assert_ptr_equal(ac_routees_at(ga.reply, (size_t)k - 1), atomic_load(&d->refs[k][0]));
+    }
+    ac_answer_release(&ga);
     for (int k = 1; k <= 3; k++) {
         assert_int_equal(atomic_load(&d->starts[k]), 1);
-        assert_int_equal(atomic_load(&d->seen[k]), 0);
+        sg_assert_seen_exactly(d, k, 1); /* the barrier alone: nothing came before it */
         ac_ref *r = atomic_load(&d->refs[k][0]);
         char name[32], path[128];
         snprintf(name, sizeof name, "routee-%d", k);
@@ -192,8 +200,8 @@ static void test_validation_names_option_and_value(void **state)
         }
         ac_props_free(p);
     }
-    /* nothing was spawned by any of it */
-    ts_sleep_ms(50);
+    /* nothing was spawned by any of it: a factory takes no system, and
+     * props that are freed unspawned start nothing */
     for (int k = 0; k <= SG_MAX; k++) {
         assert_int_equal(atomic_load(&d->starts[k]), 0);
     }

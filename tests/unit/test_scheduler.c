@@ -1,0 +1,187 @@
+/*
+ * The scheduler's run queues (src/core/scheduler.c), white-box. The ring
+ * functions are static, so they are reached through the narrowest calls
+ * that use them:
+ *   - ac__scheduler_push from a thread that is not a worker goes to the
+ *     injection list; ac__scheduler_stop on a scheduler that never started
+ *     drains it, releasing each queued actor in FIFO order (stand-in
+ *     actors whose destroy records the order);
+ *   - on a system with one worker, a handler that wakes idle actors puts
+ *     each in its worker's runnext, the one it displaces at the tail of
+ *     the ring: they run last-woken first, then the rest in wake order;
+ *     beyond the ring's 256 slots the overflow goes to the injection list,
+ *     and every actor still runs exactly once, each queue in FIFO order.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "ts_test.h"
+
+#include "core/internal.h"
+
+/* ---- the injection list, on a scheduler that never starts ------------ */
+
+enum { N_STAND_INS = 40 };
+static ac__actor *g_stand_ins[N_STAND_INS];
+static int g_order[N_STAND_INS];
+static int g_released;
+
+/* A stand-in records its index when the queue lets go of it. */
+static void stand_in_destroy(ac_ref *ref)
+{
+    for (int i = 0; i < N_STAND_INS; i++) {
+        if (&g_stand_ins[i]->ref == ref) {
+            g_order[g_released++] = i;
+        }
+    }
+}
+
+static const char *stand_in_path(const ac_ref *ref)
+{
+    (void)ref;
+    return "stand-in";
+}
+
+static const ac__ref_ops stand_in_ops = {
+    .kind = AC__REF_ACTOR, .destroy = stand_in_destroy, .path = stand_in_path};
+
+static void test_injection_list_fifo(void **state)
+{
+    (void)state;
+    ac__scheduler *s = ac__scheduler_create(NULL, 2, 16);
+    assert_non_null(s);
+    for (int i = 0; i < N_STAND_INS; i++) {
+        g_stand_ins[i] = calloc(1, sizeof(ac__actor));
+        assert_non_null(g_stand_ins[i]);
+        atomic_init(&g_stand_ins[i]->ref.refs, 1); /* the queue's reference */
+        g_stand_ins[i]->ref.ops = &stand_in_ops;
+        /* `fresh` means nothing off a worker */
+        ac__scheduler_push(s, g_stand_ins[i], i % 2 == 0);
+    }
+    g_released = 0;
+    ac__scheduler_stop(s);
+    assert_int_equal(g_released, N_STAND_INS);
+    for (int i = 0; i < N_STAND_INS; i++) {
+        assert_int_equal(g_order[i], i);
+    }
+    ac__scheduler_destroy(s);
+    for (int i = 0; i < N_STAND_INS; i++) {
+        free(g_stand_ins[i]);
+    }
+}
+
+/* ---- runnext and the ring, on one worker ------------------------------ */
+
+#define MAX_WOKEN 300
+
+typedef struct order_data {
+    atomic_int next;
+    int ran[MAX_WOKEN]; /* ids in the order their turns ran */
+    atomic_llong done;
+    ac_ref *woken[MAX_WOKEN];
+    int n;
+} order_data;
+
+static void woken_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    order_data *d = ac_ctx_user_data(ctx);
+    if (ac_msg_is(msg, &ac_msg_type_str)) { /* a ping: proves it is idle after */
+        ac_reply(ctx, ac_msg_str_new("pong"));
+        return;
+    }
+    d->ran[atomic_fetch_add(&d->next, 1)] = (int)ac_msg_int64(msg);
+    atomic_fetch_add(&d->done, 1);
+}
+
+static const ac_actor_def woken_def = {.name = "Woken", .receive = woken_receive};
+
+/* Wakes every actor in d->woken, in order, in one turn. */
+static void waker_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)msg;
+    order_data *d = ac_ctx_user_data(ctx);
+    for (int i = 0; i < d->n; i++) {
+        ac_tell(d->woken[i], ac_msg_int64_new(i), ac_self(ctx));
+    }
+}
+
+static const ac_actor_def waker_def = {.name = "Waker", .receive = waker_receive};
+
+static order_data *run_wake_up(ts_fixture *fx, int n)
+{
+    ac_system_options o = {.workers = 1};
+    ac_system *sys = ts_fx_system(fx, "one_worker", &o);
+    assert_non_null(sys);
+    order_data *d = ts_fx_data(fx, sizeof *d, NULL);
+    d->n = n;
+    for (int i = 0; i < n; i++) {
+        d->woken[i] = ts_spawn(sys, &woken_def, d, NULL);
+        assert_non_null(d->woken[i]);
+        ac_answer a; /* answered in its turn; the one worker ends that turn first */
+        assert_status(ac_ask_wait(d->woken[i], ac_msg_str_new("ping"), 5000, &a), AC_OK);
+        ac_answer_release(&a);
+    }
+    ac_ref *waker = ts_spawn(sys, &waker_def, d, "waker");
+    assert_status(ac_tell(waker, ac_msg_str_new("go"), NULL), AC_OK);
+    assert_eventually(ts_wait_eq(&d->done, n, TS_WAIT_S), "every woken actor ran");
+    ac_ref_release(waker);
+    return d;
+}
+
+static void release_woken(order_data *d)
+{
+    for (int i = 0; i < d->n; i++) {
+        ac_ref_release(d->woken[i]);
+    }
+}
+
+static void test_runnext_then_ring_fifo(void **state)
+{
+    ts_fixture *fx = *state;
+    enum { N = 200 }; /* the ring holds N - 1 */
+    order_data *d = run_wake_up(fx, N);
+    assert_int_equal(d->ran[0], N - 1); /* the last woken, from runnext */
+    for (int i = 1; i < N; i++) {
+        assert_int_equal(d->ran[i], i - 1); /* the displaced, in wake order */
+    }
+    release_woken(d);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
+static void test_ring_overflow_goes_to_injection(void **state)
+{
+    ts_fixture *fx = *state;
+    enum { N = MAX_WOKEN, RING = 256 };
+    order_data *d = run_wake_up(fx, N);
+    bool seen[MAX_WOKEN] = {false};
+    int last_ring = -1, last_injected = RING - 1;
+    for (int i = 0; i < N; i++) {
+        int id = d->ran[i];
+        assert_true(id >= 0 && id < N);
+        assert_false(seen[id]);
+        seen[id] = true;
+        if (id == N - 1) {
+            continue; /* runnext */
+        }
+        if (id < RING) {
+            assert_int_equal(id, last_ring + 1);
+            last_ring = id;
+        } else {
+            assert_int_equal(id, last_injected + 1);
+            last_injected = id;
+        }
+    }
+    assert_int_equal(last_ring, RING - 1);
+    assert_int_equal(last_injected, N - 2);
+    release_woken(d);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_injection_list_fifo),
+        TS_UNIT(test_runnext_then_ring_fifo),
+        TS_UNIT(test_ring_overflow_goes_to_injection),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
