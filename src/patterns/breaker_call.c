@@ -40,7 +40,7 @@ typedef struct call {
     ac_breaker *b;   /* retained */
     ac_breaker_permit permit;
     ac_ref *target;  /* retained */
-    ac_ref *caller;  /* retained; NULL: nobody to pass the answer to */
+    ac_ref *caller;  /* retained until answered; NULL: nobody to pass it to */
     uint32_t timeout_ms;
     bool breaker_timeout; /* the timer is call_timeout_ms, not the caller's */
     bool started;    /* the request went out (read by the asking thread) */
@@ -70,17 +70,27 @@ static bool claim(call *c)
                                                    memory_order_acq_rel, memory_order_relaxed);
 }
 
-/* The claimer's part: record, then answer the caller (msg consumed,
- * sender borrowed), then let go of reply's hold. */
+/* Answer the caller (msg consumed, sender borrowed) and let go of it at
+ * once: an ask's reply ref holds our entry, so holding it until the call
+ * is freed would keep both alive for ever. */
+static void answer_caller(call *c, ac_msg *msg, ac_ref *sender)
+{
+    if (c->caller && msg)
+        ac_tell(c->caller, msg, sender);
+    else
+        ac_msg_release(msg);
+    ac_ref_release(c->caller);
+    c->caller = NULL;
+}
+
+/* The claimer's part: record, then answer the caller, then let go of
+ * reply's hold. */
 static void finish(call *c, const ac_error *err, ac_msg *msg, ac_ref *sender)
 {
     if (ac__timer_cancel(c->reply.system->timers, &c->timer))
         call_unref(c); /* the timer's reference */
     ac_breaker_record(c->b, &c->permit, err);
-    if (c->caller && msg)
-        ac_tell(c->caller, msg, sender);
-    else
-        ac_msg_release(msg);
+    answer_caller(c, msg, sender);
     ac_ref_release(&c->reply);
 }
 
@@ -89,11 +99,7 @@ static void finish_error(call *c, ac_error *err)
     ac_breaker_record(c->b, &c->permit, err);
     if (ac__timer_cancel(c->reply.system->timers, &c->timer))
         call_unref(c);
-    ac_msg *m = ac_msg_error_new(err); /* consumes err */
-    if (c->caller && m)
-        ac_tell(c->caller, m, NULL);
-    else
-        ac_msg_release(m);
+    answer_caller(c, ac_msg_error_new(err) /* consumes err */, NULL);
     ac_ref_release(&c->reply);
 }
 
@@ -165,6 +171,7 @@ static void timer_discard(ac__timer *t)
     call *c = of_timer(t);
     if (claim(c)) {
         ac_breaker_cancel(c->b, &c->permit);
+        answer_caller(c, NULL, NULL);
         ac_ref_release(&c->reply);
     }
     call_unref(c);
