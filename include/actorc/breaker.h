@@ -88,7 +88,8 @@ typedef bool (*ac_breaker_failure_fn)(const ac_error *err, void *user);
  * that caused it (a completing call, a caller, the timer thread, or
  * ac_clock_advance), in the order of the changes, with the breaker's
  * transition lock held: it must be short, must not block and must not
- * call through this breaker (reading its state is fine). */
+ * call through this breaker (ac_breaker_state_of and ac_breaker_get_info
+ * are fine). */
 typedef void (*ac_breaker_transition_fn)(ac_breaker *breaker, ac_breaker_state from,
                                          ac_breaker_state to, void *user);
 
@@ -235,7 +236,9 @@ typedef struct ac_breaker_info {
 /* The state now: OPEN turns HALF_OPEN when its reset timeout has passed,
  * whether or not a probe went through yet. */
 AC_API ac_breaker_state ac_breaker_state_of(ac_breaker *breaker);
-/* State and counters now; AC_EINVAL for NULL. */
+/* State and counters now, without a lock (each field is read on its own,
+ * so a change meanwhile may show in some fields only); may be called from
+ * a transition callback. AC_EINVAL for NULL. */
 AC_API ac_status ac_breaker_get_info(ac_breaker *breaker, ac_breaker_info *info);
 /* The name given at creation (or the routee's path); "" for NULL. */
 AC_API const char *ac_breaker_name(const ac_breaker *breaker);

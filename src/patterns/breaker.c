@@ -100,9 +100,12 @@ struct ac_breaker {
     void *on_transition_user;
     /* under lock */
     pthread_mutex_t lock;
-    int64_t backoff_ms; /* reset timeout of the next open period, before jitter */
+    /* reset timeout of the next open period, before jitter; and the opens
+     * so far. Written under the lock, read without it (ac_breaker_get_info
+     * may be called from a transition callback, which holds the lock). */
+    atomic_int_least64_t backoff_ms;
     uint64_t rng;
-    uint64_t opened;
+    atomic_uint_least64_t opened;
     ac__refset subscribers;
     /* the open error, made at most once per epoch and ms (under cache_lock) */
     atomic_flag cache_lock;
@@ -204,7 +207,8 @@ static uint64_t next_random(ac_breaker *b)
 static int64_t open_period(ac_breaker *b)
 {
     double u = (double)(next_random(b) >> 11) / (double)(1ull << 53); /* [0, 1) */
-    double ms = (double)b->backoff_ms * (1.0 + b->random_factor * u);
+    double base = (double)atomic_load_explicit(&b->backoff_ms, memory_order_relaxed);
+    double ms = base * (1.0 + b->random_factor * u);
     return ms > (double)INT32_MAX ? INT32_MAX : (int64_t)ms;
 }
 
@@ -232,7 +236,7 @@ static bool open_locked(ac_breaker *b, uint64_t w)
     if (!atomic_compare_exchange_strong_explicit(&b->word, &w, next, memory_order_acq_rel,
                                                  memory_order_relaxed))
         return false;
-    b->opened++;
+    atomic_fetch_add_explicit(&b->opened, 1, memory_order_relaxed);
     arm_probe_timer(b, word_epoch(next), period);
     announce(b, word_state(w), AC_BREAKER_OPEN);
     return true;
@@ -276,7 +280,7 @@ static void close_locked(ac_breaker *b, uint64_t w)
     if (!atomic_compare_exchange_strong_explicit(&b->word, &w, next, memory_order_acq_rel,
                                                  memory_order_relaxed))
         return;
-    b->backoff_ms = b->reset_timeout_ms;
+    atomic_store_explicit(&b->backoff_ms, b->reset_timeout_ms, memory_order_relaxed);
     announce(b, AC_BREAKER_HALF_OPEN, AC_BREAKER_CLOSED);
 }
 
@@ -337,15 +341,22 @@ static outcome classify(ac_breaker *b, const ac_error *err)
     return OUT_FAILURE;
 }
 
+/* A failed probe: the next open period is `backoff` times longer, up to
+ * the ceiling. Call with the lock held. */
+static void back_off_locked(ac_breaker *b)
+{
+    double next = (double)atomic_load_explicit(&b->backoff_ms, memory_order_relaxed) * b->backoff;
+    int64_t ms = next > b->max_reset_timeout_ms ? b->max_reset_timeout_ms : (int64_t)next;
+    atomic_store_explicit(&b->backoff_ms, ms, memory_order_relaxed);
+}
+
 static void record_probe(ac_breaker *b, uint64_t epoch, bool failed)
 {
     pthread_mutex_lock(&b->lock);
     uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
     if (word_state(w) == AC_BREAKER_HALF_OPEN && (w & PROBE_BIT) && word_epoch(w) == epoch) {
         if (failed) {
-            b->backoff_ms = b->backoff_ms * b->backoff > b->max_reset_timeout_ms
-                                ? b->max_reset_timeout_ms
-                                : (int64_t)(b->backoff_ms * b->backoff);
+            back_off_locked(b);
             open_locked(b, w);
         } else {
             close_locked(b, w);
@@ -608,7 +619,8 @@ static void configure(ac_breaker *b, const ac_breaker_options *o)
     b->is_failure_user = o->is_failure_user;
     b->on_transition = o->on_transition;
     b->on_transition_user = o->on_transition_user;
-    b->backoff_ms = b->reset_timeout_ms;
+    atomic_init(&b->backoff_ms, b->reset_timeout_ms);
+    atomic_init(&b->opened, 0);
     b->rng = o->seed ? o->seed : ((uint64_t)(uintptr_t)b ^ ac__now_ns() ^ 0x9e3779b97f4a7c15ull);
     if (!b->rng)
         b->rng = 1;
@@ -724,7 +736,6 @@ ac_status ac_breaker_get_info(ac_breaker *b, ac_breaker_info *info)
         memset(info, 0, sizeof *info);
     if (!b || !info)
         return ac__fail(AC_EINVAL, "ac_breaker_get_info: %s is NULL", b ? "info" : "breaker");
-    pthread_mutex_lock(&b->lock);
     uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
     info->state = ac_breaker_state_of(b);
     info->failures = word_failures(w);
@@ -732,9 +743,8 @@ ac_status ac_breaker_get_info(ac_breaker *b, ac_breaker_info *info)
         info->opened_at_ms = atomic_load_explicit(&b->opened_at_ms, memory_order_relaxed);
         info->next_probe_ms = atomic_load_explicit(&b->open_until_ms, memory_order_relaxed);
     }
-    info->reset_timeout_ms = b->backoff_ms;
-    info->opened = b->opened;
-    pthread_mutex_unlock(&b->lock);
+    info->reset_timeout_ms = atomic_load_explicit(&b->backoff_ms, memory_order_relaxed);
+    info->opened = atomic_load_explicit(&b->opened, memory_order_relaxed);
     return AC_OK;
 }
 

@@ -41,8 +41,11 @@ void bk_set(bk_data *d, bk_beh beh) { atomic_store(&d->beh, (int)beh); }
 
 static void on_transition(ac_breaker *b, ac_breaker_state from, ac_breaker_state to, void *user)
 {
-    (void)b;
     bk_data *d = user;
+    ac_breaker_info info; /* reading the state from the callback must not deadlock */
+    if (ac_breaker_get_info(b, &info) != AC_OK || ac_breaker_state_of(b) != to) {
+        ts_rec_add(d->rec, "callback saw the wrong state");
+    }
     ts_rec_add(d->rec, "%s->%s", ac_breaker_state_name(from), ac_breaker_state_name(to));
 }
 
