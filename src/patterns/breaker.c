@@ -118,6 +118,22 @@ struct ac_breaker {
     ac_counter *transitions[3];
 };
 
+/* acquire: pairs with cas_word, so that what was written before a change
+ * (open_until_ms, opened_at_ms) is seen with it. */
+static uint64_t load_word(ac_breaker *b)
+{
+    return atomic_load_explicit(&b->word, memory_order_acquire);
+}
+
+/* acq_rel: publishes what this thread wrote before the change (pairs with
+ * load_word) and sees what earlier changes published; a failed CAS
+ * reloads *w with acquire, as load_word does. */
+static bool cas_word(ac_breaker *b, uint64_t *w, uint64_t next)
+{
+    return atomic_compare_exchange_strong_explicit(&b->word, w, next, memory_order_acq_rel,
+                                                   memory_order_acquire);
+}
+
 const char *ac_breaker_state_name(ac_breaker_state s)
 {
     switch (s) {
@@ -232,9 +248,8 @@ static bool open_locked(ac_breaker *b, uint64_t w)
     atomic_store_explicit(&b->opened_at_ms, now, memory_order_relaxed);
     atomic_store_explicit(&b->open_until_ms, now + period, memory_order_relaxed);
     uint64_t next = word_next(w, AC_BREAKER_OPEN);
-    /* release: publishes open_until_ms (pairs with admission's acquire) */
-    if (!atomic_compare_exchange_strong_explicit(&b->word, &w, next, memory_order_acq_rel,
-                                                 memory_order_relaxed))
+    /* publishes open_until_ms and opened_at_ms (see cas_word) */
+    if (!cas_word(b, &w, next))
         return false;
     atomic_fetch_add_explicit(&b->opened, 1, memory_order_relaxed);
     arm_probe_timer(b, word_epoch(next), period);
@@ -247,8 +262,7 @@ static bool open_locked(ac_breaker *b, uint64_t w)
 static bool half_open_locked(ac_breaker *b, uint64_t w, bool as_probe)
 {
     uint64_t next = word_next(w, AC_BREAKER_HALF_OPEN) | (as_probe ? PROBE_BIT : 0);
-    if (!atomic_compare_exchange_strong_explicit(&b->word, &w, next, memory_order_acq_rel,
-                                                 memory_order_acquire))
+    if (!cas_word(b, &w, next))
         return false;
     announce(b, AC_BREAKER_OPEN, AC_BREAKER_HALF_OPEN);
     return true;
@@ -259,7 +273,7 @@ static void half_open_on_time(ac__timer *t)
     probe_timer *pt = (probe_timer *)t;
     ac_breaker *b = pt->b;
     pthread_mutex_lock(&b->lock);
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+    uint64_t w = load_word(b);
     if (word_state(w) == AC_BREAKER_OPEN && word_epoch(w) == pt->epoch)
         half_open_locked(b, w, false);
     pthread_mutex_unlock(&b->lock);
@@ -277,8 +291,7 @@ static void probe_timer_discard(ac__timer *t)
 static void close_locked(ac_breaker *b, uint64_t w)
 {
     uint64_t next = word_next(w, AC_BREAKER_CLOSED);
-    if (!atomic_compare_exchange_strong_explicit(&b->word, &w, next, memory_order_acq_rel,
-                                                 memory_order_relaxed))
+    if (!cas_word(b, &w, next))
         return;
     atomic_store_explicit(&b->backoff_ms, b->reset_timeout_ms, memory_order_relaxed);
     announce(b, AC_BREAKER_HALF_OPEN, AC_BREAKER_CLOSED);
@@ -297,8 +310,7 @@ static bool take_probe_after_deadline(ac_breaker *b, uint64_t w)
 
 static bool admit(ac_breaker *b, ac_breaker_permit *p)
 {
-    /* acquire: pairs with the release CAS of every state change */
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+    uint64_t w = load_word(b);
     for (;;) {
         switch (word_state(w)) {
         case AC_BREAKER_CLOSED:
@@ -307,10 +319,7 @@ static bool admit(ac_breaker *b, ac_breaker_permit *p)
         case AC_BREAKER_HALF_OPEN:
             if (w & PROBE_BIT)
                 return false;
-            /* acq_rel on success: as a state change; on failure, reload */
-            if (atomic_compare_exchange_weak_explicit(&b->word, &w, w | PROBE_BIT,
-                                                      memory_order_acq_rel,
-                                                      memory_order_acquire)) {
+            if (cas_word(b, &w, w | PROBE_BIT)) {
                 p->word = permit_word(word_epoch(w), true);
                 return true;
             }
@@ -322,7 +331,7 @@ static bool admit(ac_breaker *b, ac_breaker_permit *p)
                 p->word = permit_word(word_epoch(w) + 1, true);
                 return true;
             }
-            w = atomic_load_explicit(&b->word, memory_order_acquire);
+            w = load_word(b);
             break;
         }
     }
@@ -353,7 +362,7 @@ static void back_off_locked(ac_breaker *b)
 static void record_probe(ac_breaker *b, uint64_t epoch, bool failed)
 {
     pthread_mutex_lock(&b->lock);
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+    uint64_t w = load_word(b);
     if (word_state(w) == AC_BREAKER_HALF_OPEN && (w & PROBE_BIT) && word_epoch(w) == epoch) {
         if (failed) {
             back_off_locked(b);
@@ -369,15 +378,13 @@ static void record_probe(ac_breaker *b, uint64_t epoch, bool failed)
 static void count_failure_locked(ac_breaker *b, uint64_t epoch)
 {
     pthread_mutex_lock(&b->lock);
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+    uint64_t w = load_word(b);
     while (word_state(w) == AC_BREAKER_CLOSED && word_epoch(w) == epoch) {
         if (word_failures(w) + 1 >= b->max_failures) {
             if (open_locked(b, w))
                 break;
-            w = atomic_load_explicit(&b->word, memory_order_acquire);
-        } else if (atomic_compare_exchange_weak_explicit(&b->word, &w, w + (1ull << FAIL_SHIFT),
-                                                         memory_order_acq_rel,
-                                                         memory_order_acquire)) {
+            w = load_word(b);
+        } else if (cas_word(b, &w, w + (1ull << FAIL_SHIFT))) {
             break;
         }
     }
@@ -388,24 +395,19 @@ static void count_failure_locked(ac_breaker *b, uint64_t epoch)
  * an earlier epoch are stale and change nothing. */
 static void record_closed(ac_breaker *b, uint64_t epoch, bool failed)
 {
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+    uint64_t w = load_word(b);
     while (word_state(w) == AC_BREAKER_CLOSED && word_epoch(w) == epoch) {
         if (failed) {
             if (word_failures(w) + 1 >= b->max_failures) {
                 count_failure_locked(b, epoch);
                 return;
             }
-            /* acq_rel/acquire: a read-modify-write of the word, as above */
-            if (atomic_compare_exchange_weak_explicit(&b->word, &w, w + (1ull << FAIL_SHIFT),
-                                                      memory_order_acq_rel,
-                                                      memory_order_acquire))
+            if (cas_word(b, &w, w + (1ull << FAIL_SHIFT)))
                 return;
         } else {
             if (word_failures(w) == 0)
                 return;
-            if (atomic_compare_exchange_weak_explicit(&b->word, &w, w & ~FAIL_MASK,
-                                                      memory_order_acq_rel,
-                                                      memory_order_acquire))
+            if (cas_word(b, &w, w & ~FAIL_MASK))
                 return;
         }
     }
@@ -442,6 +444,8 @@ static ac_error *make_open_error(ac_breaker *b, uint64_t w, int64_t now)
                         b->name);
 }
 
+/* acquire: pairs with cache_unlock's release, so the holder sees the
+ * cache as the last holder left it. */
 static void cache_lock(ac_breaker *b)
 {
     while (atomic_flag_test_and_set_explicit(&b->cache_lock, memory_order_acquire))
@@ -457,7 +461,7 @@ static void cache_unlock(ac_breaker *b)
  * refused call in between, so refusing costs no allocation. */
 static ac_error *open_error(ac_breaker *b)
 {
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+    uint64_t w = load_word(b);
     int64_t now = now_ms(b);
     cache_lock(b);
     ac_error *e = b->cached && b->cached_epoch == word_epoch(w) && b->cached_ms == now
@@ -708,11 +712,10 @@ void ac_breaker_cancel(ac_breaker *b, const ac_breaker_permit *p)
     if (!b || !p || !permit_probe(p))
         return;
     /* Free the probe slot of the same half-open period, if still held. */
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+    uint64_t w = load_word(b);
     while (word_state(w) == AC_BREAKER_HALF_OPEN && (w & PROBE_BIT) &&
            word_epoch(w) == permit_epoch(p)) {
-        if (atomic_compare_exchange_weak_explicit(&b->word, &w, w & ~PROBE_BIT,
-                                                  memory_order_acq_rel, memory_order_acquire))
+        if (cas_word(b, &w, w & ~PROBE_BIT))
             return;
     }
 }
@@ -723,7 +726,7 @@ ac_breaker_state ac_breaker_state_of(ac_breaker *b)
 {
     if (!b)
         return AC_BREAKER_CLOSED;
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+    uint64_t w = load_word(b);
     if (word_state(w) == AC_BREAKER_OPEN &&
         now_ms(b) >= atomic_load_explicit(&b->open_until_ms, memory_order_relaxed))
         return AC_BREAKER_HALF_OPEN;
@@ -736,7 +739,7 @@ ac_status ac_breaker_get_info(ac_breaker *b, ac_breaker_info *info)
         memset(info, 0, sizeof *info);
     if (!b || !info)
         return ac__fail(AC_EINVAL, "ac_breaker_get_info: %s is NULL", b ? "info" : "breaker");
-    uint64_t w = atomic_load_explicit(&b->word, memory_order_acquire);
+    uint64_t w = load_word(b);
     info->state = ac_breaker_state_of(b);
     info->failures = word_failures(w);
     if (word_state(w) == AC_BREAKER_OPEN) {

@@ -55,6 +55,7 @@ static call *of_timer(ac__timer *t)
 
 static void call_unref(call *c)
 {
+    /* acq_rel: every holder's use happens before the free (as ac_ref_release) */
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
         return;
     ac_ref_release(c->target);
@@ -63,6 +64,9 @@ static void call_unref(call *c)
     free(c);
 }
 
+/* acq_rel: the claimer sees the call as set up by its starter (the timer
+ * arm and the tell publish it too); relaxed on failure: a loser reads
+ * nothing. */
 static bool claim(call *c)
 {
     int expected = 0;
