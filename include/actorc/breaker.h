@@ -163,7 +163,8 @@ AC_API void ac_breaker_release(ac_breaker *breaker);
  * AC_EFAILED at once with answer->error a CircuitBreakerOpenError (no
  * sender) and msg released unsent. A call that outlives call_timeout_ms
  * returns AC_EFAILED with a CircuitBreakerTimeoutError; otherwise the
- * statuses of ac_ask_wait. AC_EINVAL for bad arguments, AC_EINACTOR inside
+ * statuses of ac_ask_wait. AC_EINVAL for bad arguments (among them a
+ * target in another system than the breaker's), AC_EINACTOR inside
  * an actor (*answer zeroed then). Outside actors only. */
 AC_API ac_status ac_breaker_ask_wait(ac_breaker *breaker, ac_ref *target, ac_msg *msg,
                                      int64_t timeout_ms, ac_answer *answer);

@@ -274,6 +274,12 @@ static ac_status check_call(const char *fn, ac_breaker *b, ac_ref *target, ac_ms
         return ac__fail(AC_EINVAL, "%s: timeout_ms = %lld; use 1..%d, or 0 for the default (%d)",
                         fn, (long long)timeout_ms, INT32_MAX, AC_ASK_DEFAULT_TIMEOUT_MS);
     }
+    ac_system *sys = ac_ref_system(ac__breaker_ref(b));
+    if (ac_ref_system(target) != sys) {
+        ac_msg_release(msg);
+        return ac__fail(AC_EINVAL, "%s: %s is not in system \"%s\", the breaker's", fn,
+                        ac_ref_path(target), ac_system_name(sys));
+    }
     return AC_OK;
 }
 

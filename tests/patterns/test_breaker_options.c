@@ -123,6 +123,14 @@ static void test_bad_call_arguments(void **state)
     assert_status(ac_breaker_ask_wait(b, d->server, ac_msg_str_new("x"), 0, NULL), AC_EINVAL);
     assert_null(ac_breaker_ask(b, d->server, ac_msg_str_new("x"), (int64_t)INT32_MAX + 1));
     assert_last_error(AC_EINVAL);
+    ac_system *other = ac_system_create("bk-other", NULL);
+    assert_non_null(other);
+    ac_breaker_options oo = {.name = "other"};
+    ac_breaker *ob = ac_breaker_create(other, &oo);
+    assert_status(ac_breaker_ask_wait(ob, d->server, ac_msg_str_new("x"), 0, &a), AC_EINVAL);
+    assert_non_null(strstr(ac_last_error(), "bk-other"));
+    ac_breaker_release(ob);
+    assert_status(ac_system_terminate(other), AC_OK);
     assert_status(ac_breaker_ask_in(NULL, b, d->server, ac_msg_str_new("x"), 0, NULL, NULL, NULL),
                   AC_EINVAL);
     ac_breaker_permit p;
