@@ -22,5 +22,6 @@
 #include "actorc/router.h"
 #include "actorc/scatter_gather.h"
 #include "actorc/metrics.h"
+#include "actorc/breaker.h"
 
 #endif

@@ -5,6 +5,12 @@
  * latency has a heavy tail, and shows side by side what each returns: the
  * latency percentiles, the failures and the work done per request.
  *
+ * With --breakers, every strategy runs a second time with a circuit
+ * breaker per replica (ac_routee_options.breaker): a dead replica's
+ * breaker opens after a few timeouts, and from then on the pool routes
+ * around it and the scatter asks only the live replicas, but for one probe
+ * now and then.
+ *
  * The driver keeps `concurrency` asks in flight from outside the actor
  * system: each ask's completion callback records the outcome and fires the
  * next ask, so the load is closed-loop and identical for every strategy.
@@ -26,6 +32,7 @@ typedef struct options {
     const char *svg;
     int metrics_port;
     bool quiet;
+    bool breakers;
 } options;
 
 typedef struct driver {
@@ -55,9 +62,22 @@ static uint64_t now_ns(void)
 
 static void issue_next(driver *d);
 
+static bool is_one_timeout(const ac_error *e)
+{
+    return ac_error_is(e, AC_ASK_TIMEOUT_ERROR) || ac_error_is(e, AC_CIRCUIT_BREAKER_TIMEOUT_ERROR);
+}
+
+/* A timeout, or a scatter whose every member timed out (by the scatter's
+ * deadline or a breaker's call timeout). */
 static bool is_timeout(const ac_error *e)
 {
-    return ac_error_is(e, AC_ASK_TIMEOUT_ERROR) || ac_error_all_timeouts(e);
+    size_t n = ac_error_member_count(e);
+    if (!ac_error_is(e, AC_AGGREGATE_ERROR) || n == 0)
+        return is_one_timeout(e);
+    for (size_t i = 0; i < n; i++)
+        if (!is_one_timeout(ac_error_member(e, i)))
+            return false;
+    return true;
 }
 
 static void on_answer(const ac_answer *a, void *user)
@@ -106,7 +126,7 @@ static void issue_next(driver *d)
 static void progress(const char *name, size_t done, size_t total, bool final)
 {
     int width = 30, filled = (int)(done * (size_t)width / (total ? total : 1));
-    fprintf(stderr, "\r  %-18s [%.*s%*s] %3zu%%%s", name, filled,
+    fprintf(stderr, "\r  %-20s [%.*s%*s] %3zu%%%s", name, filled,
             "##############################", width - filled, "", done * 100 / (total ? total : 1),
             final ? "\n" : "");
 }
@@ -189,6 +209,9 @@ static void usage(FILE *out)
             "  --timeout-ms T     deadline of a request (default 1000)\n"
             "  --svg PATH         where to write the latency CDF (default actorc-hedge.svg)\n"
             "  --metrics-port N   serve Prometheus metrics on 127.0.0.1:N while running\n"
+            "  --breakers         run every strategy again with a circuit breaker per\n"
+            "                     replica (5 failures open it; probe after 1 s, backing\n"
+            "                     off to 10 s)\n"
             "  --seed N           random seed (default 42)\n"
             "  --quiet            no progress bar\n"
             "  --help             this text\n");
@@ -236,6 +259,7 @@ static int parse_args(int argc, char **argv, options *o, replica_model *m)
         {"timeout-ms", required_argument, 0, 'T'}, {"svg", required_argument, 0, 'o'},
         {"metrics-port", required_argument, 0, 'p'}, {"seed", required_argument, 0, 'S'},
         {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
+        {"breakers", no_argument, 0, 'b'},
         {0, 0, 0, 0}};
     int c;
     size_t v;
@@ -256,6 +280,7 @@ static int parse_args(int argc, char **argv, options *o, replica_model *m)
         case 'p': ok = parse_size(optarg, 0, 65535, &v); o->metrics_port = (int)v; break;
         case 'S': ok = parse_size(optarg, 0, 1e18, &v); m->seed = v; break;
         case 'q': o->quiet = true; break;
+        case 'b': o->breakers = true; break;
         case 'h': usage(stdout); exit(0);
         default:
             fprintf(stderr, "actorc-hedge: unknown option %s\n\n", argv[optind - 1]);
@@ -342,28 +367,39 @@ int main(int argc, char **argv)
 
     ac_routee_options ro = {.user_data = &m};
     ac_scatter_gather_options sg = {.timeout_ms = o.timeout_ms};
-    run_result runs[4];
-    size_t n = 0;
-    struct {
-        const char *name;
-        ac_props *props;
-        int64_t ask_timeout;
-    } plan[] = {
-        {"round-robin", ac_router_round_robin(o.replicas, &hedge_replica, &ro), o.timeout_ms},
-        {"random", ac_router_random(o.replicas, &hedge_replica, &ro), o.timeout_ms},
-        {"smallest-mailbox", ac_router_smallest_mailbox(o.replicas, &hedge_replica, &ro),
-         o.timeout_ms},
-        /* The caller's budget stays above the router's, so that a failed
-         * scatter reports its AggregateError rather than the caller's own
-         * timeout. */
-        {"scatter-gather", ac_router_scatter_gather_first_completed(o.replicas, &hedge_replica,
-                                                                    &sg, &ro),
-         o.timeout_ms + 500},
-    };
-    for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
-        if (run_strategy(sys, &m, &o, plan[i].name, plan[i].props, plan[i].ask_timeout,
-                         &runs[n]) == 0)
-            n++;
+    /* A call slower than the request's deadline is a failure of its
+     * replica; the jitter keeps the pools' probes apart. */
+    ac_breaker_options bo = {.max_failures = 5, .call_timeout_ms = o.timeout_ms,
+                             .reset_timeout_ms = 1000, .max_reset_timeout_ms = 10000,
+                             .random_factor = 0.2, .seed = m.seed};
+    ac_routee_options ro_cb = {.user_data = &m, .breaker = &bo};
+    run_result runs[8];
+    size_t n = 0, planned = 0;
+    for (int pass = 0; pass < (o.breakers ? 2 : 1); pass++) {
+        const ac_routee_options *r = pass ? &ro_cb : &ro;
+        struct {
+            const char *name;
+            ac_props *props;
+            int64_t ask_timeout;
+        } plan[] = {
+            {pass ? "round-robin+cb" : "round-robin",
+             ac_router_round_robin(o.replicas, &hedge_replica, r), o.timeout_ms},
+            {pass ? "random+cb" : "random", ac_router_random(o.replicas, &hedge_replica, r),
+             o.timeout_ms},
+            {pass ? "smallest-mailbox+cb" : "smallest-mailbox",
+             ac_router_smallest_mailbox(o.replicas, &hedge_replica, r), o.timeout_ms},
+            /* The caller's budget stays above the router's, so that a failed
+             * scatter reports its AggregateError rather than the caller's own
+             * timeout. */
+            {pass ? "scatter-gather+cb" : "scatter-gather",
+             ac_router_scatter_gather_first_completed(o.replicas, &hedge_replica, &sg, r),
+             o.timeout_ms + 500},
+        };
+        for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++, planned++) {
+            if (run_strategy(sys, &m, &o, plan[i].name, plan[i].props, plan[i].ask_timeout,
+                             &runs[n]) == 0)
+                n++;
+        }
     }
     printf("\n");
     report_table(stdout, runs, n);
@@ -378,5 +414,5 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i++)
         free(runs[i].latency_us);
     ac_system_terminate(sys);
-    return n == sizeof plan / sizeof plan[0] ? 0 : 1;
+    return n == planned ? 0 : 1;
 }

@@ -46,12 +46,12 @@ static void fmt_ms(char *buf, size_t cap, int64_t us)
 void report_table(FILE *out, const run_result *runs, size_t n)
 {
     static const double ps[] = {50, 90, 99, 99.9, 100};
-    fprintf(out, "%-18s %9s %9s %9s %9s %9s %9s %9s %7s %10s\n", "strategy", "p50", "p90", "p99",
+    fprintf(out, "%-20s %9s %9s %9s %9s %9s %9s %9s %7s %10s\n", "strategy", "p50", "p90", "p99",
             "p99.9", "max", "req/s", "timeouts", "errors", "calls/req");
     for (size_t i = 0; i < n; i++) {
         const run_result *r = &runs[i];
         sort_once(r);
-        fprintf(out, "%-18s", r->name);
+        fprintf(out, "%-20s", r->name);
         for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
             char b[32];
             fmt_ms(b, sizeof b, percentile_us(r, ps[k]));
@@ -107,7 +107,10 @@ void report_histogram(FILE *out, const run_result *runs, size_t n)
 
 /* ---- SVG -------------------------------------------------------------- */
 
-static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"};
+/* Eight: each strategy, and again with breakers (--breakers). */
+static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                     "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+#define NCOLORS (sizeof colors / sizeof colors[0])
 
 #define W 900
 #define H 560
@@ -179,7 +182,7 @@ int report_svg(const char *path, const run_result *runs, size_t n, const char *s
     axes(f, xmin, xmax, ymax);
     for (size_t i = 0; i < n; i++) {
         const run_result *r = &runs[i];
-        const char *color = colors[i % 5];
+        const char *color = colors[i % NCOLORS];
         fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2' points='", color);
         size_t step = r->ok > 4000 ? r->ok / 4000 : 1;
         for (size_t k = 0; k < r->ok; k += step) {

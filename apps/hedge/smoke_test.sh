@@ -18,6 +18,19 @@ sg=$(p99 scatter-gather)
 echo "p99: round-robin ${rr} ms, scatter-gather ${sg} ms"
 awk -v a="$sg" -v b="$rr" 'BEGIN { exit !(a + 0 < b + 0) }' ||
     { echo "FAIL: scatter-gather p99 ${sg} ms is not below round-robin's ${rr} ms"; exit 1; }
+# A dead replica with breakers on: once its breaker opens, round-robin
+# stops sending it a third of the load and scatter/gather stops asking it.
+"$bin" --requests 3000 --concurrency 32 --dead-replica 1 --timeout-ms 100 --breakers \
+    --svg "$dir/cb.svg" --quiet >"$dir/cb.txt"
+cat "$dir/cb.txt"
+col() { awk -v s="$1" -v c="$2" '$1 == s { print $c }' "$dir/cb.txt"; }
+failed() { echo $(( $(col "$1" 8) + $(col "$1" 9) )); }
+echo "round-robin failures: $(failed round-robin) plain, $(failed round-robin+cb) with breakers"
+[ "$(failed round-robin+cb)" -lt $(( $(failed round-robin) / 2 )) ] ||
+    { echo "FAIL: breakers did not cut round-robin's failures"; exit 1; }
+echo "scatter-gather calls/req: $(col scatter-gather 10) plain, $(col scatter-gather+cb 10) with breakers"
+awk -v a="$(col scatter-gather+cb 10)" 'BEGIN { exit !(a + 0 < 2.7) }' ||
+    { echo "FAIL: breakers did not cut scatter-gather's calls per request"; exit 1; }
 # A bad flag prints usage and exits with status 2.
 set +e
 "$bin" --no-such-flag >/dev/null 2>"$dir/err"

@@ -56,6 +56,22 @@
  *   the router itself stopped
  *     AC_EDEAD at once: an ActorStoppedError naming the router.
  *
+ * Breakers (ac_routee_options.breaker): each routee gets a circuit
+ * breaker of its own (breaker.h), named after the routee's path, and every
+ * message routed to it goes through that breaker as a request that
+ * expects an answer: a reply or an error reply passes on to the sender
+ * with the routee as its sender and counts; no answer within the
+ * breaker's call_timeout_ms (default: AC_ASK_DEFAULT_TIMEOUT_MS) counts as
+ * a failure. A routee whose breaker refuses receives no new messages
+ * until its probe time, when one message goes through as the probe:
+ * round-robin, random and smallest-mailbox pass on to the next routee
+ * that is admitted, broadcast and custom leave it out. When every
+ * routee's breaker refuses, the message is not sent: the sender gets a
+ * CircuitBreakerOpenError at once (an ask fails with AC_EFAILED), and a
+ * message without a sender is dropped. Broadcast-wrapped messages
+ * (ac_broadcast_new) bypass the breakers. With metrics on, each breaker's
+ * series carry breaker="<routee path>".
+ *
  * The factories may be called from any thread. Bad arguments return NULL
  * with ac_last_error naming the argument, before anything is spawned.
  */
@@ -73,6 +89,8 @@
 extern "C" {
 #endif
 
+struct ac_breaker_options; /* breaker.h */
+
 /* Options for the routees of a pool. NULL means defaults. */
 typedef struct ac_routee_options {
     /* Handed to every routee as ac_ctx_user_data (borrowed: it must outlive
@@ -81,6 +99,10 @@ typedef struct ac_routee_options {
     /* How the router supervises its routees (copied); NULL: restart, 10
      * within 60 s. */
     const ac_supervisor_strategy *supervisor;
+    /* Give each routee a circuit breaker with these options (copied; the
+     * name is ignored: each is named after its routee's path); checked by
+     * the factory as ac_breaker_create would. NULL: no breakers. */
+    const struct ac_breaker_options *breaker;
 } ac_routee_options;
 
 AC_API ac_props *ac_router_round_robin(int n, const ac_actor_def *def,

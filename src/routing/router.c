@@ -12,6 +12,12 @@
  * What the router handles itself, whatever its strategy: Terminated (a
  * routee stopped), GetRoutees (routees.c) and the Broadcast wrapper;
  * everything else goes to the strategy.
+ *
+ * With breakers, st->breakers[i] guards st->routees[i] (pruned together).
+ * A strategy asks a routee's breaker for a permit before choosing it and
+ * sends through ac_breaker_tell, so the routee's answer is counted on its
+ * way to the sender. Breakers are made in pre_start and released in
+ * post_stop, so a restarted router starts with closed ones.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,13 +82,26 @@ static void router_init(ac_ctx *ctx, void *state)
         st->rng = 1;
     st->routees = calloc((size_t)cfg->n, sizeof *st->routees);
     st->scratch = calloc((size_t)cfg->n, sizeof *st->scratch);
+    if (cfg->breaker)
+        st->breakers = calloc((size_t)cfg->n, sizeof *st->breakers);
+}
+
+/* The breaker of a new routee, named after its path. */
+static bool add_breaker(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_ref *r)
+{
+    if (!cfg->breaker)
+        return true;
+    ac_breaker_options o = *cfg->breaker;
+    o.name = ac_ref_path(r);
+    st->breakers[st->n] = ac_breaker_create(ac_ctx_system(ctx), &o);
+    return st->breakers[st->n] != NULL;
 }
 
 static void router_pre_start(ac_ctx *ctx)
 {
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
     ac__router_state *st = ac_ctx_state(ctx);
-    if (!st->routees || !st->scratch) {
+    if (!st->routees || !st->scratch || (cfg->breaker && !st->breakers)) {
         ac_fail(ctx, ac_error_new("RouterError", "out of memory for %d routees", cfg->n));
         return;
     }
@@ -101,6 +120,12 @@ static void router_pre_start(ac_ctx *ctx)
             return;
         }
         ac_watch(ctx, r);
+        if (!add_breaker(ctx, cfg, st, r)) {
+            ac_fail(ctx, ac_error_new("RouterError", "could not make the breaker of %s: %s",
+                                      name, ac_last_error()));
+            ac_ref_release(r);
+            return;
+        }
         st->routees[st->n++] = r; /* the spawn's reference */
     }
 }
@@ -111,10 +136,14 @@ static void router_post_stop(ac_ctx *ctx)
     ac__router_state *st = ac_ctx_state(ctx);
     if (cfg->kind->on_stop)
         cfg->kind->on_stop(ctx, cfg);
-    for (size_t i = 0; i < st->n; i++)
+    for (size_t i = 0; i < st->n; i++) {
         ac_ref_release(st->routees[i]);
+        if (st->breakers)
+            ac_breaker_release(st->breakers[i]);
+    }
     free(st->routees);
     free(st->scratch);
+    free(st->breakers);
     memset(st, 0, sizeof *st);
 }
 
@@ -125,6 +154,11 @@ static void prune(ac_ctx *ctx, ac__router_state *st, ac_ref *gone)
             continue;
         ac_ref_release(st->routees[i]);
         memmove(&st->routees[i], &st->routees[i + 1], (st->n - i - 1) * sizeof *st->routees);
+        if (st->breakers) {
+            ac_breaker_release(st->breakers[i]);
+            memmove(&st->breakers[i], &st->breakers[i + 1],
+                    (st->n - i - 1) * sizeof *st->breakers);
+        }
         st->n--;
         ac_log_debug(ctx, "routee %s stopped; %zu left", ac_ref_path(gone), st->n);
         return;
@@ -184,9 +218,58 @@ static void send_to(ac_ctx *ctx, ac_ref *routee, ac_msg *msg)
     ac_tell(routee, ac_msg_retain(msg), ac_sender(ctx));
 }
 
+/* ---- through the routees' breakers ---- */
+
+static int64_t breaker_timeout(const ac__router_cfg *cfg) { return cfg->breaker->call_timeout_ms; }
+
+/* Send to routee i if its breaker admits the message. On refusal keeps
+ * the first open error in *first_refusal (the caller's reference). */
+static bool send_guarded(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, size_t i,
+                         ac_msg *msg, ac_error **first_refusal)
+{
+    ac_breaker_permit p;
+    ac_error *err = NULL;
+    if (!ac_breaker_acquire(st->breakers[i], &p, first_refusal && !*first_refusal ? &err : NULL)) {
+        if (err)
+            *first_refusal = err;
+        return false;
+    }
+    ac_breaker_tell(st->breakers[i], &p, st->routees[i], ac_msg_retain(msg), ac_sender(ctx),
+                    breaker_timeout(cfg));
+    return true;
+}
+
+/* Every breaker refused: the sender hears so at once. */
+static void refuse(ac_ctx *ctx, ac_msg *msg, ac_error *err)
+{
+    ac_ref *sender = ac_sender(ctx);
+    if (sender && err) {
+        ac_tell(sender, ac_msg_error_new(err), NULL);
+        return;
+    }
+    ac_error_release(err);
+    ac_log_debug(ctx, "every routee's breaker is open; %s dropped", ac_msg_type_name(msg));
+}
+
+/* The first routee from `start` on (in ring order) whose breaker admits. */
+static void send_first_admitted(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
+                                size_t start, ac_msg *msg)
+{
+    ac_error *err = NULL;
+    for (size_t k = 0; k < st->n; k++)
+        if (send_guarded(ctx, cfg, st, (start + k) % st->n, msg, &err)) {
+            ac_error_release(err);
+            return;
+        }
+    refuse(ctx, msg, err);
+}
+
 static void route_round_robin(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
 {
-    (void)cfg;
+    if (st->breakers) {
+        send_first_admitted(ctx, cfg, st, (size_t)(st->index % st->n), msg);
+        return;
+    }
     send_to(ctx, st->routees[st->index % st->n], msg);
 }
 
@@ -200,24 +283,46 @@ static uint64_t next_random(ac__router_state *st)
 
 static void route_random(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
 {
-    (void)cfg;
     /* Multiply-shift maps 64 random bits onto [0, n) without modulo bias
      * worth measuring for any pool size. */
     uint64_t r = next_random(st) >> 32;
-    send_to(ctx, st->routees[(r * st->n) >> 32], msg);
+    size_t i = (size_t)((r * st->n) >> 32);
+    if (st->breakers)
+        send_first_admitted(ctx, cfg, st, i, msg);
+    else
+        send_to(ctx, st->routees[i], msg);
 }
 
 static void route_broadcast(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
 {
-    (void)cfg;
+    if (!st->breakers) {
+        for (size_t i = 0; i < st->n; i++)
+            send_to(ctx, st->routees[i], msg);
+        return;
+    }
+    ac_error *err = NULL;
+    size_t sent = 0;
     for (size_t i = 0; i < st->n; i++)
-        send_to(ctx, st->routees[i], msg);
+        sent += send_guarded(ctx, cfg, st, i, msg, &err);
+    if (sent)
+        ac_error_release(err);
+    else
+        refuse(ctx, msg, err);
+}
+
+/* The smallest mailbox if its breaker admits; else the next that does. */
+static void route_smallest_guarded(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
+                                   ac_ref *best, ac_msg *msg)
+{
+    size_t i = 0;
+    while (st->routees[i] != best)
+        i++;
+    send_first_admitted(ctx, cfg, st, i, msg);
 }
 
 static void route_smallest_mailbox(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
                                    ac_msg *msg)
 {
-    (void)cfg;
     size_t start = (size_t)(st->index % st->n); /* ties rotate */
     ac_ref *best = NULL;
     int best_len = 0;
@@ -231,10 +336,31 @@ static void route_smallest_mailbox(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_
             best_len = len;
         }
     }
-    if (best)
+    if (best && st->breakers)
+        route_smallest_guarded(ctx, cfg, st, best, msg);
+    else if (best)
         send_to(ctx, best, msg);
     else
         ac__router_dead_letter(ctx, msg);
+}
+
+/* The routees the strategy chose (st->scratch[0..k)) whose breakers admit. */
+static void route_custom_guarded(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, size_t k,
+                                 ac_msg *msg)
+{
+    ac_error *err = NULL;
+    size_t sent = 0, chosen = 0;
+    for (size_t j = 0; j < k; j++)
+        for (size_t i = 0; st->scratch[j] && i < st->n; i++)
+            if (st->routees[i] == st->scratch[j]) {
+                chosen++;
+                sent += send_guarded(ctx, cfg, st, i, msg, &err);
+                break;
+            }
+    if (sent || !chosen)
+        ac_error_release(err);
+    else
+        refuse(ctx, msg, err);
 }
 
 static void route_custom(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
@@ -243,6 +369,10 @@ static void route_custom(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
     if (k > st->n) {
         ac_log_error(ctx, "custom routing returned %zu routees for a pool of %zu; dropped", k,
                      st->n);
+        return;
+    }
+    if (st->breakers) {
+        route_custom_guarded(ctx, cfg, st, k, msg);
         return;
     }
     for (size_t i = 0; i < k; i++)
@@ -275,6 +405,21 @@ ac_status ac__router_check(const char *fn, int n, const ac_actor_def *def,
     if (s && ((int)s->directive < AC_RESTART || s->directive > AC_ESCALATE))
         return ac__fail(AC_EINVAL, "%s: routee supervisor directive = %d is not an ac_directive",
                         fn, (int)s->directive);
+    if (routee_opts && routee_opts->breaker)
+        return ac_breaker_options_check(fn, routee_opts->breaker, false);
+    return AC_OK;
+}
+
+ac_status ac__router_copy_breaker(ac__router_cfg *cfg, const ac_routee_options *routee_opts,
+                                  const char *fn)
+{
+    if (!routee_opts || !routee_opts->breaker)
+        return AC_OK;
+    cfg->breaker = malloc(sizeof *cfg->breaker);
+    if (!cfg->breaker)
+        return ac__fail(AC_ENOMEM, "%s: out of memory", fn);
+    *cfg->breaker = *routee_opts->breaker;
+    cfg->breaker->name = NULL; /* each routee's path instead */
     return AC_OK;
 }
 
@@ -283,6 +428,7 @@ static void cfg_free(void *p)
     ac__router_cfg *cfg = p;
     if (cfg->extra_free)
         cfg->extra_free(cfg->extra);
+    free(cfg->breaker);
     free(cfg);
 }
 
@@ -318,6 +464,10 @@ static ac_props *make_pool(const char *fn, const ac__router_kind *kind, int n,
     cfg->routee_user = routee_opts ? routee_opts->user_data : NULL;
     cfg->fn = strategy;
     cfg->fn_user = user;
+    if (ac__router_copy_breaker(cfg, routee_opts, fn) != AC_OK) {
+        free(cfg);
+        return NULL;
+    }
     return ac__router_props(cfg, routee_opts, fn);
 }
 

@@ -20,6 +20,7 @@ typedef struct ac__router_state {
     uint64_t rng;
     bool warned_empty;
     ac_ref **scratch; /* custom strategy output */
+    ac_breaker **breakers; /* one per routee, same order; NULL: none */
 } ac__router_state;
 
 typedef struct ac__router_cfg ac__router_cfg;
@@ -42,6 +43,7 @@ struct ac__router_cfg {
     void *routee_user;
     ac_routing_fn fn;
     void *fn_user;
+    ac_breaker_options *breaker; /* per-routee breakers (a copy), or NULL */
     void *extra; /* kind-specific; freed with extra_free */
     void (*extra_free)(void *);
 };
@@ -60,6 +62,10 @@ void ac__router_dead_letter(ac_ctx *ctx, ac_msg *msg);
  * (borrowed; the message retains each), or with a RouterError when out of
  * memory. In the router's turn. */
 void ac__router_answer_routees(ac_ctx *ctx, ac_ref *const *routees, size_t n);
+
+/* Copy routee_opts->breaker into cfg (already checked). AC_ENOMEM. */
+ac_status ac__router_copy_breaker(ac__router_cfg *cfg, const ac_routee_options *routee_opts,
+                                  const char *fn);
 
 extern const ac__router_kind ac__scatter_gather_kind;
 

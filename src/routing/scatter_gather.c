@@ -34,6 +34,13 @@
  * every slot is claimed and the timer is gone, so nothing of the scatter
  * remains beyond replies still in flight.
  *
+ * With per-routee breakers, a scatter goes only to the routees whose
+ * breakers admit it, each request through its breaker (ac_breaker_tell,
+ * with the slot as the sender the answer is passed on to), so that a
+ * routee's answer or timeout counts before its slot sees it. When every
+ * breaker refuses, the caller gets an AggregateError of their
+ * CircuitBreakerOpenErrors at once.
+ *
  * The router's handler only creates the scatter, arms the timer and fires
  * the requests; every answer is sent from the thread that completes it,
  * outside the router's turn, so scatters overlap freely.
@@ -296,9 +303,9 @@ static const ac__timer_ops scatter_timer_ops = {.fire = timer_fire, .discard = t
 
 /* ---- the router side -------------------------------------------------- */
 
-static scatter *scatter_new(sg_shared *sh, ac__router_state *st, ac_ref *caller, ac_ref *router)
+static scatter *scatter_new(sg_shared *sh, ac_ref *const *routees, uint32_t n, ac_ref *caller,
+                            ac_ref *router)
 {
-    uint32_t n = (uint32_t)st->n;
     scatter *sc = malloc(scatter_size(n));
     if (!sc)
         return NULL;
@@ -319,7 +326,7 @@ static scatter *scatter_new(sg_shared *sh, ac__router_state *st, ac_ref *caller,
         ac__ref_init(&slot->ref, &slot_ops, router->system);
         atomic_init(&slot->ref.refs, 2); /* its own hold and the router's (see the top) */
         slot->sc = sc;
-        slot->routee = ac_ref_retain(st->routees[i]);
+        slot->routee = ac_ref_retain(routees[i]);
         slot->error = NULL;
         atomic_init(&slot->claimed, 0);
     }
@@ -330,6 +337,104 @@ static scatter *scatter_new(sg_shared *sh, ac__router_state *st, ac_ref *caller,
     sh->open = sc;
     pthread_mutex_unlock(&sh->lock);
     return sc;
+}
+
+static void answer_no_memory(ac_ctx *ctx, sg_shared *sh, ac_ref *caller)
+{
+    ac_error *err = ac_error_new("RouterError", "Scatter/gather router %s: out of memory", sh->path);
+    if (err)
+        ac_tell(caller, ac_msg_error_new(err), ac_self(ctx));
+}
+
+/* Arm the timer and send the requests: plain tells, or (breakers
+ * non-NULL) each through its routee's breaker with its permit. */
+static void fire(ac_ctx *ctx, sg_shared *sh, scatter *sc, ac_msg *msg, ac_breaker **breakers,
+                 const ac_breaker_permit *permits)
+{
+    /* Held until every request is sent: telling a routee that has stopped
+     * claims its slot at once (as may the timer, once armed), and when all
+     * are claimed the scatter would be freed before this loop ends. Taken
+     * before the timer is armed, while no other thread can reach it. */
+    atomic_fetch_add_explicit(&sc->refs, 1, memory_order_relaxed);
+    ac__timer_arm(ac_ctx_system(ctx)->timers, &sc->timer, sh->timeout_ms);
+    for (uint32_t i = 0; i < sc->n; i++) {
+        if (breakers)
+            ac_breaker_tell(breakers[i], &permits[i], sc->slots[i].routee, ac_msg_retain(msg),
+                            &sc->slots[i].ref, sh->timeout_ms);
+        else
+            ac_tell(sc->slots[i].routee, ac_msg_retain(msg), &sc->slots[i].ref);
+        ac_ref_release(&sc->slots[i].ref); /* the router's hold: the envelope has its own */
+    }
+    scatter_unref(sc);
+}
+
+/* Every routee's breaker refused: an AggregateError of their open errors. */
+static void answer_all_open(ac_ctx *ctx, sg_shared *sh, ac_ref *caller, ac_error **refusals,
+                            uint32_t n)
+{
+    ac_error *err = ac_error_aggregate(
+        refusals, n, "Scatter/gather router %s: the circuit breakers of all %u routees are open",
+        sh->path, n);
+    count_outcome(ac_ctx_system(ctx), AC__SG_ALL_FAILED, ac__now_ns()); /* answered at once */
+    if (err)
+        ac_tell(caller, ac_msg_error_new(err), ac_self(ctx));
+}
+
+typedef struct guard_scratch {
+    ac_breaker_permit permits[8];
+    ac_breaker *breakers[8];
+    ac_error *refusals[8];
+} guard_scratch;
+
+/* The routees whose breakers admit the message, into st->scratch with
+ * their breakers and permits; the refusals' errors into `refusals`. */
+static uint32_t admit_routees(ac__router_state *st, ac_breaker **breakers,
+                              ac_breaker_permit *permits, ac_error **refusals)
+{
+    uint32_t admitted = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        refusals[i] = NULL;
+        if (!ac_breaker_acquire(st->breakers[i], &permits[admitted], &refusals[i]))
+            continue;
+        breakers[admitted] = st->breakers[i];
+        st->scratch[admitted++] = st->routees[i];
+    }
+    return admitted;
+}
+
+static void scatter_guarded(ac_ctx *ctx, sg_shared *sh, ac__router_state *st, ac_msg *msg,
+                            ac_ref *caller)
+{
+    guard_scratch small;
+    bool big = st->n > 8;
+    ac_breaker_permit *permits = big ? malloc(st->n * sizeof *permits) : small.permits;
+    ac_breaker **breakers = big ? malloc(st->n * sizeof *breakers) : small.breakers;
+    ac_error **refusals = big ? malloc(st->n * sizeof *refusals) : small.refusals;
+    if (!permits || !breakers || !refusals) {
+        answer_no_memory(ctx, sh, caller);
+        goto out;
+    }
+    uint32_t admitted = admit_routees(st, breakers, permits, refusals);
+    if (admitted == 0) {
+        answer_all_open(ctx, sh, caller, refusals, (uint32_t)st->n);
+    } else {
+        scatter *sc = scatter_new(sh, st->scratch, admitted, caller, ac_self(ctx));
+        if (sc) {
+            fire(ctx, sh, sc, msg, breakers, permits);
+        } else {
+            for (uint32_t i = 0; i < admitted; i++)
+                ac_breaker_cancel(breakers[i], &permits[i]);
+            answer_no_memory(ctx, sh, caller);
+        }
+    }
+    for (size_t i = 0; i < st->n; i++)
+        ac_error_release(refusals[i]);
+out:
+    if (big) {
+        free(permits);
+        free(breakers);
+        free(refusals);
+    }
 }
 
 static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
@@ -352,25 +457,16 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
             ac_tell(caller, ac_msg_error_new(err), ac_self(ctx));
         return;
     }
-    scatter *sc = scatter_new(sh, st, caller, ac_self(ctx));
-    if (!sc) {
-        ac_error *err = ac_error_new("RouterError", "Scatter/gather router %s: out of memory",
-                                     sh->path);
-        if (err)
-            ac_tell(caller, ac_msg_error_new(err), ac_self(ctx));
+    if (st->breakers) {
+        scatter_guarded(ctx, sh, st, msg, caller);
         return;
     }
-    /* Held until every request is sent: telling a routee that has stopped
-     * claims its slot at once (as may the timer, once armed), and when all
-     * are claimed the scatter would be freed before this loop ends. Taken
-     * before the timer is armed, while no other thread can reach it. */
-    atomic_fetch_add_explicit(&sc->refs, 1, memory_order_relaxed);
-    ac__timer_arm(ac_ctx_system(ctx)->timers, &sc->timer, sh->timeout_ms);
-    for (uint32_t i = 0; i < sc->n; i++) {
-        ac_tell(sc->slots[i].routee, ac_msg_retain(msg), &sc->slots[i].ref);
-        ac_ref_release(&sc->slots[i].ref); /* the router's hold: the envelope has its own */
+    scatter *sc = scatter_new(sh, st->routees, (uint32_t)st->n, caller, ac_self(ctx));
+    if (!sc) {
+        answer_no_memory(ctx, sh, caller);
+        return;
     }
-    scatter_unref(sc);
+    fire(ctx, sh, sc, msg, NULL, NULL);
 }
 
 static void on_start(ac_ctx *ctx, ac__router_cfg *cfg)
@@ -443,5 +539,10 @@ ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def 
     cfg->routee_user = routee_opts ? routee_opts->user_data : NULL;
     cfg->extra = sh;
     cfg->extra_free = shared_release_void;
+    if (ac__router_copy_breaker(cfg, routee_opts, fn) != AC_OK) {
+        shared_release(sh);
+        free(cfg);
+        return NULL;
+    }
     return ac__router_props(cfg, routee_opts, fn);
 }
