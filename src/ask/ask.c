@@ -32,10 +32,10 @@
 #include "core/cell.h"
 #include "core/clock.h"
 #include "core/core_msgs.h"
+#include "core/hooks.h"
 #include "core/system_internal.h"
 #include "core/timers.h"
 #include "core/turn.h"
-#include "metrics/metrics_hooks.h"
 
 enum { PENDING = 0, CLAIMED = 1, SETTLED = 2 };
 enum { FOR_FUTURE = 0, FOR_ACTOR = 1 };
@@ -258,7 +258,7 @@ static void timer_fire(ac__timer *t)
 {
     reply_t *r = (reply_t *)((char *)t - offsetof(reply_t, timer));
     if (claim(r)) {
-        AC__METRIC_COUNT(r->ref.system, AC__METRIC_ASK_TIMEOUTS, 1);
+        ac__hook_count(r->ref.system, AC__EVENT_ASK_TIMEOUTS, 1);
         ac_error *err = ac_error_new(AC_ASK_TIMEOUT_ERROR,
                                      "Ask timed out on %s after %u ms", ac_ref_path(r->target),
                                      r->timeout_ms);

@@ -31,8 +31,6 @@
 #include "core/scheduler.h"
 #include "core/timers.h"
 #include "core/system_internal.h"
-
-/* What the core calls into metrics. */
-#include "metrics/metrics_hooks.h"
+#include "core/hooks.h"
 
 #endif

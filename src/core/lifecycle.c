@@ -18,12 +18,12 @@
  *    the state, and the messages that arrived meanwhile follow.
  */
 #include "core/core_msgs.h"
+#include "core/hooks.h"
 #include "core/lifecycle.h"
 #include "core/supervision_internal.h"
 #include "core/system_internal.h"
 #include "core/turn.h"
 #include "log/log_internal.h"
-#include "metrics/metrics_hooks.h"
 
 /* ---- state and the children lock ------------------------------------ */
 
@@ -173,7 +173,7 @@ static void begin_restart(ac__actor *a)
 {
     if (atomic_load_explicit(&a->state, memory_order_relaxed) != AC__ACTOR_SUSPENDED)
         return;
-    AC__METRIC_COUNT(a->ref.system, AC__METRIC_RESTARTS, 1);
+    ac__hook_count(a->ref.system, AC__EVENT_RESTARTS, 1);
     ac_ctx ctx = {.self = a};
     ac__failure_record *f = a->ext ? &a->ext->failure : NULL;
     if (a->def->pre_restart)
@@ -238,7 +238,7 @@ static void finish_stop(ac__actor *a)
     ac__actor_clear_failure(a);
     set_state(a, AC__ACTOR_DEAD);
     if (a->parent) /* the guardian is not counted as started either */
-        AC__METRIC_COUNT(a->ref.system, AC__METRIC_ACTORS_STOPPED, 1);
+        ac__hook_count(a->ref.system, AC__EVENT_ACTORS_STOPPED, 1);
     ac__cell_ext *ext = a->ext;
     if (ext) {
         for (uint32_t i = 0; i < ext->watchers.count; i++)

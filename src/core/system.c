@@ -16,13 +16,13 @@
 
 #include "core/clock.h"
 #include "core/core_msgs.h"
+#include "core/hooks.h"
 #include "core/names.h"
 #include "core/spawn.h"
 #include "core/sync.h"
 #include "core/system_internal.h"
 #include "core/turn.h"
 #include "log/log_internal.h"
-#include "metrics/metrics_hooks.h"
 
 #define DEFAULT_BATCH 64
 #define DEFAULT_DEAD_LETTER_LOG_PER_S 10
@@ -87,11 +87,32 @@ static ac_status apply_options(ac_system *sys, const ac_system_options *o,
     return AC_OK;
 }
 
+/* ---- hooks ------------------------------------------------------------ */
+
+bool ac__hooks_install(ac_system *sys, const ac__hooks *hooks)
+{
+    const ac__hooks *expected = NULL;
+    /* Release: the hooks and their context before the pointer (pairs with
+     * the acquire load in ac__hooks_of). */
+    return atomic_compare_exchange_strong_explicit(&sys->hooks, &expected, hooks,
+                                                   memory_order_release, memory_order_relaxed);
+}
+
+void ac__hooks_teardown(ac_system *sys)
+{
+    /* Relaxed: every thread that could report has been joined; the hooks
+     * may be freed by their teardown, so they are not read after it. */
+    const ac__hooks *h = atomic_load_explicit(&sys->hooks, memory_order_relaxed);
+    if (h && h->teardown)
+        h->teardown(h->ctx);
+    atomic_store_explicit(&sys->hooks, NULL, memory_order_relaxed);
+}
+
 /* ---- create / terminate ----------------------------------------------- */
 
 static void system_free(ac_system *sys)
 {
-    ac__metrics_destroy(sys);
+    ac__hooks_teardown(sys);
     ac__timers_destroy(sys->timers);
     ac__scheduler_destroy(sys->sched);
     pthread_mutex_destroy(&sys->guardian_lock);
@@ -305,7 +326,7 @@ void ac__dead_letter_why(ac_system *sys, ac__node *node, ac_ref *recipient, cons
         return;
     }
     atomic_fetch_add_explicit(&sys->dead_letters, 1, memory_order_relaxed);
-    AC__METRIC_COUNT(sys, AC__METRIC_DEAD_LETTERS, 1);
+    ac__hook_count(sys, AC__EVENT_DEAD_LETTERS, 1);
     if (sender && sender->ops->undeliverable)
         sender->ops->undeliverable(sender, recipient, why);
     if (dead_letter_log_allowed(sys))

@@ -11,7 +11,7 @@
 #include "core/scheduler.h"
 #include "core/timers.h"
 
-struct ac__metrics;
+struct ac__hooks;
 
 struct ac_system {
     char *name;
@@ -20,8 +20,9 @@ struct ac_system {
     ac_log_sink_fn log_sink;
     void *log_sink_user;
     int dead_letter_log_per_s;
-    /* The metrics registry, NULL while metrics are off (see ac__metrics_of). */
-    _Atomic(struct ac__metrics *) metrics;
+    /* What an optional part installed to hear of events (core/hooks.h):
+     * NULL while nothing listens, as when metrics are off. */
+    _Atomic(const struct ac__hooks *) hooks;
 
     ac__scheduler *sched;
     ac__timers *timers;

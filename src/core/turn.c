@@ -18,11 +18,11 @@
  * lifecycle.c (stop, failure, system messages) is off that path.
  */
 #include "core/core_msgs.h"
+#include "core/hooks.h"
 #include "core/lifecycle.h"
 #include "core/scheduler.h"
 #include "core/system_internal.h"
 #include "core/turn.h"
-#include "metrics/metrics_hooks.h"
 
 _Thread_local ac__actor *ac__tls_actor;
 
@@ -252,7 +252,7 @@ void ac__actor_turn(ac__actor *a, int batch)
     ac__tls_actor = a;
     if (state_of(a) == AC__ACTOR_NEW) {
         ac__actor_start(a, NULL);
-        AC__METRIC_COUNT(a->ref.system, AC__METRIC_ACTORS_STARTED, 1);
+        ac__hook_count(a->ref.system, AC__EVENT_ACTORS_STARTED, 1);
     }
     drain_sys(a);
     sender_refs held = {0};
@@ -268,7 +268,7 @@ void ac__actor_turn(ac__actor *a, int batch)
     }
     sender_refs_flush(&held);
     /* Counted per turn, not per message. */
-    AC__METRIC_COUNT(a->ref.system, AC__METRIC_MESSAGES, handled);
+    ac__hook_count(a->ref.system, AC__EVENT_MESSAGES, handled);
     if (state_of(a) == AC__ACTOR_DEAD)
         drain_to_dead_letters(a);
     ac__tls_actor = NULL;

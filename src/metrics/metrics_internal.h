@@ -5,6 +5,7 @@
 #define AC_METRICS_INTERNAL_H
 
 #include "core/clock.h"
+#include "core/hooks.h"
 #include "core/sync.h"
 #include "log/log_internal.h"
 #include "metrics/metrics_hooks.h"
@@ -86,11 +87,12 @@ typedef struct ac__endpoint {
 /* Lock order: the registry lock, then a family lock. */
 struct ac__metrics {
     ac_system *sys;
+    ac__hooks hooks; /* installed on sys; ctx is this registry */
     pthread_mutex_t lock; /* the family list and `endpoint` */
     ac_metric_family *first, *last;
     ac__endpoint endpoint;
     /* The runtime's own series, created with the registry. */
-    ac_counter *events[AC__METRIC_EVENTS];
+    ac_counter *events[AC__EVENTS];
     ac_counter *sg_resolved[AC__SG_OUTCOMES];
     ac_histogram *sg_latency;
 };

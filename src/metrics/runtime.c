@@ -2,12 +2,12 @@
  * Turning metrics on, the runtime's own families, and tearing down.
  *
  * A system's registry is created once, complete with the runtime's
- * families and their series, and only then published into
- * ac_system.metrics by a release CAS; every instrumented path does one
- * acquire load of that pointer (a plain load on x86-64) and branches on
- * NULL, so metrics that are off cost a load and a predictable branch. The
- * registry stays until the system is torn down, after every thread that
- * could update it has been joined.
+ * families and their series, and only then installed as the system's
+ * hooks (core/hooks.h) by a release CAS; every instrumented path in the
+ * core does one acquire load of that pointer (a plain load on x86-64) and
+ * branches on NULL, so metrics that are off cost a load and a predictable
+ * branch. The registry stays until the core runs its teardown hook, after
+ * every thread that could update it has been joined.
  *
  * The runtime counters are sharded (see registry.c): messages are counted
  * once per turn, into the counting worker's own cache line.
@@ -20,16 +20,16 @@ typedef struct event_def {
     const char *name, *help;
 } event_def;
 
-static const event_def event_defs[AC__METRIC_EVENTS] = {
-    [AC__METRIC_ACTORS_STARTED] = {"actorc_actors_started_total", "Actors started."},
-    [AC__METRIC_ACTORS_STOPPED] = {"actorc_actors_stopped_total", "Actors stopped."},
-    [AC__METRIC_MESSAGES] = {"actorc_messages_processed_total",
+static const event_def event_defs[AC__EVENTS] = {
+    [AC__EVENT_ACTORS_STARTED] = {"actorc_actors_started_total", "Actors started."},
+    [AC__EVENT_ACTORS_STOPPED] = {"actorc_actors_stopped_total", "Actors stopped."},
+    [AC__EVENT_MESSAGES] = {"actorc_messages_processed_total",
                              "Messages handled by actors."},
-    [AC__METRIC_DEAD_LETTERS] = {"actorc_dead_letters_total",
+    [AC__EVENT_DEAD_LETTERS] = {"actorc_dead_letters_total",
                                  "Messages that could not be delivered (dead letters)."},
-    [AC__METRIC_ASK_TIMEOUTS] = {"actorc_ask_timeouts_total",
+    [AC__EVENT_ASK_TIMEOUTS] = {"actorc_ask_timeouts_total",
                                  "Asks that timed out without an answer."},
-    [AC__METRIC_RESTARTS] = {"actorc_restarts_total", "Actor restarts by supervisors."},
+    [AC__EVENT_RESTARTS] = {"actorc_restarts_total", "Actor restarts by supervisors."},
 };
 
 static const char *const outcome_names[AC__SG_OUTCOMES] = {
@@ -54,7 +54,7 @@ static void registry_free(ac__metrics *reg)
 
 static bool create_events(ac__metrics *reg)
 {
-    for (int e = 0; e < AC__METRIC_EVENTS; e++) {
+    for (int e = 0; e < AC__EVENTS; e++) {
         ac_metric_options o = {.help = event_defs[e].help};
         ac_metric_family *f = ac__family_register(reg, AC__METRIC_COUNTER, event_defs[e].name, &o,
                                                   true);
@@ -85,12 +85,30 @@ static bool create_scatter_gather(ac__metrics *reg)
     return f && (reg->sg_latency = ac_histogram_series(f, NULL));
 }
 
+static void count_event(void *ctx, ac__event event, uint64_t n)
+{
+    ac__metrics *reg = ctx;
+    ac_counter_add(reg->events[event], n);
+}
+
+/* Every thread that counts has been joined. Runs while the hooks are
+ * still installed: a scrape in progress renders through the public call,
+ * which looks the registry up on the system; the endpoint's stop function
+ * waits for it. */
+static void teardown(void *ctx)
+{
+    ac__metrics *reg = ctx;
+    ac__endpoint_shutdown(reg);
+    registry_free(reg);
+}
+
 static ac__metrics *registry_create(ac_system *sys)
 {
     ac__metrics *reg = calloc(1, sizeof *reg);
     if (!reg)
         return NULL;
     reg->sys = sys;
+    reg->hooks = (ac__hooks){.count = count_event, .teardown = teardown, .ctx = reg};
     pthread_mutex_init(&reg->lock, NULL);
     if (!create_events(reg) || !create_scatter_gather(reg)) {
         registry_free(reg);
@@ -108,11 +126,8 @@ ac_status ac_metrics_enable(ac_system *system)
     ac__metrics *reg = registry_create(system);
     if (!reg)
         return ac__fail(AC_ENOMEM, "ac_metrics_enable: out of memory");
-    ac__metrics *expected = NULL;
-    /* Release: the registry's contents before the pointer (pairs with the
-     * acquire load in ac__metrics_of). A loser's registry was never seen. */
-    if (!atomic_compare_exchange_strong_explicit(&system->metrics, &expected, reg,
-                                                 memory_order_release, memory_order_relaxed))
+    /* A loser's registry was never seen. */
+    if (!ac__hooks_install(system, &reg->hooks))
         registry_free(reg);
     return AC_OK;
 }
@@ -122,26 +137,14 @@ bool ac_metrics_enabled(const ac_system *system)
     return system && ac__metrics_of(system) != NULL;
 }
 
-void ac__metrics_destroy(ac_system *sys)
+ac__metrics *ac__metrics_of(const ac_system *sys)
 {
-    ac__metrics *reg = ac__metrics_of(sys);
-    if (!reg)
-        return;
-    /* While metrics are still on: a scrape in progress renders through the
-     * public call, which looks the registry up on the system. */
-    ac__endpoint_shutdown(reg);
-    /* Relaxed: teardown runs after every thread that used the registry
-     * has been joined (the endpoint's by its stop function, just now). */
-    atomic_store_explicit(&sys->metrics, NULL, memory_order_relaxed);
-    registry_free(reg);
+    /* The hooks are metrics' own when they count into a registry. */
+    const ac__hooks *h = ac__hooks_of(sys);
+    return h && h->count == count_event ? h->ctx : NULL;
 }
 
-/* ---- the runtime's hooks ---------------------------------------------- */
-
-void ac__metrics_count(ac__metrics *m, ac__metric_event event, uint64_t n)
-{
-    ac_counter_add(m->events[event], n);
-}
+/* ---- routing's hooks -------------------------------------------------- */
 
 void ac__metrics_scatter_resolved(ac__metrics *m, ac__sg_outcome outcome, uint64_t start_ns)
 {
