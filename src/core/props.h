@@ -14,9 +14,15 @@ struct ac_props {
     bool has_strategy;
     bool count_mailbox;
     ac_supervisor_strategy strategy;
+    void (*on_spawn)(ac_system *system, void *user_data);
 };
 
 /* Keep a count of queued messages for actors spawned from `props`. */
 void ac__props_count_mailbox(ac_props *props);
+/* Call fn(system, user_data) when a spawn has built the cell, before its
+ * first turn, on the spawner's thread: for what must exist once the spawn
+ * returns. It runs with the spawn's locks held (the guardian's for a
+ * top-level actor), so it must be short and must not spawn or stop. */
+void ac__props_on_spawn(ac_props *props, void (*fn)(ac_system *system, void *user_data));
 
 #endif

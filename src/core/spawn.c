@@ -144,6 +144,8 @@ static ac_ref *spawn_child_of(ac__actor *parent, ac_props *props, const char *na
     a->count_mailbox = props->count_mailbox;
     a->parent = parent;
     a->user_data = props->user_data;
+    if (props->on_spawn)
+        props->on_spawn(sys, props->user_data);
     ac__free_small(props, sizeof *props);
     /* One reference for the parent's table, one for the caller, one for
      * the scheduler (the first turn runs init and pre_start). */

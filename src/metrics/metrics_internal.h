@@ -8,7 +8,8 @@
 #include "core/hooks.h"
 #include "core/sync.h"
 #include "log/log_internal.h"
-#include "metrics/metrics_hooks.h"
+
+typedef struct ac__metrics ac__metrics;
 
 typedef enum ac__metric_kind {
     AC__METRIC_COUNTER = 1,
@@ -93,9 +94,11 @@ struct ac__metrics {
     ac__endpoint endpoint;
     /* The runtime's own series, created with the registry. */
     ac_counter *events[AC__EVENTS];
-    ac_counter *sg_resolved[AC__SG_OUTCOMES];
-    ac_histogram *sg_latency;
 };
+
+/* runtime.c: the system's registry, or NULL while metrics are off. Any
+ * thread. */
+ac__metrics *ac__metrics_of(const ac_system *sys);
 
 /* registry.c */
 ac_metric_family *ac__family_register(ac__metrics *reg, ac__metric_kind kind, const char *name,

@@ -32,14 +32,6 @@ static const event_def event_defs[AC__EVENTS] = {
     [AC__EVENT_RESTARTS] = {"actorc_restarts_total", "Actor restarts by supervisors."},
 };
 
-static const char *const outcome_names[AC__SG_OUTCOMES] = {
-    [AC__SG_FIRST] = "first",
-    [AC__SG_TIMEOUT] = "timeout",
-    [AC__SG_ALL_FAILED] = "all-failed",
-    [AC__SG_STOPPED] = "stopped",
-    [AC__SG_NO_REPLY_TARGET] = "no-reply-target",
-};
-
 static void registry_free(ac__metrics *reg)
 {
     ac_metric_family *f = reg->first;
@@ -62,27 +54,6 @@ static bool create_events(ac__metrics *reg)
             return false;
     }
     return true;
-}
-
-static bool create_scatter_gather(ac__metrics *reg)
-{
-    static const char *const outcome_label[] = {"outcome"};
-    ac_metric_options resolved = {
-        .help = "Scatter/gather messages resolved, by outcome.",
-        .label_names = outcome_label,
-        .label_count = 1,
-    };
-    ac_metric_family *f = ac__family_register(reg, AC__METRIC_COUNTER,
-                                              "router_scatter_gather_resolved_total", &resolved,
-                                              false);
-    for (int o = 0; f && o < AC__SG_OUTCOMES; o++)
-        if (!(reg->sg_resolved[o] = ac_counter_series(f, &outcome_names[o])))
-            return false;
-    ac_metric_options latency = {
-        .help = "Seconds from scattering a message to answering its caller."};
-    f = ac__family_register(reg, AC__METRIC_HISTOGRAM, "router_scatter_gather_latency_seconds",
-                            &latency, false);
-    return f && (reg->sg_latency = ac_histogram_series(f, NULL));
 }
 
 static void count_event(void *ctx, ac__event event, uint64_t n)
@@ -110,7 +81,7 @@ static ac__metrics *registry_create(ac_system *sys)
     reg->sys = sys;
     reg->hooks = (ac__hooks){.count = count_event, .teardown = teardown, .ctx = reg};
     pthread_mutex_init(&reg->lock, NULL);
-    if (!create_events(reg) || !create_scatter_gather(reg)) {
+    if (!create_events(reg)) {
         registry_free(reg);
         return NULL;
     }
@@ -142,17 +113,6 @@ ac__metrics *ac__metrics_of(const ac_system *sys)
     /* The hooks are metrics' own when they count into a registry. */
     const ac__hooks *h = ac__hooks_of(sys);
     return h && h->count == count_event ? h->ctx : NULL;
-}
-
-/* ---- routing's hooks -------------------------------------------------- */
-
-void ac__metrics_scatter_resolved(ac__metrics *m, ac__sg_outcome outcome, uint64_t start_ns)
-{
-    ac_counter_inc(m->sg_resolved[outcome]);
-    if (start_ns == 0)
-        return;
-    uint64_t now = ac__now_ns();
-    ac_histogram_observe(m->sg_latency, now > start_ns ? (double)(now - start_ns) / 1e9 : 0.0);
 }
 
 char *ac_metrics_format(ac_system *system)

@@ -432,6 +432,12 @@ static void cfg_free(void *p)
     free(cfg);
 }
 
+static void cfg_on_spawn(ac_system *system, void *p)
+{
+    ac__router_cfg *cfg = p;
+    cfg->kind->on_spawn(system, cfg);
+}
+
 ac_props *ac__router_props(ac__router_cfg *cfg, const ac_routee_options *routee_opts,
                            const char *fn)
 {
@@ -441,6 +447,8 @@ ac_props *ac__router_props(ac__router_cfg *cfg, const ac_routee_options *routee_
         return NULL;
     }
     ac_props_set_user_data_free(props, cfg_free);
+    if (cfg->kind->on_spawn)
+        ac__props_on_spawn(props, cfg_on_spawn);
     if (routee_opts && routee_opts->supervisor &&
         ac_props_set_supervisor(props, routee_opts->supervisor) != AC_OK) {
         ac_props_free(props);

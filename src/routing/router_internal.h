@@ -11,7 +11,6 @@
 #include "core/timers.h"
 #include "core/turn.h"
 #include "log/log_internal.h"
-#include "metrics/metrics_hooks.h"
 
 typedef struct ac__router_state {
     ac_ref **routees; /* live routees, in routee-1.. order; each retained */
@@ -33,6 +32,8 @@ typedef struct ac__router_kind {
     /* Extra work when the router stops or restarts; optional. */
     void (*on_stop)(ac_ctx *ctx, ac__router_cfg *cfg);
     void (*on_start)(ac_ctx *ctx, ac__router_cfg *cfg);
+    /* When spawned, on the spawner's thread (ac__props_on_spawn); optional. */
+    void (*on_spawn)(ac_system *system, ac__router_cfg *cfg);
     bool count_mailbox;
 } ac__router_kind;
 

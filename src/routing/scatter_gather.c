@@ -62,6 +62,7 @@ typedef struct sg_shared {
     char *path;    /* the router's path, set at start */
     ac_ref *router; /* retained once, at start: the sender of failures */
     uint32_t timeout_ms;
+    _Atomic(struct sg_metrics *) metrics; /* see metrics_of */
 } sg_shared;
 
 typedef struct sg_slot {
@@ -85,14 +86,95 @@ struct scatter {
     sg_slot slots[];
 };
 
+/* ---- metrics ---------------------------------------------------------- */
+
+/* How a scatter/gather message was resolved (the `outcome` label). */
+typedef enum sg_outcome {
+    SG_FIRST,
+    SG_TIMEOUT,
+    SG_ALL_FAILED,
+    SG_STOPPED,
+    SG_NO_REPLY_TARGET,
+    SG_OUTCOMES
+} sg_outcome;
+
+static const char *const outcome_names[SG_OUTCOMES] = {
+    [SG_FIRST] = "first",
+    [SG_TIMEOUT] = "timeout",
+    [SG_ALL_FAILED] = "all-failed",
+    [SG_STOPPED] = "stopped",
+    [SG_NO_REPLY_TARGET] = "no-reply-target",
+};
+
+/* The two families' series in the router's system; they live as long as
+ * its registry, which outlives every thread that counts. */
+typedef struct sg_metrics {
+    ac_counter *resolved[SG_OUTCOMES];
+    ac_histogram *latency;
+} sg_metrics;
+
+/* Register the two families (registration is idempotent: every router of
+ * a system gets the same series); NULL if that failed. */
+static sg_metrics *metrics_create(ac_system *sys)
+{
+    static const char *const outcome_label[] = {"outcome"};
+    ac_metric_options resolved = {
+        .help = "Scatter/gather messages resolved, by outcome.",
+        .label_names = outcome_label,
+        .label_count = 1,
+    };
+    ac_metric_options latency = {
+        .help = "Seconds from scattering a message to answering its caller."};
+    sg_metrics *m = calloc(1, sizeof *m);
+    ac_metric_family *f = m ? ac_metrics_counter(sys, "router_scatter_gather_resolved_total",
+                                                 &resolved)
+                            : NULL;
+    for (int o = 0; f && o < SG_OUTCOMES; o++)
+        if (!(m->resolved[o] = ac_counter_series(f, &outcome_names[o])))
+            f = NULL;
+    if (f)
+        f = ac_metrics_histogram(sys, "router_scatter_gather_latency_seconds", &latency);
+    if (f && (m->latency = ac_histogram_series(f, NULL)))
+        return m;
+    free(m);
+    return NULL;
+}
+
+/* The router's series, registered on first use once its system's metrics
+ * are on; NULL while they are off. The first caller to publish wins; the
+ * cache only ever goes from NULL to one value. */
+static sg_metrics *metrics_of(_Atomic(sg_metrics *) *cache, ac_system *sys)
+{
+    /* Acquire pairs with the release CAS below: the series before the
+     * pointer. */
+    sg_metrics *m = atomic_load_explicit(cache, memory_order_acquire);
+    if (AC__LIKELY(m != NULL) || !ac_metrics_enabled(sys))
+        return m;
+    sg_metrics *fresh = metrics_create(sys);
+    if (!fresh)
+        return NULL;
+    /* Release: pairs with the acquire loads above and on failure here. */
+    if (atomic_compare_exchange_strong_explicit(cache, &m, fresh, memory_order_release,
+                                                memory_order_acquire))
+        return fresh;
+    free(fresh); /* the same series, published by another thread */
+    return m;
+}
+
 /* Count how a message was resolved, and (start_ns != 0) the time from
  * scattering to answering the caller; counted before the caller is
  * answered, so an answer seen implies its count is visible. */
-static void count_outcome(ac_system *sys, ac__sg_outcome outcome, uint64_t start_ns)
+static void count_outcome(_Atomic(sg_metrics *) *cache, ac_system *sys, sg_outcome outcome,
+                          uint64_t start_ns)
 {
-    ac__metrics *m = ac__metrics_of(sys);
-    if (AC__UNLIKELY(m != NULL))
-        ac__metrics_scatter_resolved(m, outcome, start_ns);
+    sg_metrics *m = metrics_of(cache, sys);
+    if (AC__LIKELY(m == NULL))
+        return;
+    ac_counter_inc(m->resolved[outcome]);
+    if (start_ns == 0)
+        return;
+    uint64_t now = ac__now_ns();
+    ac_histogram_observe(m->latency, now > start_ns ? (double)(now - start_ns) / 1e9 : 0.0);
 }
 
 /* ---- shared ----------------------------------------------------------- */
@@ -102,6 +184,7 @@ static void shared_release(sg_shared *sh)
     if (atomic_fetch_sub_explicit(&sh->refs, 1, memory_order_acq_rel) != 1)
         return;
     pthread_mutex_destroy(&sh->lock);
+    free(atomic_load_explicit(&sh->metrics, memory_order_relaxed)); /* the last reference */
     ac_ref_release(sh->router);
     free(sh->path);
     free(sh);
@@ -177,8 +260,8 @@ static void answer_all_failed(scatter *sc)
     AC__ASSERT(err != NULL);
     if (members != small)
         free(members);
-    count_outcome(sc->shared->router->system, all_timeouts ? AC__SG_TIMEOUT : AC__SG_ALL_FAILED,
-                  sc->start_ns);
+    count_outcome(&sc->shared->metrics, sc->shared->router->system,
+                  all_timeouts ? SG_TIMEOUT : SG_ALL_FAILED, sc->start_ns);
     fail_caller(sc, err);
 }
 
@@ -233,7 +316,7 @@ static void slot_deliver(ac_ref *self, ac__node *node)
         slot->error = member_error(ac_msg_error(msg));
         ac_msg_release(msg);
     } else if (settle(slot->sc)) {
-        count_outcome(self->system, AC__SG_FIRST, slot->sc->start_ns);
+        count_outcome(&slot->sc->shared->metrics, self->system, SG_FIRST, slot->sc->start_ns);
         ac_tell(slot->sc->caller, msg, sender); /* the winner, as the sender */
     } else {
         ac_msg_release(msg); /* a loser: silently */
@@ -319,7 +402,7 @@ static scatter *scatter_new(sg_shared *sh, ac_ref *const *routees, uint32_t n, a
     sc->prev = NULL;
     sc->caller = ac_ref_retain(caller);
     /* The clock is read only for the latency histogram. */
-    sc->start_ns = ac__metrics_of(router->system) ? ac__now_ns() : 0;
+    sc->start_ns = metrics_of(&sh->metrics, router->system) ? ac__now_ns() : 0;
     sc->n = n;
     for (uint32_t i = 0; i < n; i++) {
         sg_slot *slot = &sc->slots[i];
@@ -375,7 +458,8 @@ static void answer_all_open(ac_ctx *ctx, sg_shared *sh, ac_ref *caller, ac_error
     ac_error *err = ac_error_aggregate(
         refusals, n, "Scatter/gather router %s: the circuit breakers of all %u routees are open",
         sh->path, n);
-    count_outcome(ac_ctx_system(ctx), AC__SG_ALL_FAILED, ac__now_ns()); /* answered at once */
+    count_outcome(&sh->metrics, ac_ctx_system(ctx), SG_ALL_FAILED,
+                  ac__now_ns()); /* answered at once */
     if (err)
         ac_tell(caller, ac_msg_error_new(err), ac_self(ctx));
 }
@@ -442,7 +526,7 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
     sg_shared *sh = cfg->extra;
     ac_ref *caller = ac_sender(ctx);
     if (!caller) {
-        count_outcome(ac_ctx_system(ctx), AC__SG_NO_REPLY_TARGET, 0);
+        count_outcome(&sh->metrics, ac_ctx_system(ctx), SG_NO_REPLY_TARGET, 0);
         ac_log_warn(ctx,
                     "Scatter/gather router %s: dropped a message (%s) without a sender: "
                     "no reply target, nothing scattered",
@@ -452,7 +536,8 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
     if (st->n == 0) {
         ac_error *err = ac_error_aggregate(
             NULL, 0, "Scatter/gather router %s has no routees left to scatter to", sh->path);
-        count_outcome(ac_ctx_system(ctx), AC__SG_ALL_FAILED, ac__now_ns()); /* answered at once */
+        count_outcome(&sh->metrics, ac_ctx_system(ctx), SG_ALL_FAILED,
+                      ac__now_ns()); /* answered at once */
         if (err)
             ac_tell(caller, ac_msg_error_new(err), ac_self(ctx));
         return;
@@ -478,6 +563,13 @@ static void on_start(ac_ctx *ctx, ac__router_cfg *cfg)
         sh->router = ac_ref_retain(ac_self(ctx));
 }
 
+/* The families are exposed, at zero, as soon as the router is spawned. */
+static void on_spawn(ac_system *system, ac__router_cfg *cfg)
+{
+    sg_shared *sh = cfg->extra;
+    (void)metrics_of(&sh->metrics, system);
+}
+
 /* post_stop, and so restart: every open scatter fails now. */
 static void on_stop(ac_ctx *ctx, ac__router_cfg *cfg)
 {
@@ -492,7 +584,7 @@ static void on_stop(ac_ctx *ctx, ac__router_cfg *cfg)
         if (!sc)
             return;
         if (settle(sc)) {
-            count_outcome(sc->shared->router->system, AC__SG_STOPPED, sc->start_ns);
+            count_outcome(&sh->metrics, sh->router->system, SG_STOPPED, sc->start_ns);
             fail_caller(sc, ac_error_aggregate(NULL, 0,
                                                "Scatter/gather router %s stopped while the "
                                                "scatter was still open",
@@ -507,6 +599,7 @@ const ac__router_kind ac__scatter_gather_kind = {
     .route = route_scatter,
     .on_start = on_start,
     .on_stop = on_stop,
+    .on_spawn = on_spawn,
 };
 
 ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def *routee_def,
@@ -531,6 +624,7 @@ ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def 
         return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
     }
     atomic_init(&sh->refs, 1);
+    atomic_init(&sh->metrics, NULL);
     ac__mutex_init_hot(&sh->lock);
     sh->timeout_ms = (uint32_t)(timeout ? timeout : AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
     cfg->kind = &ac__scatter_gather_kind;

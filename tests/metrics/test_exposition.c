@@ -1,6 +1,6 @@
 /*
  * The registry's API and the exact exposition text: the runtime's families
- * on a fresh system, a counter with labels, gauges, a histogram with
+ * on a fresh system, routing's once a scatter/gather router is spawned, a counter with labels, gauges, a histogram with
  * custom buckets, escaping, registration rules and bad arguments (among
  * them bucket counts beyond AC_METRICS_MAX_BUCKETS).
  */
@@ -60,7 +60,10 @@ static const char runtime_page[] =
     "actorc_ask_timeouts_total 0\n"
     "# HELP actorc_restarts_total Actor restarts by supervisors.\n"
     "# TYPE actorc_restarts_total counter\n"
-    "actorc_restarts_total 0\n"
+    "actorc_restarts_total 0\n";
+
+/* Routing's two families, once a scatter/gather router is spawned. */
+static const char scatter_gather_page[] =
     "# HELP router_scatter_gather_resolved_total Scatter/gather messages resolved, by outcome.\n"
     "# TYPE router_scatter_gather_resolved_total counter\n"
     "router_scatter_gather_resolved_total{outcome=\"first\"} 0\n"
@@ -94,6 +97,27 @@ static void test_runtime_families_on_a_fresh_system(void **state)
     assert_non_null(text);
     assert_text(text, runtime_page);
     free(text);
+}
+
+static void replica_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)msg;
+    ac_reply(ctx, ac_msg_str_new("ok"));
+}
+
+static const ac_actor_def replica_def = {.name = "Replica", .receive = replica_receive};
+
+/* Registered by the spawn itself: there when ac_spawn returns. */
+static void test_scatter_gather_families_from_a_routers_spawn(void **state)
+{
+    ac_system *sys = metrics_system(state);
+    ac_ref *router = ac_spawn(
+        sys, ac_router_scatter_gather_first_completed(3, &replica_def, NULL, NULL), "replicas");
+    assert_non_null(router);
+    char *part = user_part(sys, "# HELP router_scatter_gather_resolved_total");
+    assert_text(part, scatter_gather_page);
+    free(part);
+    ac_ref_release(router);
 }
 
 static void test_counter_with_labels(void **state)
@@ -450,6 +474,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TS_UNIT(test_runtime_families_on_a_fresh_system),
+        TS_UNIT(test_scatter_gather_families_from_a_routers_spawn),
         TS_UNIT(test_counter_with_labels),
         TS_UNIT(test_gauges),
         TS_UNIT(test_histogram_with_custom_buckets),

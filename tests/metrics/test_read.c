@@ -268,6 +268,11 @@ static void test_bad_input(void **state)
     assert_status(ts_fx_terminate(fx), AC_OK);
 
     ac_system *sys = metrics_system(state, "read_bad");
+    /* Routing's labelled family is there once a scatter/gather router is. */
+    ac_ref *router = ac_spawn(sys, ac_router_scatter_gather_first_completed(1, &replica_def,
+                                                                            NULL, NULL),
+                              "replicas");
+    assert_non_null(router);
     expect_fail(sys, NULL, NULL, 0, AC_EINVAL, "name is NULL");
     ac_clear_error();
     assert_status(ac_metrics_read(sys, MESSAGES, NULL, 0, NULL), AC_EINVAL);
@@ -290,6 +295,7 @@ static void test_bad_input(void **state)
     expect_fail(sys, RESOLVED, unknown, 1, AC_ENOTFOUND, "no series");
     /* And a good read after all that. */
     assert_int_equal(read_ok(sys, RESOLVED, first, 1).kind, AC_METRIC_COUNTER);
+    ac_ref_release(router);
 }
 
 int main(void)
