@@ -59,7 +59,7 @@ void ac_logv(ac_ctx *ctx, ac_log_level level, const char *fmt, va_list ap)
 {
     if (!ctx || !fmt)
         return;
-    ac__logv(ctx->self->ref.system, level, ctx->self->path, fmt, ap);
+    ac__logv(&ctx->self->ref.system->log, level, ctx->self->path, fmt, ap);
 }
 
 void ac_log(ac_ctx *ctx, ac_log_level level, const char *fmt, ...)

@@ -99,8 +99,9 @@ static ac__failure_record *failure_record(ac__actor *a)
 /* Suspend `a` and report `cause` (consumed) to its parent. */
 void ac__actor_fail(ac__actor *a, ac_error *cause, ac_msg *msg)
 {
-    ac__log(a->ref.system, AC_LOG_ERROR, a->path, "failed%s%s: %s: %s", msg ? " handling a " : "",
-            msg ? msg->type->name : "", ac_error_name(cause), ac_error_message(cause));
+    ac__log(&a->ref.system->log, AC_LOG_ERROR, a->path, "failed%s%s: %s: %s",
+            msg ? " handling a " : "", msg ? msg->type->name : "", ac_error_name(cause),
+            ac_error_message(cause));
     ac__failure_record *f = failure_record(a);
     ac_error_release(f->cause);
     ac_msg_release(f->failed_msg);
@@ -181,7 +182,7 @@ static void begin_restart(ac__actor *a)
     else if (a->def->post_stop)
         a->def->post_stop(&ctx);
     if (ctx.failure) { /* a failing pre_restart does not stop the restart */
-        ac__log(a->ref.system, AC_LOG_ERROR, a->path, "pre_restart failed: %s: %s",
+        ac__log(&a->ref.system->log, AC_LOG_ERROR, a->path, "pre_restart failed: %s: %s",
                 ac_error_name(ctx.failure), ac_error_message(ctx.failure));
         ac_error_release(ctx.failure);
     }
@@ -231,7 +232,7 @@ static void finish_stop(ac__actor *a)
     if (a->def->post_stop)
         a->def->post_stop(&ctx);
     if (ctx.failure) { /* nothing left to supervise: just tell */
-        ac__log(a->ref.system, AC_LOG_ERROR, a->path, "post_stop failed: %s: %s",
+        ac__log(&a->ref.system->log, AC_LOG_ERROR, a->path, "post_stop failed: %s: %s",
                 ac_error_name(ctx.failure), ac_error_message(ctx.failure));
         ac_error_release(ctx.failure);
     }

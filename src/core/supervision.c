@@ -39,7 +39,7 @@ static bool restart_allowed(const ac_supervisor_strategy *s, ac__actor *child, i
         f->restarts = 0;
     }
     if (f->restarts >= max) {
-        ac__log(child->ref.system, AC_LOG_ERROR, child->path,
+        ac__log(&child->ref.system->log, AC_LOG_ERROR, child->path,
                 "stopping: restarted %d times within %lld ms, the most its supervisor allows",
                 f->restarts, (long long)within);
         return false;
@@ -54,7 +54,7 @@ ac_directive ac__supervise_decide(ac__actor *parent, ac__actor *child, ac_error 
         parent->ext && parent->ext->has_strategy ? &parent->ext->strategy : &default_strategy;
     ac_directive d = s->decider ? s->decider(cause, &child->ref, s->decider_user) : s->directive;
     if ((int)d < AC_RESTART || d > AC_ESCALATE) {
-        ac__log(parent->ref.system, AC_LOG_ERROR, parent->path,
+        ac__log(&parent->ref.system->log, AC_LOG_ERROR, parent->path,
                 "supervisor decider returned %d, not a directive; stopping %s", (int)d,
                 child->path);
         d = AC_STOP;
@@ -63,7 +63,7 @@ ac_directive ac__supervise_decide(ac__actor *parent, ac__actor *child, ac_error 
         d = AC_RESTART; /* the guardian has no one to escalate to */
     if (d == AC_RESTART && !restart_allowed(s, child, ac_clock_now_ms(parent->ref.system)))
         d = AC_STOP;
-    ac__log(parent->ref.system, AC_LOG_DEBUG, child->path, "supervisor decided: %s",
+    ac__log(&parent->ref.system->log, AC_LOG_DEBUG, child->path, "supervisor decided: %s",
             ac_directive_name(d));
     return d;
 }

@@ -9,6 +9,7 @@
  * pinned and its queues are emptied (which releases refs held by queued
  * messages without freeing anything), then every cell is freed.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,9 +79,9 @@ static ac_status apply_options(ac_system *sys, const ac_system_options *o,
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     sys->workers = o->workers ? o->workers : (int)(cpus > 0 ? (cpus > MAX_WORKERS ? MAX_WORKERS : cpus) : 1);
     sys->batch = o->batch ? o->batch : DEFAULT_BATCH;
-    sys->log_level = o->log_level ? o->log_level : ac__log_level_from_env(unknown_level);
-    sys->log_sink = o->log_sink;
-    sys->log_sink_user = o->log_sink_user;
+    sys->log.level = o->log_level ? o->log_level : ac__log_level_from_env(unknown_level);
+    sys->log.sink = o->log_sink;
+    sys->log.sink_user = o->log_sink_user;
     sys->dead_letter_log_per_s = o->dead_letter_log_per_s == 0 ? DEFAULT_DEAD_LETTER_LOG_PER_S
                                  : o->dead_letter_log_per_s < 0 ? 0
                                                                 : o->dead_letter_log_per_s;
@@ -142,6 +143,7 @@ ac_system *ac_system_create(const char *name, const ac_system_options *options)
         return NULL;
     }
     sys->name = strdup(name);
+    sys->log.system_name = sys->name;
     if (sys->name && options && options->metrics && ac_metrics_enable(sys) != AC_OK) {
         system_free(sys);
         return NULL;
@@ -165,7 +167,7 @@ ac_system *ac_system_create(const char *name, const ac_system_options *options)
     }
     atomic_fetch_add_explicit(&live_systems, 1, memory_order_relaxed);
     if (unknown_level)
-        ac__log_unknown_level(sys, unknown_level);
+        ac__log_unknown_level(&sys->log, unknown_level);
     return sys;
 }
 
@@ -227,6 +229,21 @@ ac_status ac_system_terminate(ac_system *system)
 }
 
 const char *ac_system_name(const ac_system *system) { return system ? system->name : ""; }
+
+bool ac_system_log_enabled(const ac_system *system, ac_log_level level)
+{
+    return system && ac__log_enabled(&system->log, level);
+}
+
+void ac_system_log(ac_system *system, ac_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    if (!system || !fmt)
+        return;
+    va_start(ap, fmt);
+    ac__logv(&system->log, level, NULL, fmt, ap);
+    va_end(ap);
+}
 int ac_system_workers(const ac_system *system) { return system ? system->workers : 0; }
 
 /* ---- registry --------------------------------------------------------- */
@@ -263,7 +280,7 @@ uint64_t ac_dead_letter_count(const ac_system *system)
 
 static bool dead_letter_log_allowed(ac_system *sys)
 {
-    if (sys->dead_letter_log_per_s == 0 || !ac_system_log_enabled(sys, AC_LOG_INFO))
+    if (sys->dead_letter_log_per_s == 0 || !ac__log_enabled(&sys->log, AC_LOG_INFO))
         return false;
     long second = (long)(ac__now_ns() / 1000000000ull);
     long window = atomic_load_explicit(&sys->dl_window, memory_order_relaxed);
@@ -273,7 +290,8 @@ static bool dead_letter_log_allowed(ac_system *sys)
         int suppressed = atomic_exchange_explicit(&sys->dl_suppressed, 0, memory_order_relaxed);
         atomic_store_explicit(&sys->dl_logged, 0, memory_order_relaxed);
         if (suppressed > 0)
-            ac__log(sys, AC_LOG_INFO, NULL, "%d more dead letters were not logged", suppressed);
+            ac__log(&sys->log, AC_LOG_INFO, NULL, "%d more dead letters were not logged",
+                    suppressed);
     }
     if (atomic_fetch_add_explicit(&sys->dl_logged, 1, memory_order_relaxed) <
         sys->dead_letter_log_per_s)
@@ -330,7 +348,7 @@ void ac__dead_letter_why(ac_system *sys, ac__node *node, ac_ref *recipient, cons
     if (sender && sender->ops->undeliverable)
         sender->ops->undeliverable(sender, recipient, why);
     if (dead_letter_log_allowed(sys))
-        ac__log(sys, AC_LOG_INFO, recipient ? ac_ref_path(recipient) : NULL,
+        ac__log(&sys->log, AC_LOG_INFO, recipient ? ac_ref_path(recipient) : NULL,
                 "dead letter: %s from %s was not delivered", msg->type->name,
                 sender ? ac_ref_path(sender) : "no sender");
     /* A notice that itself cannot be delivered is counted, not republished:

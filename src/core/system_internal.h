@@ -10,15 +10,14 @@
 #include "core/cell.h"
 #include "core/scheduler.h"
 #include "core/timers.h"
+#include "log/log_internal.h"
 
 struct ac__hooks;
 
 struct ac_system {
     char *name;
     int workers, batch;
-    ac_log_level log_level;
-    ac_log_sink_fn log_sink;
-    void *log_sink_user;
+    ac__log_target log; /* set at creation, read-only after */
     int dead_letter_log_per_s;
     /* What an optional part installed to hear of events (core/hooks.h):
      * NULL while nothing listens, as when metrics are off. */

@@ -1,6 +1,10 @@
 /*
  * Leveled logging through a pluggable sink.
  *
+ * Base layer: what a line needs (the system's name, its level and sink)
+ * comes in an ac__log_target that the system owns; the core calls log,
+ * never the other way round.
+ *
  * Lines are formatted into a stack buffer and handed whole to the sink, so
  * concurrent lines never interleave. The default sink writes one fputs per
  * line to stderr (stdio locks the stream for the call).
@@ -12,7 +16,6 @@
 #include <strings.h>
 #include <time.h>
 
-#include "core/system_internal.h"
 #include "log/log_internal.h"
 
 static const char *const level_names[] = {"default", "debug", "info", "warn", "error", "off"};
@@ -63,9 +66,9 @@ ac_log_level ac__log_level_from_env(const char **unknown)
     return AC_LOG_INFO;
 }
 
-void ac__log_unknown_level(ac_system *sys, const char *value)
+void ac__log_unknown_level(const ac__log_target *t, const char *value)
 {
-    ac__log(sys, AC_LOG_WARN, NULL,
+    ac__log(t, AC_LOG_WARN, NULL,
             "ACTORC_LOG_LEVEL=\"%s\" is not a log level (use " ACCEPTED_LEVELS "); using info",
             value);
 }
@@ -85,37 +88,29 @@ static void stderr_sink(const char *system_name, ac_log_level level, const char 
     fputs(line, stderr);
 }
 
-void ac__logv(ac_system *sys, ac_log_level level, const char *path, const char *fmt, va_list ap)
+bool ac__log_enabled(const ac__log_target *t, ac_log_level level)
+{
+    return level >= AC_LOG_DEBUG && level < AC_LOG_OFF && level >= t->level;
+}
+
+void ac__logv(const ac__log_target *t, ac_log_level level, const char *path, const char *fmt,
+              va_list ap)
 {
     char text[1024];
-    if (!ac_system_log_enabled(sys, level))
+    if (!ac__log_enabled(t, level))
         return;
     vsnprintf(text, sizeof text, fmt, ap);
-    if (sys->log_sink)
-        sys->log_sink(sys->log_sink_user, level, sys->name, path, text);
+    if (t->sink)
+        t->sink(t->sink_user, level, t->system_name, path, text);
     else
-        stderr_sink(sys->name, level, path, text);
+        stderr_sink(t->system_name, level, path, text);
 }
 
-void ac__log(ac_system *sys, ac_log_level level, const char *path, const char *fmt, ...)
+void ac__log(const ac__log_target *t, ac_log_level level, const char *path, const char *fmt,
+             ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    ac__logv(sys, level, path, fmt, ap);
-    va_end(ap);
-}
-
-bool ac_system_log_enabled(const ac_system *system, ac_log_level level)
-{
-    return system && level >= AC_LOG_DEBUG && level < AC_LOG_OFF && level >= system->log_level;
-}
-
-void ac_system_log(ac_system *system, ac_log_level level, const char *fmt, ...)
-{
-    va_list ap;
-    if (!system || !fmt)
-        return;
-    va_start(ap, fmt);
-    ac__logv(system, level, NULL, fmt, ap);
+    ac__logv(t, level, path, fmt, ap);
     va_end(ap);
 }

@@ -383,7 +383,7 @@ static void warn_cap(ac_metric_family *f, const char *const *values)
     if (f->nlabels > 0)
         snprintf(first, sizeof first, " (the first dropped has %s=\"%.60s\"%s)", f->label_names[0],
                  values[0], f->nlabels > 1 ? ", ..." : "");
-    ac__log(f->reg->sys, AC_LOG_WARN, NULL,
+    ac__log(&f->reg->sys->log, AC_LOG_WARN, NULL,
             "metrics: %s has reached its limit of %zu series; new series are dropped%s", f->name,
             f->max_series, first);
 }
