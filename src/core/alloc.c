@@ -19,7 +19,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "core/internal.h"
+#include "core/alloc.h"
+#include "core/base.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define AC__NO_CACHE 1

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Which layer's headers each layer of src/ includes, and whether that
+follows docs/architecture.md: base <- core <- ask <- routing, and
+metrics and patterns above the core (routing may use them; nothing
+below does). Prints the matrix; exits 1 and names the file on any include that
+points the wrong way.
+
+    python3 scripts/layers.py
+"""
+import pathlib
+import re
+import sys
+
+SRC = pathlib.Path(__file__).resolve().parent.parent / "src"
+BASE = {"core/base.h", "core/alloc.h", "core/clock.h", "core/sync.h", "log/log_internal.h",
+        "core/status.c", "core/alloc.c", "core/clock.c", "core/sync.c", "log/log.c"}
+ORDER = ["base", "core", "ask", "metrics", "patterns", "routing"]
+# What each layer may include besides itself.
+ALLOWED = {
+    "base": set(),
+    "core": {"base"},
+    "ask": {"base", "core"},
+    "metrics": {"base", "core"},
+    "patterns": {"base", "core"},
+    "routing": {"base", "core", "ask", "metrics", "patterns"},
+}
+
+
+def layer_of(rel):
+    return "base" if rel in BASE else rel.split("/")[0]
+
+
+def main():
+    uses = {a: {b: set() for b in ORDER} for a in ORDER}
+    wrong = []
+    for path in sorted(SRC.rglob("*.[ch]")):
+        rel = path.relative_to(SRC).as_posix()
+        mine = layer_of(rel)
+        for inc in re.findall(r'^#include "([^"]+)"', path.read_text(), re.M):
+            if not (SRC / inc).exists():
+                continue  # the public headers, which every layer may use
+            theirs = layer_of(inc)
+            if theirs == mine:
+                continue
+            uses[mine][theirs].add(rel)
+            if theirs not in ALLOWED[mine]:
+                wrong.append(f"{rel} includes {inc} ({mine} -> {theirs})")
+    print("includes ->  " + "  ".join(f"{b:>8}" for b in ORDER))
+    for a in ORDER:
+        row = []
+        for b in ORDER:
+            mark = "   -    " if a == b else (f"{len(uses[a][b]):>5} f " if uses[a][b] else "   .    ")
+            row.append(mark)
+        print(f"{a:>10}   " + "  ".join(row))
+    for line in wrong:
+        print("wrong way:", line, file=sys.stderr)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
