@@ -1,12 +1,47 @@
 /*
- * Locks (sync.c). Base layer: depends on nothing internal.
+ * Locks and waiting (sync.c). Base layer: depends on nothing internal.
+ *
+ * Every timed wait here takes an absolute deadline in nanoseconds on
+ * ac__now_ns's clock (CLOCK_MONOTONIC), so no wait stretches or shrinks
+ * when the wall clock is set.
  */
 #ifndef AC_CORE_SYNC_H
 #define AC_CORE_SYNC_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 /* A mutex for short, hot critical sections: spins briefly before sleeping. */
 void ac__mutex_init_hot(pthread_mutex_t *m);
+
+/* A condition variable whose timed waits run on ac__now_ns's clock. */
+void ac__cond_init_monotonic(pthread_cond_t *cond);
+/* pthread_cond_timedwait until deadline_ns (ac__now_ns). Call with `lock`
+ * held; may wake early, like any condition wait. */
+void ac__cond_wait_until_ns(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t deadline_ns);
+
+/* Tell the core we are spinning (a pause instruction where there is one). */
+static inline void ac__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Spin until ready(arg) holds, for at most spin_ns: rounds of a few pause
+ * instructions, each followed by a look. After the first pure_ns a round
+ * also yields the core, so that a thread we wait for can run even when it
+ * shares our core. Returns whether ready held. Any thread. */
+bool ac__spin_until(bool (*ready)(void *arg), void *arg, uint64_t spin_ns, uint64_t pure_ns);
+
+/* Sleep while *addr == seen, until woken or deadline_ns (0: no deadline);
+ * may return early (a futex wait). Process-private. */
+void ac__futex_wait_until_ns(atomic_int *addr, int seen, uint64_t deadline_ns);
+/* Wake every thread in ac__futex_wait_until_ns on addr. */
+void ac__futex_wake_all(atomic_int *addr);
 
 #endif

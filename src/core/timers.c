@@ -99,10 +99,7 @@ static void collect_due(ac__timers *t, ac__timer *due)
 
 static void wait_until_tick(ac__timers *t, uint64_t target)
 {
-    uint64_t ns = t->start_ns + target * TICK_NS;
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
-                          .tv_nsec = (long)(ns % 1000000000ull)};
-    pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+    ac__cond_wait_until_ns(&t->cond, &t->lock, t->start_ns + target * TICK_NS);
 }
 
 static void *timer_main(void *arg)
@@ -145,11 +142,7 @@ ac__timers *ac__timers_create(ac_system *sys, bool manual)
     t->start_ns = ac__now_ns();
     t->sleep_until = UINT64_MAX;
     ac__mutex_init_hot(&t->lock);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&t->cond, &attr);
-    pthread_condattr_destroy(&attr);
+    ac__cond_init_monotonic(&t->cond);
     ac__wheel_init(&t->wheel, 0);
     if (!manual) {
         int rc = pthread_create(&t->thread, NULL, timer_main, t);
