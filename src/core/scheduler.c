@@ -86,15 +86,6 @@ struct ac__scheduler {
     atomic_bool stopping;
 };
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* ---- the ring --------------------------------------------------------- */
 
 /* Owner only. False when full. */
@@ -222,16 +213,11 @@ static bool any_busy(ac__scheduler *s, const ac__worker *self)
     return false;
 }
 
+/* 1 ms on the monotonic clock: a wall-clock step must not stretch a nap
+ * into a sleep that misses a stuck worker. */
 static void nap(ac__scheduler *s)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
-    pthread_cond_timedwait(&s->park_cond, &s->park_lock, &ts);
+    ac__cond_wait_until_ns(&s->park_cond, &s->park_lock, ac__now_ns() + 1000000);
 }
 
 /* Returns true when the worker napped and woke by the clock. */
@@ -370,28 +356,31 @@ static ac__actor *find_work(ac__worker *w)
     return steal(w);
 }
 
+typedef struct work_search {
+    ac__worker *w;
+    ac__actor *found;
+} work_search;
+
+static bool found_work(void *arg)
+{
+    work_search *ws = arg;
+    return (ws->found = find_work(ws->w)) != NULL;
+}
+
 /* Spin for up to SPIN_NS looking for work before parking: work that
  * arrives within that time (the next request of a caller waiting on an
- * answer, the actors a handler just woke) is taken without a wake-up. */
+ * answer, the actors a handler just woke) is taken without a wake-up.
+ * The spin is the one an ask's waiter uses (core/sync.h); the parking
+ * after it is the scheduler's own, bound to nspinning and nparked. */
 static ac__actor *spin_for_work(ac__worker *w)
 {
     ac__scheduler *s = w->s;
+    work_search ws = {.w = w};
+    /* seq_cst: pairs with the read-modify-writes in wake_one_if_idle. */
     atomic_fetch_add_explicit(&s->nspinning, 1, memory_order_seq_cst);
-    ac__actor *a = NULL;
-    uint64_t start = ac__now_ns(), now = start;
-    do {
-        for (int i = 0; i < 32; i++)
-            cpu_relax();
-        /* After a short pure spin, yield as we go: on a machine with a
-         * core to spare this costs a syscall per round; where the thread
-         * we wait for shares our core, it lets that thread run. */
-        if (now - start > SPIN_PURE_NS)
-            sched_yield();
-        a = find_work(w);
-        now = ac__now_ns();
-    } while (!a && now - start < SPIN_NS);
+    ac__spin_until(found_work, &ws, SPIN_NS, SPIN_PURE_NS);
     atomic_fetch_sub_explicit(&s->nspinning, 1, memory_order_seq_cst);
-    return a;
+    return ws.found;
 }
 
 static void *worker_main(void *arg)
@@ -444,7 +433,7 @@ ac__scheduler *ac__scheduler_create(ac_system *system, int workers, int batch)
     memset(s->workers, 0, sizeof(ac__worker) * (size_t)workers);
     ac__mutex_init_hot(&s->inject_lock);
     pthread_mutex_init(&s->park_lock, NULL);
-    pthread_cond_init(&s->park_cond, NULL);
+    ac__cond_init_monotonic(&s->park_cond);
     for (int i = 0; i < workers; i++) {
         ac__worker *w = &s->workers[i];
         w->s = s;
