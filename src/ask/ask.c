@@ -19,20 +19,15 @@
  * answer's fields are published by the release store of 2, which the
  * waiter's acquire load pairs with.
  */
-#include <errno.h>
 #include <limits.h>
-#include <sched.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "core/cell.h"
 #include "core/clock.h"
 #include "core/core_msgs.h"
 #include "core/hooks.h"
+#include "core/sync.h"
 #include "core/system_internal.h"
 #include "core/timers.h"
 #include "core/turn.h"
@@ -134,11 +129,6 @@ uint64_t ac_answer_id(const ac_msg *msg)
 
 /* ---- completion ------------------------------------------------------- */
 
-static long futex(atomic_int *addr, int op, int val, const struct timespec *ts)
-{
-    return syscall(SYS_futex, (int *)addr, op, val, ts, NULL, 0);
-}
-
 static void deliver_to_actor(reply_t *r)
 {
     ac_msg *m = ac_msg_new(r->fn ? &ac__msg_type_run : &ac_msg_type_answer, sizeof(answer_payload));
@@ -183,7 +173,7 @@ static void complete(reply_t *r)
      * and orders against the sleepers count (see sleep_until_settled). */
     atomic_store_explicit(&r->state, SETTLED, memory_order_seq_cst);
     if (atomic_load_explicit(&r->sleepers, memory_order_seq_cst) > 0)
-        futex(&r->state, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+        ac__futex_wake_all(&r->state);
     if (fn)
         fn(&r->answer, r->user);
 }
@@ -365,25 +355,19 @@ static bool settled(reply_t *r)
     return atomic_load_explicit(&r->state, memory_order_acquire) == SETTLED;
 }
 
+static bool settled_arg(void *r) { return settled(r); }
+
 /* Sleep on the futex until settled or `deadline_ns` (0: none). */
 static bool sleep_until_settled(reply_t *r, uint64_t deadline_ns)
 {
+    /* seq_cst: pairs with complete()'s store of SETTLED and load of
+     * sleepers; either it sees us and wakes us, or we see SETTLED. */
     atomic_fetch_add_explicit(&r->sleepers, 1, memory_order_seq_cst);
     while (!settled(r)) {
         int seen = atomic_load_explicit(&r->state, memory_order_seq_cst);
-        if (seen == SETTLED)
+        if (seen == SETTLED || (deadline_ns && ac__now_ns() >= deadline_ns))
             break;
-        struct timespec ts, *tsp = NULL;
-        if (deadline_ns) {
-            uint64_t now = ac__now_ns();
-            if (now >= deadline_ns)
-                break;
-            uint64_t left = deadline_ns - now;
-            ts.tv_sec = (time_t)(left / 1000000000ull);
-            ts.tv_nsec = (long)(left % 1000000000ull);
-            tsp = &ts;
-        }
-        futex(&r->state, FUTEX_WAIT_PRIVATE, seen, tsp);
+        ac__futex_wait_until_ns(&r->state, seen, deadline_ns);
     }
     atomic_fetch_sub_explicit(&r->sleepers, 1, memory_order_relaxed);
     return settled(r);
@@ -398,28 +382,20 @@ static uint64_t wait_deadline(uint64_t start, int64_t wait_ms)
     return start + (uint64_t)wait_ms * 1000000ull;
 }
 
+/* Spin a little (a local answer usually comes within microseconds), then
+ * sleep: the spin of an idle worker (core/sync.h), bounded by the wait. */
 static bool wait_settled(reply_t *r, int64_t wait_ms)
 {
+    if (settled(r))
+        return true;
     uint64_t start = ac__now_ns();
     uint64_t deadline = wait_deadline(start, wait_ms);
-    while (!settled(r)) {
-        uint64_t now = ac__now_ns();
-        if (deadline && now >= deadline)
-            return false;
-        if (now - start > SPIN_WAIT_NS)
-            return sleep_until_settled(r, deadline);
-        for (int i = 0; i < 32; i++)
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#else
-            ;
-#endif
-        /* Past a short pure spin, let a thread that shares our core (the
-         * worker that will answer) run. */
-        if (now - start > SPIN_PURE_NS)
-            sched_yield();
-    }
-    return true;
+    if (deadline && deadline <= start)
+        return false;
+    uint64_t spin = deadline && deadline - start < SPIN_WAIT_NS ? deadline - start : SPIN_WAIT_NS;
+    if (ac__spin_until(settled_arg, r, spin, SPIN_PURE_NS))
+        return true;
+    return sleep_until_settled(r, deadline);
 }
 
 ac_status ac_future_wait(ac_future *f, int64_t wait_ms, ac_answer *answer)
