@@ -5,7 +5,10 @@
  * 1 (claimed by whoever settles it: a reply, an error reply, the timer,
  * or the news that the target had stopped) -> 2 (answer written). The
  * claim is a CAS, so exactly one outcome wins and the answer is written
- * once; everything that arrives later is dropped without a trace.
+ * once; everything that arrives later is dropped without a trace. The
+ * claim, delivery and the undeliverable and timeout errors are the
+ * one-shot piece shared with scatter slots (oneshot.c); this file keeps
+ * what settling means for an ask, its timer and its waiters.
  *
  * References to a reply ref: the asker's (the future handle, or the
  * asking call's own until it returns), the armed timer's, and the one in
@@ -23,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ask/oneshot.h"
 #include "core/cell.h"
 #include "core/clock.h"
 #include "core/core_msgs.h"
@@ -178,48 +182,19 @@ static void complete(reply_t *r)
         fn(&r->answer, r->user);
 }
 
-static bool claim(reply_t *r)
+/* The one outcome (ac__oneshot_ops.settle). */
+static void reply_settle(ac_ref *self, ac_msg *reply, ac_error *error, ac_ref *sender)
 {
-    int expected = PENDING;
-    return atomic_compare_exchange_strong_explicit(&r->state, &expected, CLAIMED,
-                                                   memory_order_acq_rel, memory_order_relaxed);
-}
-
-static void settle_error(reply_t *r, ac_error *err, ac_ref *sender)
-{
-    r->answer.error = err;
+    reply_t *r = (reply_t *)self;
+    r->answer.reply = reply;
+    r->answer.error = error;
     r->answer.sender = sender;
     complete(r);
 }
 
 /* ---- the reply ref ---------------------------------------------------- */
 
-static void reply_deliver(ac_ref *self, ac__node *node)
-{
-    reply_t *r = (reply_t *)self;
-    if (!claim(r)) {
-        ac__node_free(node); /* settled already: dropped, silently */
-        return;
-    }
-    ac_ref *sender;
-    ac_msg *msg = ac__node_take_msg(node, &sender);
-    if (msg->type == &ac_msg_type_error) {
-        ac_error *err = ac_error_retain(ac_msg_error(msg));
-        ac_msg_release(msg);
-        settle_error(r, err, sender);
-        return;
-    }
-    r->answer.reply = msg;
-    r->answer.sender = sender;
-    complete(r);
-}
-
-static void reply_undeliverable(ac_ref *self, ac_ref *recipient, const char *why)
-{
-    reply_t *r = (reply_t *)self;
-    if (claim(r))
-        settle_error(r, ac__undeliverable_error(recipient ? recipient : r->target, why), NULL);
-}
+static ac_ref *reply_target(const ac_ref *self) { return ((const reply_t *)self)->target; }
 
 static void reply_destroy(ac_ref *self)
 {
@@ -236,24 +211,25 @@ static const char *reply_path(const ac_ref *self)
     return "actorc://temp/ask";
 }
 
-static const ac__ref_ops reply_ops = {
-    .kind = AC__REF_REPLY,
-    .deliver = reply_deliver,
-    .destroy = reply_destroy,
-    .path = reply_path,
-    .undeliverable = reply_undeliverable,
+static const ac__oneshot_ops reply_ops = {
+    .ref = {.kind = AC__REF_REPLY,
+            .deliver = ac__oneshot_deliver,
+            .destroy = reply_destroy,
+            .path = reply_path,
+            .undeliverable = ac__oneshot_undeliverable},
+    .claim_offset = offsetof(reply_t, state),
+    .settle = reply_settle,
+    .target = reply_target,
 };
 
 static void timer_fire(ac__timer *t)
 {
     reply_t *r = (reply_t *)((char *)t - offsetof(reply_t, timer));
-    if (claim(r)) {
+    if (ac__oneshot_claim(&r->ref)) {
+        /* Counted before the answer is published, so an answer seen
+         * implies its count is visible. */
         ac__hook_count(r->ref.system, AC__EVENT_ASK_TIMEOUTS, 1);
-        ac_error *err = ac_error_new(AC_ASK_TIMEOUT_ERROR,
-                                     "Ask timed out on %s after %u ms", ac_ref_path(r->target),
-                                     r->timeout_ms);
-        AC__ASSERT(err != NULL);
-        settle_error(r, err, NULL);
+        reply_settle(&r->ref, NULL, ac__oneshot_timeout_error(r->target, r->timeout_ms), NULL);
     }
     ac_ref_release(&r->ref); /* the timer's reference */
 }
@@ -297,7 +273,7 @@ static reply_t *start_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms, int k
         ac_msg_release(msg);
         return ac__fail_null(AC_ENOMEM, "ask: out of memory");
     }
-    ac__ref_init(&r->ref, &reply_ops, target->system);
+    ac__ref_init(&r->ref, &reply_ops.ref, target->system);
     atomic_init(&r->ref.refs, 2); /* the caller's and the timer's */
     atomic_init(&r->state, PENDING);
     atomic_flag_clear(&r->cb_lock);

@@ -2,10 +2,11 @@
  * Scatter/gather-first-completed.
  *
  * One scatter per message: a header and one slot per routee in one
- * allocation. Each slot is a one-shot reply ref (its own ref kind) used as
- * the sender of the request to its routee. The first thing to reach a slot
- * claims it (CAS on `claimed`): a reply, an error reply, the news that the
- * routee had stopped, or the scatter's single timer. So every slot ends
+ * allocation. Each slot is a one-shot reply ref (ask/oneshot.h, its own
+ * ref kind) used as the sender of the request to its routee. The first
+ * thing to reach a slot claims it (CAS on `claimed`): a reply, an error
+ * reply, the news that the routee had stopped, or the scatter's single
+ * timer. So every slot ends
  * with exactly one outcome, and one timer gives the same results as one
  * timer per routee ask: they would all share the deadline.
  *
@@ -50,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ask/oneshot.h"
 #include "routing/router_internal.h"
 
 typedef struct scatter scatter;
@@ -281,58 +283,41 @@ static void slot_done(sg_slot *slot)
     ac_ref_release(&slot->ref); /* the slot's own hold, kept until claimed */
 }
 
-static bool claim(sg_slot *slot)
-{
-    int expected = 0;
-    return atomic_compare_exchange_strong_explicit(&slot->claimed, &expected, 1,
-                                                   memory_order_acq_rel, memory_order_relaxed);
-}
-
 /* ---- slot refs -------------------------------------------------------- */
 
-/* A routee's error reply, as it will sit in the AggregateError: one that
- * already nests AC_ERROR_MAX_DEPTH deep has no room under the aggregate,
- * so a stand-in with its name and message takes its place. */
+/* A routee's error, as it will sit in the AggregateError (consumes err):
+ * one that already nests AC_ERROR_MAX_DEPTH deep has no room under the
+ * aggregate, so a stand-in with its name and message takes its place. */
 static ac_error *member_error(ac_error *err)
 {
     if (ac_error_depth(err) < AC_ERROR_MAX_DEPTH)
-        return ac_error_retain(err);
-    return ac_error_new(ac_error_name(err),
-                        "%s (its members and causes are left out: it nests %zu deep, too deep "
-                        "for an AggregateError to hold)",
-                        ac_error_message(err), ac_error_depth(err));
+        return err;
+    ac_error *stand_in = ac_error_new(ac_error_name(err),
+                                      "%s (its members and causes are left out: it nests %zu "
+                                      "deep, too deep for an AggregateError to hold)",
+                                      ac_error_message(err), ac_error_depth(err));
+    ac_error_release(err);
+    return stand_in;
 }
 
-static void slot_deliver(ac_ref *self, ac__node *node)
+/* A slot's one outcome (ac__oneshot_ops.settle): an error waits in the
+ * slot for the aggregate; the first reply wins the scatter. */
+static void slot_settle(ac_ref *self, ac_msg *reply, ac_error *error, ac_ref *sender)
 {
     sg_slot *slot = (sg_slot *)self;
-    if (!claim(slot)) {
-        ac__node_free(node); /* a loser after the deadline: silently */
-        return;
-    }
-    ac_ref *sender;
-    ac_msg *msg = ac__node_take_msg(node, &sender);
-    if (ac_msg_is(msg, &ac_msg_type_error)) {
-        slot->error = member_error(ac_msg_error(msg));
-        ac_msg_release(msg);
+    if (error) {
+        slot->error = member_error(error);
     } else if (settle(slot->sc)) {
         count_outcome(&slot->sc->shared->metrics, self->system, SG_FIRST, slot->sc->start_ns);
-        ac_tell(slot->sc->caller, msg, sender); /* the winner, as the sender */
+        ac_tell(slot->sc->caller, reply, sender); /* the winner, as the sender */
     } else {
-        ac_msg_release(msg); /* a loser: silently */
+        ac_msg_release(reply); /* a loser: silently */
     }
     ac_ref_release(sender);
     slot_done(slot);
 }
 
-static void slot_undeliverable(ac_ref *self, ac_ref *recipient, const char *why)
-{
-    sg_slot *slot = (sg_slot *)self;
-    if (!claim(slot))
-        return;
-    slot->error = ac__undeliverable_error(recipient ? recipient : slot->routee, why);
-    slot_done(slot);
-}
+static ac_ref *slot_target(const ac_ref *self) { return ((const sg_slot *)self)->routee; }
 
 static void slot_destroy(ac_ref *self) { scatter_unref(((sg_slot *)self)->sc); }
 
@@ -342,12 +327,15 @@ static const char *slot_path(const ac_ref *self)
     return "actorc://temp/scatter";
 }
 
-static const ac__ref_ops slot_ops = {
-    .kind = AC__REF_REPLY,
-    .deliver = slot_deliver,
-    .destroy = slot_destroy,
-    .path = slot_path,
-    .undeliverable = slot_undeliverable,
+static const ac__oneshot_ops slot_ops = {
+    .ref = {.kind = AC__REF_REPLY,
+            .deliver = ac__oneshot_deliver,
+            .destroy = slot_destroy,
+            .path = slot_path,
+            .undeliverable = ac__oneshot_undeliverable},
+    .claim_offset = offsetof(sg_slot, claimed),
+    .settle = slot_settle,
+    .target = slot_target,
 };
 
 /* ---- the timer -------------------------------------------------------- */
@@ -362,11 +350,9 @@ static void timer_fire(ac__timer *t)
     scatter *sc = scatter_of_timer(t);
     for (uint32_t i = 0; i < sc->n; i++) {
         sg_slot *slot = &sc->slots[i];
-        if (!claim(slot))
-            continue;
-        slot->error = ac_error_new(AC_ASK_TIMEOUT_ERROR, "Ask timed out on %s after %u ms",
-                                   ac_ref_path(slot->routee), sc->shared->timeout_ms);
-        slot_done(slot);
+        if (ac__oneshot_claim(&slot->ref))
+            slot_settle(&slot->ref, NULL,
+                        ac__oneshot_timeout_error(slot->routee, sc->shared->timeout_ms), NULL);
     }
     scatter_unref(sc);
 }
@@ -376,7 +362,7 @@ static void timer_discard(ac__timer *t)
     /* System teardown: no one is listening any more; just let go. */
     scatter *sc = scatter_of_timer(t);
     for (uint32_t i = 0; i < sc->n; i++)
-        if (claim(&sc->slots[i]))
+        if (ac__oneshot_claim(&sc->slots[i].ref))
             ac_ref_release(&sc->slots[i].ref);
     settle(sc);
     scatter_unref(sc);
@@ -406,7 +392,7 @@ static scatter *scatter_new(sg_shared *sh, ac_ref *const *routees, uint32_t n, a
     sc->n = n;
     for (uint32_t i = 0; i < n; i++) {
         sg_slot *slot = &sc->slots[i];
-        ac__ref_init(&slot->ref, &slot_ops, router->system);
+        ac__ref_init(&slot->ref, &slot_ops.ref, router->system);
         atomic_init(&slot->ref.refs, 2); /* its own hold and the router's (see the top) */
         slot->sc = sc;
         slot->routee = ac_ref_retain(routees[i]);
