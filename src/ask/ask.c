@@ -151,6 +151,8 @@ static void deliver_to_actor(reply_t *r)
  * callback at once. Returns the callback registered before, if any. */
 static ac_future_fn close_callbacks(reply_t *r)
 {
+    /* A spin lock: acquire pairs with the release clears here and in
+     * ac_future_on_complete, so each holder sees the last one's writes. */
     while (atomic_flag_test_and_set_explicit(&r->cb_lock, memory_order_acquire))
         ;
     r->cb_done = true;
@@ -168,6 +170,7 @@ static void complete(reply_t *r)
     if (ac__timer_cancel(r->ref.system->timers, &r->timer))
         ac_ref_release(&r->ref); /* the timer's reference; the caller holds another */
     if (r->kind == FOR_ACTOR) {
+        /* Release: the answer before SETTLED (pairs with settled()). */
         atomic_store_explicit(&r->state, SETTLED, memory_order_release);
         deliver_to_actor(r);
         return;
@@ -328,6 +331,8 @@ ac_status ac_ask_in(ac_ctx *ctx, ac_ref *target, ac_msg *msg, int64_t timeout_ms
 
 static bool settled(reply_t *r)
 {
+    /* Acquire pairs with complete()'s store of SETTLED: the answer is
+     * seen whole. */
     return atomic_load_explicit(&r->state, memory_order_acquire) == SETTLED;
 }
 
@@ -407,6 +412,7 @@ ac_status ac_future_on_complete(ac_future *f, ac_future_fn fn, void *user)
 {
     if (!f || !fn)
         return ac__fail(AC_EINVAL, "ac_future_on_complete: %s is NULL", f ? "callback" : "future");
+    /* The spin lock of close_callbacks (acquire pairs with its clears). */
     while (atomic_flag_test_and_set_explicit(&f->cb_lock, memory_order_acquire))
         ;
     if (f->fn) {

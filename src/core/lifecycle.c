@@ -263,6 +263,7 @@ void ac__actor_begin_stop(ac__actor *a)
 {
     if (atomic_load_explicit(&a->state, memory_order_relaxed) >= AC__ACTOR_STOPPING)
         return;
+    /* Release: as in set_state. */
     atomic_store_explicit(&a->state, AC__ACTOR_STOPPING, memory_order_release);
     lock_children(a);
     size_t n = ac__children_count(a->children);
@@ -333,6 +334,7 @@ ac_status ac_stop(ac_ref *ref)
     ac__actor *a = ac__actor_of(ref);
     if (!a)
         return ac__fail(AC_EINVAL, "ac_stop: %s", ref ? "not an actor ref" : "ref is NULL");
+    /* Acquire pairs with set_state's release store of DEAD. */
     if (atomic_load_explicit(&a->state, memory_order_acquire) != AC__ACTOR_DEAD)
         ac__actor_push_sys(a, AC__SYS_STOP, NULL);
     return AC_OK;

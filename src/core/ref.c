@@ -69,12 +69,14 @@ ac_system *ac_ref_system(const ac_ref *ref) { return ref ? ref->system : NULL; }
 bool ac__ref_is_stopping(const ac_ref *ref)
 {
     const ac__actor *a = ac__actor_of(ref);
+    /* Acquire pairs with the release stores of state (lifecycle.c). */
     return a && atomic_load_explicit(&a->state, memory_order_acquire) >= AC__ACTOR_STOPPING;
 }
 
 bool ac__ref_is_dead(const ac_ref *ref)
 {
     const ac__actor *a = ac__actor_of(ref);
+    /* Acquire pairs with set_state's release store of DEAD. */
     return a && atomic_load_explicit(&a->state, memory_order_acquire) == AC__ACTOR_DEAD;
 }
 

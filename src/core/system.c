@@ -223,6 +223,8 @@ ac_status ac_system_terminate(ac_system *system)
     system->timers = NULL;
     free_every_cell(system);
     system_free(system);
+    /* acq_rel: pairs with the other systems' decrements, so the last one
+     * trims after every other teardown's frees. */
     if (atomic_fetch_sub_explicit(&live_systems, 1, memory_order_acq_rel) == 1)
         ac__alloc_trim();
     return AC_OK;

@@ -64,7 +64,7 @@ _Static_assert((uint64_t)AC_CLOCK_MAX_MS <= UINT64_MAX / TICKS_PER_MS / 2,
 /* The clock in ms (ac_clock_now_ms). */
 static uint64_t clock_now(ac__timers *t)
 {
-    if (t->manual)
+    if (t->manual) /* acquire pairs with ac_clock_advance's release store */
         return atomic_load_explicit(&t->manual_now, memory_order_acquire);
     return (ac__now_ns() - t->start_ns) / 1000000ull;
 }
@@ -72,7 +72,7 @@ static uint64_t clock_now(ac__timers *t)
 /* The clock in ticks, rounded down. */
 static uint64_t clock_now_ticks(ac__timers *t)
 {
-    if (t->manual)
+    if (t->manual) /* acquire: as in clock_now */
         return atomic_load_explicit(&t->manual_now, memory_order_acquire) * TICKS_PER_MS;
     return (ac__now_ns() - t->start_ns) / TICK_NS;
 }
@@ -293,6 +293,7 @@ ac_status ac_clock_advance(ac_system *system, int64_t ms)
     }
     uint64_t target_ms = now + (uint64_t)ms;
     uint64_t target = target_ms * TICKS_PER_MS;
+    /* Release pairs with the acquire loads in clock_now and clock_now_ticks. */
     atomic_store_explicit(&t->manual_now, target_ms, memory_order_release);
     for (;;) {
         uint64_t step = ac__wheel_next_event(&t->wheel);
@@ -339,6 +340,7 @@ static void cancellable_release(ac_cancellable *c)
 static void schedule_fire(ac__timer *timer)
 {
     ac_cancellable *c = (ac_cancellable *)timer;
+    /* Acquire (both loads) pairs with ac_cancel's exchange. */
     if (!atomic_load_explicit(&c->cancelled, memory_order_acquire)) {
         ac_tell(c->target, ac_msg_retain(c->msg), c->sender);
         if (c->interval_ns && !ac__ref_is_dead(c->target) &&
@@ -347,6 +349,7 @@ static void schedule_fire(ac__timer *timer)
             return;
         }
     }
+    /* Release pairs with ac_cancel's acquire load of finished. */
     atomic_store_explicit(&c->finished, true, memory_order_release);
     cancellable_release(c);
 }
@@ -428,6 +431,8 @@ bool ac_cancel(ac_cancellable *c)
 {
     if (!c)
         return ac__fail(AC_EINVAL, "ac_cancel: handle is NULL"), false;
+    /* acq_rel: pairs with the acquire loads in schedule_fire and with an
+     * earlier ac_cancel. */
     if (atomic_exchange_explicit(&c->cancelled, true, memory_order_acq_rel))
         return false;
     if (ac__timer_cancel(c->system->timers, &c->timer)) {
@@ -437,6 +442,7 @@ bool ac_cancel(ac_cancellable *c)
     /* Not in the wheel: finished (nothing to cancel), or firing right now,
      * when the flag stops a repeat from re-arming; a once-timer that is
      * mid-fire has delivered (or is delivering) its message. */
+    /* Acquire pairs with schedule_fire's release store of finished. */
     return c->interval_ns != 0 && !atomic_load_explicit(&c->finished, memory_order_acquire);
 }
 

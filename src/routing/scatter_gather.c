@@ -183,6 +183,7 @@ static void count_outcome(_Atomic(sg_metrics *) *cache, ac_system *sys, sg_outco
 
 static void shared_release(sg_shared *sh)
 {
+    /* acq_rel: every other holder's uses happen before the free. */
     if (atomic_fetch_sub_explicit(&sh->refs, 1, memory_order_acq_rel) != 1)
         return;
     pthread_mutex_destroy(&sh->lock);
@@ -200,6 +201,7 @@ static size_t scatter_size(uint32_t n) { return sizeof(scatter) + n * sizeof(sg_
 
 static void scatter_unref(scatter *sc)
 {
+    /* acq_rel: every other holder's uses happen before the free. */
     if (atomic_fetch_sub_explicit(&sc->refs, 1, memory_order_acq_rel) != 1)
         return;
     for (uint32_t i = 0; i < sc->n; i++) {
@@ -217,6 +219,7 @@ static bool settle(scatter *sc)
     sg_shared *sh = sc->shared;
     pthread_mutex_lock(&sh->lock);
     int expected = 0;
+    /* acq_rel: pairs with the other settlers' CAS; one wins. */
     bool won = atomic_compare_exchange_strong_explicit(&sc->settled, &expected, 1,
                                                        memory_order_acq_rel,
                                                        memory_order_relaxed);
@@ -271,6 +274,8 @@ static void answer_all_failed(scatter *sc)
 static void slot_done(sg_slot *slot)
 {
     scatter *sc = slot->sc;
+    /* acq_rel: pairs with the other claimers' decrements, so the last one
+     * sees every slot's error. */
     if (atomic_fetch_sub_explicit(&sc->remaining, 1, memory_order_acq_rel) == 1) {
         /* A stopping router stops its routees first, which fails the
          * requests still queued at them; such a scatter stays open for
