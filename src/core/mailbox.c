@@ -43,6 +43,8 @@ void ac__mailbox_push(ac__mailbox *mb, ac__node *node)
 /* The link is a node's first member. */
 static ac__node *node_of(ac__link *link) { return (ac__node *)(void *)link; }
 
+/* Every acquire load of a `next` pairs with push_link's release store of
+ * prev->next: a node seen linked is seen whole. */
 ac__node *ac__mailbox_pop(ac__mailbox *mb)
 {
     ac__link *tail = mb->tail;
@@ -58,6 +60,7 @@ ac__node *ac__mailbox_pop(ac__mailbox *mb)
         mb->tail = next;
         return node_of(tail);
     }
+    /* Acquire pairs with the producers' exchange of head. */
     if (tail != atomic_load_explicit(&mb->head, memory_order_acquire))
         return NULL; /* a push is half done; the node will appear shortly */
     push_link(mb, &mb->stub);
@@ -73,7 +76,8 @@ bool ac__mailbox_maybe_nonempty(ac__mailbox *mb)
 {
     if (mb->tail != &mb->stub)
         return true;
-    if (atomic_load_explicit(&mb->stub.next, memory_order_acquire))
+    if (atomic_load_explicit(&mb->stub.next, memory_order_acquire)) /* as in pop */
         return true;
+    /* seq_cst pairs with push_link's exchange (see there). */
     return atomic_load_explicit(&mb->head, memory_order_seq_cst) != &mb->stub;
 }

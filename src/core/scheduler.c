@@ -103,7 +103,9 @@ static bool ring_push(ac__worker *w, ac__actor *a)
     return true;
 }
 
-/* Owner or thief. */
+/* Owner or thief. Acquire loads of head and tail pair with the CAS of
+ * other consumers and ring_push's release store of tail; the acq_rel CAS
+ * with the other consumers' CAS and ring_push's acquire load of head. */
 static ac__actor *ring_pop(ac__worker *w)
 {
     uint32_t h = atomic_load_explicit(&w->head, memory_order_acquire);
@@ -136,6 +138,8 @@ static void inject_push(ac__scheduler *s, ac__actor *a)
     else
         s->inject_head = a;
     s->inject_tail = a;
+    /* seq_cst pairs with any_work's load in park (a Dekker handshake with
+     * the parker's increment of nparked). */
     atomic_fetch_add_explicit(&s->inject_len, 1, memory_order_seq_cst);
     pthread_mutex_unlock(&s->inject_lock);
 }
@@ -189,6 +193,7 @@ static bool any_work(ac__scheduler *s)
      * enough to steal from. A shorter ring's owner is awake (it pushed in a
      * turn and drains its ring before parking); a stuck owner is caught by
      * napping (see park). */
+    /* seq_cst: pairs with inject_push's increment. */
     if (atomic_load_explicit(&s->inject_len, memory_order_seq_cst) > 0)
         return true;
     for (int i = 0; i < s->nworkers; i++)
@@ -226,6 +231,8 @@ static bool park(ac__worker *w)
     ac__scheduler *s = w->s;
     bool napped = false;
     pthread_mutex_lock(&s->park_lock);
+    /* seq_cst: pairs with wake_one_if_idle's read of nparked; acquire of
+     * stopping with ac__scheduler_stop's release store. */
     atomic_fetch_add_explicit(&s->nparked, 1, memory_order_seq_cst);
     if (!any_work(s) && !atomic_load_explicit(&s->stopping, memory_order_acquire)) {
         if (any_runnext(s) || any_busy(s, w)) {
@@ -242,7 +249,7 @@ static bool park(ac__worker *w)
             atomic_fetch_sub_explicit(&s->nparked_sound, 1, memory_order_seq_cst);
         }
     }
-    atomic_fetch_sub_explicit(&s->nparked, 1, memory_order_seq_cst);
+    atomic_fetch_sub_explicit(&s->nparked, 1, memory_order_seq_cst); /* as its increment */
     pthread_mutex_unlock(&s->park_lock);
     return napped;
 }
@@ -269,6 +276,7 @@ void ac__scheduler_push(ac__scheduler *s, ac__actor *a, bool fresh)
     ac__worker *w = ac__tls_worker;
     if (w && w->s == s) {
         if (fresh) {
+            /* seq_cst, with the load of nparked_sound: see wake_sound_sleeper. */
             ac__actor *old = atomic_exchange_explicit(&w->runnext, a, memory_order_seq_cst);
             if (old)
                 push_local(w, old);
@@ -323,6 +331,7 @@ static ac__actor *steal_from(ac__worker *w, ac__worker *v)
     if (len >= STEAL_MIN_LEN || (len > 0 && stuck))
         a = ring_pop(v);
     if (!a && stuck && has_runnext)
+        /* acq_rel pairs with the owner's exchanges of runnext. */
         a = atomic_exchange_explicit(&v->runnext, NULL, memory_order_acq_rel);
     return a;
 }
@@ -347,6 +356,7 @@ static ac__actor *find_work(ac__worker *w)
     /* Now and then look at the global list first, so it cannot starve. */
     if ((++w->tick & 63) == 0 && (a = inject_pop(w->s)))
         return a;
+    /* acq_rel pairs with the pusher's seq_cst exchange and with thieves'. */
     if ((a = atomic_exchange_explicit(&w->runnext, NULL, memory_order_acq_rel)))
         return a;
     if ((a = ring_pop(w)))
@@ -389,6 +399,7 @@ static void *worker_main(void *arg)
     ac__scheduler *s = w->s;
     ac__tls_worker = w;
     bool napped = false;
+    /* Acquire pairs with ac__scheduler_stop's release store. */
     while (!atomic_load_explicit(&s->stopping, memory_order_acquire)) {
         ac__actor *a = find_work(w);
         if (!a && !napped) /* after a fruitless nap, nap again without spinning */
@@ -475,6 +486,7 @@ static void release_queued(ac__actor *a)
 
 void ac__scheduler_stop(ac__scheduler *s)
 {
+    /* Release pairs with the workers' acquire loads of stopping. */
     atomic_store_explicit(&s->stopping, true, memory_order_release);
     pthread_mutex_lock(&s->park_lock);
     pthread_cond_broadcast(&s->park_cond);

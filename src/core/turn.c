@@ -34,6 +34,8 @@ void ac__actor_schedule(ac__actor *a)
      * producer win the 0 -> 1 transition. */
     if (atomic_load_explicit(&a->scheduled, memory_order_seq_cst) != 0)
         return;
+    /* acq_rel pairs with end_turn's clear: the winner's turn sees the
+     * previous turn's writes. */
     if (atomic_exchange_explicit(&a->scheduled, 1, memory_order_acq_rel) != 0)
         return;
     ac_ref_retain(&a->ref);
@@ -43,6 +45,7 @@ void ac__actor_schedule(ac__actor *a)
 void ac__actor_deliver(ac_ref *self, ac__node *node)
 {
     ac__actor *a = (ac__actor *)self;
+    /* Acquire pairs with set_state's release store of DEAD (lifecycle.c). */
     if (atomic_load_explicit(&a->state, memory_order_acquire) == AC__ACTOR_DEAD) {
         ac__dead_letter(self->system, node, self);
         return;
@@ -64,7 +67,7 @@ static ac__node *pop_message(ac__actor *a)
 int ac__mailbox_len(const ac_ref *ref)
 {
     const ac__actor *a = ac__actor_of(ref);
-    if (!a || !a->count_mailbox ||
+    if (!a || !a->count_mailbox || /* acquire: as in ac__actor_deliver */
         atomic_load_explicit(&a->state, memory_order_acquire) == AC__ACTOR_DEAD)
         return -1;
     /* Queued messages, plus one while a turn is pending or running: a
@@ -240,6 +243,7 @@ static void end_turn(ac__actor *a)
     bool more = leftover || atomic_load_explicit(&a->sysq, memory_order_seq_cst) ||
                 (mailbox_counts &&
                  atomic_load_explicit(&a->mailbox.head, memory_order_seq_cst) != head);
+    /* acq_rel: as in ac__actor_schedule, whose exchange this races. */
     if (more && atomic_exchange_explicit(&a->scheduled, 1, memory_order_acq_rel) == 0) {
         ac__scheduler_push(a->ref.system->sched, a, false); /* keeps our reference */
         return;
