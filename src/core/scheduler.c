@@ -192,8 +192,7 @@ static bool any_work(ac__scheduler *s)
     /* What a parking worker could take: the injection list, or a ring long
      * enough to steal from. A shorter ring's owner is awake (it pushed in a
      * turn and drains its ring before parking); a stuck owner is caught by
-     * napping (see park). */
-    /* seq_cst: pairs with inject_push's increment. */
+     * napping (see park). seq_cst: pairs with inject_push's increment. */
     if (atomic_load_explicit(&s->inject_len, memory_order_seq_cst) > 0)
         return true;
     for (int i = 0; i < s->nworkers; i++)

@@ -6,9 +6,9 @@
  * ref kind) used as the sender of the request to its routee. The first
  * thing to reach a slot claims it (CAS on `claimed`): a reply, an error
  * reply, the news that the routee had stopped, or the scatter's single
- * timer. So every slot ends
- * with exactly one outcome, and one timer gives the same results as one
- * timer per routee ask: they would all share the deadline.
+ * timer. So every slot ends with exactly one outcome, and one timer gives
+ * the same results as one timer per routee ask: they would all share the
+ * deadline.
  *
  *   - The first successful reply CAS-settles the scatter and is told to
  *     the caller with the winning routee as sender. Later replies find
