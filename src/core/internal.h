@@ -1,6 +1,6 @@
 /*
  * Every internal header at once, for a file that wants them all (white-box
- * tests, and the scheduler, mailbox and allocator). Nothing here is
+ * tests, and the scheduler and mailbox). Nothing here is
  * public. Other files include the module headers they use, so their
  * dependencies stay visible; docs/architecture.md states which layer may
  * include which.
