@@ -97,10 +97,13 @@ ac_status ac_metrics_enable(ac_system *system)
     ac__metrics *reg = registry_create(system);
     if (!reg)
         return ac__fail(AC_ENOMEM, "ac_metrics_enable: out of memory");
-    /* A loser's registry was never seen. */
-    if (!ac__hooks_install(system, &reg->hooks))
-        registry_free(reg);
-    return AC_OK;
+    if (ac__hooks_install(system, &reg->hooks))
+        return AC_OK;
+    registry_free(reg); /* a loser's registry was never seen */
+    if (ac__metrics_of(system))
+        return AC_OK; /* another thread turned metrics on first */
+    return ac__fail(AC_EEXIST, "ac_metrics_enable: system \"%s\" has other hooks installed",
+                    system->name);
 }
 
 bool ac_metrics_enabled(const ac_system *system)
