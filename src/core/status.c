@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/internal.h"
 
 static _Thread_local ac_status last_status;
@@ -71,6 +72,12 @@ void *ac__fail_null(ac_status status, const char *fmt, ...)
     record(status, fmt, ap);
     va_end(ap);
     return NULL;
+}
+
+void ac__oom_abort(const char *what)
+{
+    fprintf(stderr, "actorc: out of memory: %s\n", what);
+    abort();
 }
 
 void ac__assert_fail(const char *expr, const char *file, int line)
