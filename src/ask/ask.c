@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "core/internal.h"
 
 enum { PENDING = 0, CLAIMED = 1, SETTLED = 2 };
@@ -296,7 +297,7 @@ static ac_status check_ask(const char *fn, ac_ref *target, ac_msg *msg, int64_t 
 static reply_t *start_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms, int kind)
 {
     /* Exactly sized (not a cache block): an ask in flight costs its bytes. */
-    reply_t *r = calloc(1, sizeof *r);
+    reply_t *r = ac__calloc(1, sizeof *r);
     if (!r) {
         ac_msg_release(msg);
         return ac__fail_null(AC_ENOMEM, "ask: out of memory");

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/internal.h"
 
 _Thread_local ac__actor *ac__tls_actor;
@@ -296,7 +297,7 @@ static ac__actor *cell_alloc(ac_system *sys, const ac_actor_def *def, const char
                              const char *name)
 {
     size_t plen = strlen(parent_path), nlen = strlen(name);
-    ac__actor *a = calloc(1, sizeof *a + def->state_size + plen + 1 + nlen + 1);
+    ac__actor *a = ac__calloc(1, sizeof *a + def->state_size + plen + 1 + nlen + 1);
     if (!a)
         return NULL;
     char *path = (char *)a->state_mem + def->state_size;

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "core/internal.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -31,7 +32,7 @@
 
 #ifdef AC__NO_CACHE
 
-void *ac__alloc_small(size_t size) { return malloc(size); }
+void *ac__alloc_small(size_t size) { return ac__malloc(size); }
 void ac__free_small(void *p, size_t size)
 {
     (void)size;
@@ -153,6 +154,10 @@ static void register_thread(thread_cache *tc)
 
 void *ac__alloc_small(size_t size)
 {
+#ifdef AC__ALLOC_HOOK
+    if (ac__alloc_should_fail())
+        return NULL;
+#endif
     int c = class_of(size);
     if (c < 0)
         return malloc(size);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/internal.h"
 
 #define TOMBSTONE ((ac__actor *)1)
@@ -30,11 +31,11 @@ static uint64_t hash_name(const char *s)
 
 ac__children *ac__children_create(void)
 {
-    ac__children *c = calloc(1, sizeof *c);
+    ac__children *c = ac__calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->cap = 8;
-    c->slots = calloc(c->cap, sizeof *c->slots);
+    c->slots = ac__calloc(c->cap, sizeof *c->slots);
     if (!c->slots) {
         free(c);
         return NULL;
@@ -83,7 +84,7 @@ static int rehash(ac__children *c, size_t new_cap)
 {
     ac__actor **old = c->slots;
     size_t old_cap = c->cap;
-    ac__actor **slots = calloc(new_cap, sizeof *slots);
+    ac__actor **slots = ac__calloc(new_cap, sizeof *slots);
     if (!slots)
         return AC_ENOMEM;
     c->slots = slots;
@@ -152,7 +153,7 @@ int ac__refset_add(ac__refset *s, ac_ref *r)
         return AC_OK;
     if (s->count == s->cap) {
         uint32_t cap = s->cap ? s->cap * 2 : 2;
-        ac_ref **items = realloc(s->items, cap * sizeof *items);
+        ac_ref **items = ac__realloc(s->items, cap * sizeof *items);
         if (!items)
             return AC_ENOMEM;
         s->items = items;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/internal.h"
 
 struct ac_error {
@@ -82,7 +83,7 @@ static ac_error *error_alloc(const char *name, unsigned depth, unsigned nodes, a
     if (mlen < 0)
         return ac__fail_null(AC_EINVAL, "ac_error: bad format \"%s\"", fmt);
     size_t nlen = strlen(name);
-    ac_error *e = malloc(sizeof *e + n * sizeof(ac_error *) + nlen + 1 + (size_t)mlen + 1);
+    ac_error *e = ac__malloc(sizeof *e + n * sizeof(ac_error *) + nlen + 1 + (size_t)mlen + 1);
     if (!e)
         return ac__fail_null(AC_ENOMEM, "ac_error: out of memory");
     char *strings = (char *)(e->members + n);
@@ -271,7 +272,8 @@ char *ac_error_to_string(const ac_error *err)
 {
     char *buf = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
+    /* open_memstream allocates: the hook may fail it as it fails malloc. */
+    FILE *f = ac__alloc_should_fail() ? NULL : open_memstream(&buf, &len);
     if (!f)
         return NULL;
     if (err)

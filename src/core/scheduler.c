@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "core/internal.h"
 
 #define RING_SIZE 256u /* power of two */
@@ -437,13 +438,13 @@ static void *worker_main(void *arg)
 
 ac__scheduler *ac__scheduler_create(ac_system *system, int workers, int batch)
 {
-    ac__scheduler *s = calloc(1, sizeof *s);
+    ac__scheduler *s = ac__calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->system = system;
     s->nworkers = workers;
     s->batch = batch;
-    s->workers = aligned_alloc(AC__CACHELINE, sizeof(ac__worker) * (size_t)workers);
+    s->workers = ac__aligned_alloc(AC__CACHELINE, sizeof(ac__worker) * (size_t)workers);
     if (!s->workers) {
         free(s);
         return NULL;
@@ -457,8 +458,8 @@ ac__scheduler *ac__scheduler_create(ac_system *system, int workers, int batch)
         w->s = s;
         w->index = i;
         w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
-        w->seen_turns = calloc((size_t)workers, sizeof *w->seen_turns);
-        w->seen_at = calloc((size_t)workers, sizeof *w->seen_at);
+        w->seen_turns = ac__calloc((size_t)workers, sizeof *w->seen_turns);
+        w->seen_at = ac__calloc((size_t)workers, sizeof *w->seen_at);
         if (!w->seen_turns || !w->seen_at) {
             ac__scheduler_destroy(s);
             return NULL;

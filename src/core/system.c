@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "core/internal.h"
 
 #define DEFAULT_BATCH 64
@@ -100,7 +101,7 @@ ac_system *ac_system_create(const char *name, const ac_system_options *options)
         return ac__fail_null(AC_EINACTOR, "ac_system_create: not allowed inside an actor");
     if (check_system_name(name) != AC_OK)
         return NULL;
-    ac_system *sys = calloc(1, sizeof *sys);
+    ac_system *sys = ac__calloc(1, sizeof *sys);
     if (!sys)
         return ac__fail_null(AC_ENOMEM, "ac_system_create: out of memory");
     pthread_mutex_init(&sys->guardian_lock, NULL);
@@ -112,7 +113,7 @@ ac_system *ac_system_create(const char *name, const ac_system_options *options)
         system_free(sys);
         return NULL;
     }
-    sys->name = strdup(name);
+    sys->name = ac__strdup(name);
     if (sys->name && options && options->metrics && ac_metrics_enable(sys) != AC_OK) {
         system_free(sys);
         return NULL;

@@ -33,6 +33,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include "core/alloc.h"
 #include "core/internal.h"
 
 struct ac__timers {
@@ -132,7 +133,7 @@ static void *timer_main(void *arg)
 
 ac__timers *ac__timers_create(ac_system *sys, bool manual)
 {
-    ac__timers *t = calloc(1, sizeof *t);
+    ac__timers *t = ac__calloc(1, sizeof *t);
     if (!t)
         return NULL;
     t->system = sys;
@@ -381,7 +382,7 @@ static ac_cancellable *schedule(const char *fn, ac_ref *target, int64_t delay_us
         ac_msg_release(msg);
         return ac__fail_null(AC_EINVAL, "%s: %s", fn, bad);
     }
-    ac_cancellable *c = calloc(1, sizeof *c);
+    ac_cancellable *c = ac__calloc(1, sizeof *c);
     if (!c) {
         ac_msg_release(msg);
         return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);

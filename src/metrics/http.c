@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "metrics/http_guard.h"
 #include "metrics/metrics_internal.h"
 
@@ -68,7 +69,7 @@ static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, cha
 static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status,
                                     const char *msg, const char *allow)
 {
-    char *body = strdup(msg);
+    char *body = ac__strdup(msg);
     return body ? respond(conn, status, body, allow) : MHD_NO;
 }
 
@@ -206,7 +207,7 @@ static struct MHD_Daemon *start_daemon(ac__http *http, int fd, bool v6,
 static ac__http *start_http(ac__metrics *reg, int fd, bool v6, const ac__http_limits *limits,
                             const char *address, int port)
 {
-    ac__http *http = calloc(1, sizeof *http);
+    ac__http *http = ac__calloc(1, sizeof *http);
     if (!http) {
         ac__fail(AC_ENOMEM, "ac_metrics_serve: out of memory");
         goto fail_socket;

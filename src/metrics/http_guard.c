@@ -43,6 +43,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "core/internal.h"
 #include "metrics/http_guard.h"
 
@@ -194,7 +195,7 @@ static void *deadline_main(void *arg)
 
 ac__http_guard *ac__http_guard_create(const ac__http_limits *limits)
 {
-    ac__http_guard *g = calloc(1, sizeof *g);
+    ac__http_guard *g = ac__calloc(1, sizeof *g);
     if (!g)
         return ac__fail_null(AC_ENOMEM, "ac_metrics_serve: out of memory");
     g->limits = *limits;
@@ -253,7 +254,7 @@ static MHD_socket socket_of(struct MHD_Connection *conn)
 static void on_started(ac__http_guard *g, struct MHD_Connection *conn, void **socket_context)
 {
     MHD_socket fd = socket_of(conn);
-    guarded_conn *c = calloc(1, sizeof *c);
+    guarded_conn *c = ac__calloc(1, sizeof *c);
     if (!c) {
         /* Unguarded, it could outstay every deadline: turn it away. */
         if (fd != MHD_INVALID_SOCKET)

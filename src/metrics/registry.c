@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "metrics/metrics_internal.h"
 
 static const double default_buckets[] = {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
@@ -193,7 +194,7 @@ static char *dup_or_null(const char *s, bool *failed)
 {
     if (!s)
         return NULL;
-    char *d = strdup(s);
+    char *d = ac__strdup(s);
     *failed = *failed || !d;
     return d;
 }
@@ -202,7 +203,7 @@ static ac_metric_family *family_new(ac__metrics *reg, ac__metric_kind kind, cons
                                     const ac_metric_options *o, const double *bounds,
                                     size_t nbounds)
 {
-    ac_metric_family *f = calloc(1, sizeof *f);
+    ac_metric_family *f = ac__calloc(1, sizeof *f);
     if (!f)
         return NULL;
     bool failed = false;
@@ -211,13 +212,13 @@ static ac_metric_family *family_new(ac__metrics *reg, ac__metric_kind kind, cons
     f->name = dup_or_null(name, &failed);
     f->help = dup_or_null(o->help, &failed);
     f->nlabels = o->label_count;
-    f->label_names = calloc(o->label_count + 1, sizeof *f->label_names);
+    f->label_names = ac__calloc(o->label_count + 1, sizeof *f->label_names);
     failed = failed || !f->label_names;
     for (size_t i = 0; !failed && i < o->label_count; i++)
         f->label_names[i] = dup_or_null(o->label_names[i], &failed);
     if (kind == AC__METRIC_HISTOGRAM && !failed) {
         f->nbounds = nbounds;
-        f->bounds = malloc(nbounds * sizeof *f->bounds);
+        f->bounds = ac__malloc(nbounds * sizeof *f->bounds);
         failed = !f->bounds;
         if (f->bounds)
             memcpy(f->bounds, bounds, nbounds * sizeof *bounds);
@@ -225,7 +226,7 @@ static ac_metric_family *family_new(ac__metrics *reg, ac__metric_kind kind, cons
     f->max_series = o->max_series ? o->max_series : AC_METRICS_DEFAULT_MAX_SERIES;
     size_t tsize = table_size_for(f->max_series);
     f->table_mask = tsize - 1;
-    f->table = failed ? NULL : calloc(tsize, sizeof *f->table);
+    f->table = failed ? NULL : ac__calloc(tsize, sizeof *f->table);
     pthread_mutex_init(&f->lock, NULL);
     if (!f->table) {
         ac__family_destroy(f);
@@ -329,7 +330,7 @@ static ac__series *series_new(ac_metric_family *f, uint64_t hash, const char *co
     head = (head + sizeof(char *) - 1) / sizeof(char *) * sizeof(char *);
     for (size_t i = 0; i < f->nlabels; i++)
         text += strlen(values[i]) + 1;
-    ac__series *s = calloc(1, head + f->nlabels * sizeof(char *) + text);
+    ac__series *s = ac__calloc(1, head + f->nlabels * sizeof(char *) + text);
     if (!s)
         return NULL;
     s->hash = hash;
@@ -347,7 +348,7 @@ static ac__series *series_new(ac_metric_family *f, uint64_t hash, const char *co
         h->nbounds = f->nbounds;
     } else if (f->kind == AC__METRIC_COUNTER && f->sharded) {
         ac_counter *c = (ac_counter *)(void *)s;
-        c->shards = aligned_alloc(AC__CACHELINE, AC__METRIC_SHARDS * sizeof(ac__shard));
+        c->shards = ac__aligned_alloc(AC__CACHELINE, AC__METRIC_SHARDS * sizeof(ac__shard));
         if (!c->shards) {
             free(s);
             return NULL;

@@ -14,6 +14,7 @@
  */
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "metrics/metrics_internal.h"
 
 typedef struct event_def {
@@ -87,7 +88,7 @@ static bool create_scatter_gather(ac__metrics *reg)
 
 static ac__metrics *registry_create(ac_system *sys)
 {
-    ac__metrics *reg = calloc(1, sizeof *reg);
+    ac__metrics *reg = ac__calloc(1, sizeof *reg);
     if (!reg)
         return NULL;
     reg->sys = sys;

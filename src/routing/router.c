@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "routing/router_internal.h"
 
 /* ---- the Broadcast wrapper -------------------------------------------- */
@@ -63,8 +64,8 @@ static void router_init(ac_ctx *ctx, void *state)
     st->rng = (uint64_t)(uintptr_t)state ^ ac__now_ns() ^ 0x9e3779b97f4a7c15ull;
     if (!st->rng)
         st->rng = 1;
-    st->routees = calloc((size_t)cfg->n, sizeof *st->routees);
-    st->scratch = calloc((size_t)cfg->n, sizeof *st->scratch);
+    st->routees = ac__calloc((size_t)cfg->n, sizeof *st->routees);
+    st->scratch = ac__calloc((size_t)cfg->n, sizeof *st->scratch);
 }
 
 static void router_pre_start(ac_ctx *ctx)
@@ -294,7 +295,7 @@ static ac_props *make_pool(const char *fn, const ac__router_kind *kind, int n,
 {
     if (ac__router_check(fn, n, def, routee_opts) != AC_OK)
         return NULL;
-    ac__router_cfg *cfg = calloc(1, sizeof *cfg);
+    ac__router_cfg *cfg = ac__calloc(1, sizeof *cfg);
     if (!cfg)
         return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
     cfg->kind = kind;

@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "routing/router_internal.h"
 
 typedef struct scatter scatter;
@@ -153,7 +154,7 @@ static void fail_caller(scatter *sc, ac_error *err)
 static void answer_all_failed(scatter *sc)
 {
     ac_error *small[8];
-    ac_error **members = sc->n <= 8 ? small : malloc(sc->n * sizeof *members);
+    ac_error **members = sc->n <= 8 ? small : ac__malloc(sc->n * sizeof *members);
     AC__ASSERT(members != NULL);
     bool all_timeouts = true;
     for (uint32_t i = 0; i < sc->n; i++) {
@@ -299,7 +300,7 @@ static const ac__timer_ops scatter_timer_ops = {.fire = timer_fire, .discard = t
 static scatter *scatter_new(sg_shared *sh, ac__router_state *st, ac_ref *caller, ac_ref *router)
 {
     uint32_t n = (uint32_t)st->n;
-    scatter *sc = malloc(scatter_size(n));
+    scatter *sc = ac__malloc(scatter_size(n));
     if (!sc)
         return NULL;
     atomic_init(&sc->refs, n + 2); /* slots, timer, open list */
@@ -377,7 +378,7 @@ static void on_start(ac_ctx *ctx, ac__router_cfg *cfg)
 {
     sg_shared *sh = cfg->extra;
     if (!sh->path)
-        sh->path = strdup(ac_self_path(ctx));
+        sh->path = ac__strdup(ac_self_path(ctx));
     if (!sh->router) /* the same cell across restarts */
         sh->router = ac_ref_retain(ac_self(ctx));
 }
@@ -427,8 +428,8 @@ ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def 
                              AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
     if (ac__router_check(fn, size, routee_def, routee_opts) != AC_OK)
         return NULL;
-    ac__router_cfg *cfg = calloc(1, sizeof *cfg);
-    sg_shared *sh = calloc(1, sizeof *sh);
+    ac__router_cfg *cfg = ac__calloc(1, sizeof *cfg);
+    sg_shared *sh = ac__calloc(1, sizeof *sh);
     if (!cfg || !sh) {
         free(cfg);
         free(sh);
