@@ -53,10 +53,7 @@ ac_status ac__check_actor_name(const char *name);
 #define AC__NAME_QUOTE_SIZE 208
 const char *ac__name_quote(const char *name, char *buf, size_t cap);
 
-/* ---- locks (sync.c) ---------------------------------------------------- */
-
-/* A mutex for short, hot critical sections: spins briefly before sleeping. */
-void ac__mutex_init_hot(pthread_mutex_t *m);
+/* ---- locks (sync.c): core/sync_init.h ---------------------------------- */
 
 /* ---- small-object caches (alloc.c) ------------------------------------ */
 
