@@ -203,31 +203,34 @@ static struct MHD_Daemon *start_daemon(ac__http *http, int fd, bool v6,
 }
 
 /* The endpoint on the listening socket `fd`, which it takes over (closing
- * it on failure), or NULL with ac_last_error. */
-static ac__http *start_http(ac__metrics *reg, int fd, bool v6, const ac__http_limits *limits,
-                            const char *address, int port)
+ * it on failure), in *out; or the status of the failure, recorded. */
+static ac_status start_http(ac__metrics *reg, int fd, bool v6, const ac__http_limits *limits,
+                            const char *address, int port, ac__http **out)
 {
+    ac_status st;
     ac__http *http = ac__calloc(1, sizeof *http);
     if (!http) {
-        ac__fail(AC_ENOMEM, "ac_metrics_serve: out of memory");
+        st = ac__fail(AC_ENOMEM, "ac_metrics_serve: out of memory");
         goto fail_socket;
     }
     http->reg = reg;
     http->port = bound_port(fd);
-    http->guard = ac__http_guard_create(limits);
-    if (!http->guard)
+    st = ac__http_guard_create(limits, &http->guard);
+    if (st != AC_OK)
         goto fail_http;
     http->daemon = start_daemon(http, fd, v6, limits);
-    if (http->daemon)
-        return http;
-    ac__fail(AC_ESYS, "ac_metrics_serve: cannot start the HTTP server on %s port %d", address,
-             port);
+    if (http->daemon) {
+        *out = http;
+        return AC_OK;
+    }
+    st = ac__fail(AC_ESYS, "ac_metrics_serve: cannot start the HTTP server on %s port %d",
+                  address, port);
     ac__http_guard_destroy(http->guard);
 fail_http:
     free(http);
 fail_socket:
     close(fd);
-    return NULL;
+    return st;
 }
 
 /* ---- options ---------------------------------------------------------- */
@@ -304,10 +307,13 @@ ac_status ac_metrics_serve(ac_system *system, const ac_metrics_http_options *opt
                         o->port);
     listen_addr a;
     ac__http_limits limits;
-    if (parse_address(address, o->port, &a) != AC_OK || read_limits(o, &limits) != AC_OK)
-        return AC_EINVAL;
-    if (ac_metrics_enable(system) != AC_OK)
-        return ac_last_status();
+    ac_status st = parse_address(address, o->port, &a);
+    if (st == AC_OK)
+        st = read_limits(o, &limits);
+    if (st == AC_OK)
+        st = ac_metrics_enable(system);
+    if (st != AC_OK)
+        return st;
     ac__metrics *reg = ac__metrics_of(system);
     int serving = ac_metrics_http_port(system); /* a clear answer; install() decides */
     if (serving)
@@ -315,8 +321,9 @@ ac_status ac_metrics_serve(ac_system *system, const ac_metrics_http_options *opt
     int fd = open_listener(&a, address, o->port);
     if (fd < 0)
         return AC_ESYS;
-    ac__http *http = start_http(reg, fd, a.v6, &limits, address, o->port);
-    return http ? install(reg, http) : ac_last_status();
+    ac__http *http = NULL;
+    st = start_http(reg, fd, a.v6, &limits, address, o->port, &http);
+    return st == AC_OK ? install(reg, http) : st;
 }
 
 int ac_metrics_http_port(const ac_system *system)

@@ -45,6 +45,7 @@
 
 #include "core/alloc.h"
 #include "core/internal.h"
+#include "core/sync_init.h"
 #include "metrics/http_guard.h"
 
 /* A client address, compared whole: the port is left out. */
@@ -193,26 +194,31 @@ static void *deadline_main(void *arg)
 
 /* ---- life ------------------------------------------------------------- */
 
-ac__http_guard *ac__http_guard_create(const ac__http_limits *limits)
+ac_status ac__http_guard_create(const ac__http_limits *limits, ac__http_guard **out)
 {
+    *out = NULL;
+    ac_status st;
     ac__http_guard *g = ac__calloc(1, sizeof *g);
     if (!g)
-        return ac__fail_null(AC_ENOMEM, "ac_metrics_serve: out of memory");
+        return ac__fail(AC_ENOMEM, "ac_metrics_serve: out of memory");
     g->limits = *limits;
     g->list.prev = g->list.next = &g->list;
-    pthread_mutex_init(&g->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* the clock of ac__now_ns */
-    pthread_cond_init(&g->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    if ((st = ac__mutex_init(&g->lock, "the HTTP guard's lock")) != AC_OK)
+        goto fail_lock;
+    if ((st = ac__cond_init(&g->wake, true, "the HTTP guard's condition")) != AC_OK)
+        goto fail_cond;
     int rc = pthread_create(&g->thread, NULL, deadline_main, g);
-    if (rc == 0)
-        return g;
+    if (rc == 0) {
+        *out = g;
+        return AC_OK;
+    }
+    st = ac__fail(AC_ESYS, "ac_metrics_serve: cannot start a thread: %s", strerror(rc));
     pthread_cond_destroy(&g->wake);
+fail_cond:
     pthread_mutex_destroy(&g->lock);
+fail_lock:
     free(g);
-    return ac__fail_null(AC_ESYS, "ac_metrics_serve: cannot start a thread: %s", strerror(rc));
+    return st;
 }
 
 void ac__http_guard_destroy(ac__http_guard *g)

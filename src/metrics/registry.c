@@ -27,6 +27,7 @@
 
 #include "core/alloc.h"
 #include "metrics/metrics_internal.h"
+#include "core/last_error.h"
 
 static const double default_buckets[] = {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
 
@@ -206,6 +207,11 @@ static ac_metric_family *family_new(ac__metrics *reg, ac__metric_kind kind, cons
     ac_metric_family *f = ac__calloc(1, sizeof *f);
     if (!f)
         return NULL;
+    /* First, so that ac__family_destroy may destroy it on every failure. */
+    if (pthread_mutex_init(&f->lock, NULL) != 0) {
+        free(f);
+        return NULL;
+    }
     bool failed = false;
     f->reg = reg;
     f->kind = kind;
@@ -227,7 +233,6 @@ static ac_metric_family *family_new(ac__metrics *reg, ac__metric_kind kind, cons
     size_t tsize = table_size_for(f->max_series);
     f->table_mask = tsize - 1;
     f->table = failed ? NULL : ac__calloc(tsize, sizeof *f->table);
-    pthread_mutex_init(&f->lock, NULL);
     if (!f->table) {
         ac__family_destroy(f);
         return NULL;
@@ -431,18 +436,21 @@ static ac__series *series_checked(ac_metric_family *f, const char *const *values
 
 ac_counter *ac_counter_series(ac_metric_family *family, const char *const *label_values)
 {
+    ac__clear_status();
     return (ac_counter *)(void *)series_checked(family, label_values, AC__METRIC_COUNTER,
                                                 "ac_counter_series");
 }
 
 ac_gauge *ac_gauge_series(ac_metric_family *family, const char *const *label_values)
 {
+    ac__clear_status();
     return (ac_gauge *)(void *)series_checked(family, label_values, AC__METRIC_GAUGE,
                                               "ac_gauge_series");
 }
 
 ac_histogram *ac_histogram_series(ac_metric_family *family, const char *const *label_values)
 {
+    ac__clear_status();
     return (ac_histogram *)(void *)series_checked(family, label_values, AC__METRIC_HISTOGRAM,
                                                   "ac_histogram_series");
 }
@@ -513,6 +521,7 @@ static ac__metrics *registry_of(ac_system *system, const char *fn, const char *n
 ac_metric_family *ac_metrics_counter(ac_system *system, const char *name,
                                      const ac_metric_options *options)
 {
+    ac__clear_status();
     ac__metrics *reg = registry_of(system, "ac_metrics_counter", name);
     return reg ? ac__family_register(reg, AC__METRIC_COUNTER, name, options, false) : NULL;
 }
@@ -520,6 +529,7 @@ ac_metric_family *ac_metrics_counter(ac_system *system, const char *name,
 ac_metric_family *ac_metrics_gauge(ac_system *system, const char *name,
                                    const ac_metric_options *options)
 {
+    ac__clear_status();
     ac__metrics *reg = registry_of(system, "ac_metrics_gauge", name);
     return reg ? ac__family_register(reg, AC__METRIC_GAUGE, name, options, false) : NULL;
 }
@@ -527,6 +537,7 @@ ac_metric_family *ac_metrics_gauge(ac_system *system, const char *name,
 ac_metric_family *ac_metrics_histogram(ac_system *system, const char *name,
                                        const ac_metric_options *options)
 {
+    ac__clear_status();
     ac__metrics *reg = registry_of(system, "ac_metrics_histogram", name);
     return reg ? ac__family_register(reg, AC__METRIC_HISTOGRAM, name, options, false) : NULL;
 }

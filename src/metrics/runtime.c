@@ -16,6 +16,7 @@
 
 #include "core/alloc.h"
 #include "metrics/metrics_internal.h"
+#include "core/last_error.h"
 
 typedef struct event_def {
     const char *name, *help;
@@ -92,7 +93,10 @@ static ac__metrics *registry_create(ac_system *sys)
     if (!reg)
         return NULL;
     reg->sys = sys;
-    pthread_mutex_init(&reg->lock, NULL);
+    if (pthread_mutex_init(&reg->lock, NULL) != 0) {
+        free(reg);
+        return NULL;
+    }
     if (!create_events(reg) || !create_scatter_gather(reg)) {
         registry_free(reg);
         return NULL;
@@ -152,6 +156,7 @@ void ac__metrics_scatter_resolved(ac__metrics *m, ac__sg_outcome outcome, uint64
 
 char *ac_metrics_format(ac_system *system)
 {
+    ac__clear_status();
     if (!system)
         return ac__fail_null(AC_EINVAL, "ac_metrics_format: system is NULL");
     ac__metrics *reg = ac__metrics_of(system);
