@@ -31,6 +31,7 @@
 
 #include "core/alloc.h"
 #include "core/internal.h"
+#include "core/last_error.h"
 
 enum { PENDING = 0, CLAIMED = 1, SETTLED = 2 };
 enum { FOR_FUTURE = 0, FOR_ACTOR = 1 };
@@ -114,6 +115,7 @@ static void run_continuation(ac_ctx *ctx, ac_msg *msg)
 
 const ac_answer *ac_answer_of(const ac_msg *msg)
 {
+    ac__clear_status();
     if (!ac_msg_is(msg, &ac_msg_type_answer))
         return ac__fail_null(msg ? AC_ETYPE : AC_EINVAL, "ac_answer_of: message is %s, not an answer",
                              ac_msg_type_name(msg));
@@ -319,14 +321,29 @@ static void send_ask(reply_t *r, ac_msg *msg)
     ac_tell(r->target, msg, &r->ref);
 }
 
+/* ac_ask's work, under the name of the call that asks, returning its
+ * status so that ac_ask_wait need not read the last error back. */
+static ac_status ask_future(const char *fn, ac_ref *target, ac_msg *msg, int64_t timeout_ms,
+                            ac_future **out)
+{
+    *out = NULL;
+    ac_status st = check_ask(fn, target, msg, timeout_ms);
+    if (st != AC_OK)
+        return st;
+    reply_t *r = start_ask(target, msg, timeout_ms, FOR_FUTURE);
+    if (!r)
+        return AC_ENOMEM; /* recorded by start_ask */
+    send_ask(r, msg);
+    *out = r;
+    return AC_OK;
+}
+
 ac_future *ac_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms)
 {
-    if (check_ask("ac_ask", target, msg, timeout_ms) != AC_OK)
-        return NULL;
-    reply_t *r = start_ask(target, msg, timeout_ms, FOR_FUTURE);
-    if (r)
-        send_ask(r, msg);
-    return r;
+    ac__clear_status();
+    ac_future *f;
+    ask_future("ac_ask", target, msg, timeout_ms, &f);
+    return f;
 }
 
 ac_status ac_ask_in(ac_ctx *ctx, ac_ref *target, ac_msg *msg, int64_t timeout_ms, ac_ask_fn fn,
@@ -485,9 +502,10 @@ ac_status ac_ask_wait(ac_ref *target, ac_msg *msg, int64_t timeout_ms, ac_answer
                         "ac_ask_wait: would block a worker (and could deadlock); inside an actor "
                         "use ac_ask_in");
     }
-    ac_future *f = ac_ask(target, msg, timeout_ms);
-    if (!f)
-        return ac_last_status();
+    ac_future *f;
+    ac_status st = ask_future("ac_ask_wait", target, msg, timeout_ms, &f);
+    if (st != AC_OK)
+        return st;
     wait_settled(f, -1);
     /* We hold the only handle: take the answer's references over. */
     *answer = f->answer;

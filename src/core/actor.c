@@ -118,6 +118,7 @@ ac_msg *ac_poison_pill(void) { return &poison_pill; }
 
 ac_ref *ac_terminated_ref(const ac_msg *msg)
 {
+    ac__clear_status();
     if (!msg || msg->type != &ac_msg_type_terminated)
         return ac__fail_null(msg ? AC_ETYPE : AC_EINVAL,
                              "ac_terminated_ref: message is %s, not a Terminated",
@@ -233,6 +234,7 @@ static const ac__ref_ops actor_ops = {
 
 ac_props *ac_props_new(const ac_actor_def *def, void *user_data)
 {
+    ac__clear_status();
     if (!def)
         return ac__fail_null(AC_EINVAL, "ac_props_new: actor definition is NULL");
     if (!def->receive)
@@ -1074,6 +1076,7 @@ size_t ac_children(ac_ctx *ctx, ac_ref **out, size_t cap)
 
 ac_ref *ac_child(ac_ctx *ctx, const char *name)
 {
+    ac__clear_status();
     if (!ctx || !name)
         return ac__fail_null(AC_EINVAL, "ac_child: %s is NULL", ctx ? "name" : "ctx");
     ac__actor *c = ac__children_find(ctx->self->children, name);

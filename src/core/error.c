@@ -22,6 +22,7 @@
 
 #include "core/alloc.h"
 #include "core/internal.h"
+#include "core/last_error.h"
 
 struct ac_error {
     atomic_uint refs;
@@ -123,6 +124,7 @@ static ac_error *error_build(const char *name, ac_error *cause, ac_error *const 
 
 ac_error *ac_error_new(const char *name, const char *fmt, ...)
 {
+    ac__clear_status();
     va_list ap;
     va_start(ap, fmt);
     ac_error *e = error_build(name, NULL, NULL, 0, fmt, ap);
@@ -132,6 +134,7 @@ ac_error *ac_error_new(const char *name, const char *fmt, ...)
 
 ac_error *ac_error_new_caused(const char *name, ac_error *cause, const char *fmt, ...)
 {
+    ac__clear_status();
     va_list ap;
     va_start(ap, fmt);
     ac_error *e = error_build(name, cause, NULL, 0, fmt, ap);
@@ -141,6 +144,7 @@ ac_error *ac_error_new_caused(const char *name, ac_error *cause, const char *fmt
 
 ac_error *ac_error_aggregate(ac_error *const *members, size_t n, const char *fmt, ...)
 {
+    ac__clear_status();
     va_list ap;
     va_start(ap, fmt);
     ac_error *e = error_build(AC_AGGREGATE_ERROR, NULL, members, n, fmt, ap);
@@ -270,6 +274,7 @@ static void print_error(FILE *out, const ac_error *root)
 
 char *ac_error_to_string(const ac_error *err)
 {
+    ac__clear_status();
     char *buf = NULL;
     size_t len = 0;
     /* open_memstream allocates: the hook may fail it as it fails malloc. */
@@ -289,6 +294,7 @@ char *ac_error_to_string(const ac_error *err)
 
 int ac_error_fprint(const ac_error *err, FILE *out)
 {
+    ac__clear_status();
     if (!out)
         return ac__fail(AC_EINVAL, "ac_error_fprint: stream is NULL"), -1;
     char *s = ac_error_to_string(err);
@@ -311,6 +317,7 @@ const ac_msg_type ac_msg_type_error = {.name = "actorc.Error", .destroy = error_
 
 ac_msg *ac_msg_error_new(ac_error *err)
 {
+    ac__clear_status();
     if (!err)
         return ac__fail_null(AC_EINVAL, "ac_msg_error_new: error is NULL");
     ac_msg *m = ac_msg_new(&ac_msg_type_error, sizeof err);
@@ -324,6 +331,7 @@ ac_msg *ac_msg_error_new(ac_error *err)
 
 ac_error *ac_msg_error(const ac_msg *msg)
 {
+    ac__clear_status();
     if (!msg || msg->type != &ac_msg_type_error)
         return ac__fail_null(msg ? AC_ETYPE : AC_EINVAL, "ac_msg_error: message is %s, not an error",
                              msg ? msg->type->name : "NULL");

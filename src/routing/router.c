@@ -15,6 +15,7 @@
 
 #include "core/alloc.h"
 #include "routing/router_internal.h"
+#include "core/last_error.h"
 
 /* ---- the Broadcast wrapper -------------------------------------------- */
 
@@ -29,6 +30,7 @@ const ac_msg_type ac_msg_type_broadcast = {.name = "actorc.Broadcast",
 
 ac_msg *ac_broadcast_new(ac_msg *inner)
 {
+    ac__clear_status();
     if (!inner)
         return ac__fail_null(AC_EINVAL, "ac_broadcast_new: inner message is NULL");
     ac_msg *m = ac_msg_new(&ac_msg_type_broadcast, sizeof inner);
@@ -309,27 +311,32 @@ static ac_props *make_pool(const char *fn, const ac__router_kind *kind, int n,
 
 ac_props *ac_router_round_robin(int n, const ac_actor_def *def, const ac_routee_options *ro)
 {
+    ac__clear_status();
     return make_pool("ac_router_round_robin", &round_robin_kind, n, def, NULL, NULL, ro);
 }
 
 ac_props *ac_router_random(int n, const ac_actor_def *def, const ac_routee_options *ro)
 {
+    ac__clear_status();
     return make_pool("ac_router_random", &random_kind, n, def, NULL, NULL, ro);
 }
 
 ac_props *ac_router_broadcast(int n, const ac_actor_def *def, const ac_routee_options *ro)
 {
+    ac__clear_status();
     return make_pool("ac_router_broadcast", &broadcast_kind, n, def, NULL, NULL, ro);
 }
 
 ac_props *ac_router_smallest_mailbox(int n, const ac_actor_def *def, const ac_routee_options *ro)
 {
+    ac__clear_status();
     return make_pool("ac_router_smallest_mailbox", &smallest_mailbox_kind, n, def, NULL, NULL, ro);
 }
 
 ac_props *ac_router_custom(int n, const ac_actor_def *def, ac_routing_fn strategy, void *user,
                            const ac_routee_options *ro)
 {
+    ac__clear_status();
     if (!strategy)
         return ac__fail_null(AC_EINVAL, "ac_router_custom: strategy is NULL");
     return make_pool("ac_router_custom", &custom_kind, n, def, strategy, user, ro);
