@@ -465,7 +465,8 @@ void ac__actor_push_sys(ac__actor *a, ac__sys_kind kind, ac_ref *ref)
 void ac__actor_push_sys_err(ac__actor *a, ac__sys_kind kind, ac_ref *ref, ac_error *err)
 {
     ac__sysmsg *m = ac__alloc_small(sizeof *m);
-    AC__ASSERT(m != NULL); /* losing a system message would hang a stop */
+    if (AC__UNLIKELY(!m)) /* losing a system message would hang a stop */
+        ac__oom_abort("a system message");
     m->kind = kind;
     m->ref = ac_ref_retain(ref);
     m->err = ac_error_retain(err);
@@ -536,7 +537,8 @@ ac_status ac_stop(ac_ref *ref)
 static void send_terminated(ac__actor *dead, ac_ref *watcher)
 {
     ac_msg *m = ac_msg_new(&ac_msg_type_terminated, sizeof(terminated_payload));
-    AC__ASSERT(m != NULL);
+    if (AC__UNLIKELY(!m)) /* a watcher waits for it */
+        ac__oom_abort("a Terminated message");
     ((terminated_payload *)(void *)m->payload)->who = ac_ref_retain(&dead->ref);
     ac_tell(watcher, m, &dead->ref);
 }
@@ -616,7 +618,8 @@ static void actor_start(ac__actor *a, ac_error *restart_cause)
 
 static ac__failure_record *failure_record(ac__actor *a)
 {
-    AC__ASSERT(ext_of(a) != NULL); /* a failure must reach the parent */
+    if (AC__UNLIKELY(!ext_of(a))) /* a failure must reach the parent */
+        ac__oom_abort("an actor's failure record");
     return &a->ext->failure;
 }
 
@@ -797,6 +800,14 @@ static void child_terminated(ac__actor *a, ac_ref *child_ref)
         finish_restart(a);
 }
 
+/* The watch was promised when ac_watch returned AC_OK: a watcher that is
+ * never told of the stop would wait for ever. */
+static void add_watcher(ac__actor *a, ac_ref *watcher)
+{
+    if (AC__UNLIKELY(!ext_of(a) || ac__refset_add(&a->ext->watchers, watcher) != AC_OK))
+        ac__oom_abort("a watcher of an actor");
+}
+
 static void handle_sys(ac__actor *a, ac__sysmsg *m)
 {
     bool dead = atomic_load_explicit(&a->state, memory_order_relaxed) == AC__ACTOR_DEAD;
@@ -808,7 +819,7 @@ static void handle_sys(ac__actor *a, ac__sysmsg *m)
         if (dead)
             send_terminated(a, m->ref);
         else
-            AC__ASSERT(ext_of(a) && ac__refset_add(&a->ext->watchers, m->ref) == AC_OK);
+            add_watcher(a, m->ref);
         break;
     case AC__SYS_UNWATCH:
         if (a->ext)
