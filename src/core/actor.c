@@ -507,8 +507,9 @@ ac_status ac_reply(ac_ctx *ctx, ac_msg *msg)
         if (!msg)
             return ac__fail(AC_EINVAL, "ac_reply: message is NULL");
         ac__node *node = ac__node_make(msg, &ctx->self->ref);
-        if (node)
-            ac__dead_letter(ctx->self->ref.system, node, NULL);
+        if (!node)
+            return AC_ENOMEM; /* msg released, error recorded by ac__node_make */
+        ac__dead_letter(ctx->self->ref.system, node, NULL);
         return AC_OK;
     }
     return ac_tell(ctx->sender, msg, &ctx->self->ref);
