@@ -139,7 +139,8 @@ static long futex(atomic_int *addr, int op, int val, const struct timespec *ts)
 static void deliver_to_actor(reply_t *r)
 {
     ac_msg *m = ac_msg_new(r->fn ? &ac__msg_type_run : &ac_msg_type_answer, sizeof(answer_payload));
-    AC__ASSERT(m != NULL); /* an ask must be answered */
+    if (AC__UNLIKELY(!m)) /* an ask must be answered */
+        ac__oom_abort("an ask's answer");
     answer_payload *p = ac_msg_payload(m);
     p->run.run = run_continuation;
     p->run.destroy = answer_payload_destroy;
@@ -259,7 +260,8 @@ static void timer_fire(ac__timer *t)
         ac_error *err = ac_error_new(AC_ASK_TIMEOUT_ERROR,
                                      "Ask timed out on %s after %u ms", ac_ref_path(r->target),
                                      r->timeout_ms);
-        AC__ASSERT(err != NULL);
+        if (AC__UNLIKELY(!err)) /* an ask must be answered */
+            ac__oom_abort("an ask's timeout error");
         settle_error(r, err, NULL);
     }
     ac_ref_release(&r->ref); /* the timer's reference */

@@ -320,7 +320,8 @@ ac_error *ac__undeliverable_error(const ac_ref *recipient, const char *why)
                         : ac_error_new(AC_ACTOR_STOPPED_ERROR,
                                        "Ask to %s failed: the actor is stopped",
                                        ac_ref_path(recipient));
-    AC__ASSERT(err != NULL); /* an ask must be answered */
+    if (AC__UNLIKELY(!err)) /* an ask must be answered */
+        ac__oom_abort("an ask's undeliverable error");
     return err;
 }
 
