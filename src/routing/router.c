@@ -16,6 +16,7 @@
 #include "core/alloc.h"
 #include "routing/router_internal.h"
 #include "core/last_error.h"
+#include "core/spawn_status.h"
 
 /* ---- the Broadcast wrapper -------------------------------------------- */
 
@@ -70,6 +71,22 @@ static void router_init(ac_ctx *ctx, void *state)
     st->scratch = ac__calloc((size_t)cfg->n, sizeof *st->scratch);
 }
 
+/* A routee is pruned when its Terminated arrives, so one whose watch
+ * could not be set up would stay in the pool after it stopped, and take
+ * messages for ever. Such a routee is stopped and dropped instead: the
+ * pool is one smaller, which the log says. */
+static bool keep_watched(ac_ctx *ctx, ac_ref *routee)
+{
+    ac_status st = ac_watch(ctx, routee);
+    if (st == AC_OK)
+        return true;
+    ac_log_warn(ctx, "routee %s dropped: it could not be watched (%s)", ac_ref_path(routee),
+                ac_strerror(st));
+    ac_stop(routee);
+    ac_ref_release(routee);
+    return false;
+}
+
 static void router_pre_start(ac_ctx *ctx)
 {
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
@@ -84,15 +101,21 @@ static void router_pre_start(ac_ctx *ctx)
         char name[32];
         snprintf(name, sizeof name, "routee-%d", i);
         ac_props *props = ac_props_new(cfg->routee_def, cfg->routee_user);
-        if (props && cfg->kind->count_mailbox)
-            ac__props_count_mailbox(props);
-        ac_ref *r = ac_spawn_child(ctx, props, name);
-        if (!r) {
-            ac_fail(ctx, ac_error_new("RouterError", "could not spawn %s: %s", name,
-                                      ac_last_error()));
+        if (!props) {
+            ac_fail(ctx, ac_error_new("RouterError", "could not spawn %s: out of memory", name));
             return;
         }
-        ac_watch(ctx, r);
+        if (cfg->kind->count_mailbox)
+            ac__props_count_mailbox(props);
+        ac_ref *r;
+        ac_status spawned = ac__spawn_child_status(ctx, props, name, &r);
+        if (spawned != AC_OK) {
+            ac_fail(ctx, ac_error_new("RouterError", "could not spawn %s: %s", name,
+                                      ac_strerror(spawned)));
+            return;
+        }
+        if (!keep_watched(ctx, r))
+            continue;
         st->routees[st->n++] = r; /* the spawn's reference */
     }
 }
