@@ -280,14 +280,14 @@ char *ac_error_to_string(const ac_error *err)
     /* open_memstream allocates: the hook may fail it as it fails malloc. */
     FILE *f = ac__alloc_should_fail() ? NULL : open_memstream(&buf, &len);
     if (!f)
-        return NULL;
+        return ac__fail_null(AC_ENOMEM, "ac_error_to_string: out of memory");
     if (err)
         print_error(f, err);
     else
         fputs("(no error)\n", f);
     if (fclose(f) != 0) {
         free(buf);
-        return NULL;
+        return ac__fail_null(AC_ENOMEM, "ac_error_to_string: out of memory");
     }
     return buf;
 }
