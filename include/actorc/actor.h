@@ -114,7 +114,8 @@ AC_API ac_status ac_forward(ac_ctx *ctx, ac_ref *target);
 /* Stop an actor: its children stop first, then post_stop runs, then every
  * watcher gets Terminated, then what is left in its mailbox goes to dead
  * letters. Messages already queued behind the stop are not processed.
- * Stopping a stopped actor is a no-op. Any thread. */
+ * Stopping a stopped actor is a no-op. AC_ENOMEM (nothing sent) when the
+ * stop cannot be allocated. Any thread. */
 AC_API ac_status ac_stop(ac_ref *ref);
 /* A new reference to the poison pill: processed in order like any message,
  * it stops its receiver. */
@@ -122,9 +123,11 @@ AC_API ac_msg *ac_poison_pill(void);
 
 /* Watch `target`: when it stops, the current actor receives an
  * ac_msg_type_terminated message (sender: target) — at once if target is
- * already stopped. Watching twice delivers one Terminated. Inside an actor. */
+ * already stopped. Watching twice delivers one Terminated. AC_ENOMEM when
+ * the watch cannot be set up: nothing is watched then. Inside an actor. */
 AC_API ac_status ac_watch(ac_ctx *ctx, ac_ref *target);
-/* Stop watching: no Terminated for `target` is delivered afterwards. */
+/* Stop watching: no Terminated for `target` is delivered afterwards.
+ * AC_ENOMEM when out of memory: the watch then stays. */
 AC_API ac_status ac_unwatch(ac_ctx *ctx, ac_ref *target);
 
 AC_API extern const ac_msg_type ac_msg_type_terminated;  /* "actorc.Terminated" */

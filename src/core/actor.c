@@ -27,7 +27,7 @@
 #include "core/alloc.h"
 #include "core/internal.h"
 #include "core/last_error.h"
-#include "core/spawn_status.h"
+#include "core/actor_status.h"
 
 _Thread_local ac__actor *ac__tls_actor;
 
@@ -462,14 +462,34 @@ void ac__actor_push_sys(ac__actor *a, ac__sys_kind kind, ac_ref *ref)
     ac__actor_push_sys_err(a, kind, ref, NULL);
 }
 
-void ac__actor_push_sys_err(ac__actor *a, ac__sys_kind kind, ac_ref *ref, ac_error *err)
+ac__sysmsg *ac__sysmsg_new(ac__sys_kind kind, ac_ref *ref, ac_error *err)
 {
     ac__sysmsg *m = ac__alloc_small(sizeof *m);
-    if (AC__UNLIKELY(!m)) /* losing a system message would hang a stop */
-        ac__oom_abort("a system message");
+    if (AC__UNLIKELY(!m))
+        return NULL;
     m->kind = kind;
     m->ref = ac_ref_retain(ref);
     m->err = ac_error_retain(err);
+    return m;
+}
+
+void ac__sysmsg_free(ac__sysmsg *m)
+{
+    ac_ref_release(m->ref);
+    ac_error_release(m->err);
+    ac__free_small(m, sizeof *m);
+}
+
+void ac__actor_push_sys_err(ac__actor *a, ac__sys_kind kind, ac_ref *ref, ac_error *err)
+{
+    ac__sysmsg *m = ac__sysmsg_new(kind, ref, err);
+    if (AC__UNLIKELY(!m)) /* losing a system message would hang a stop */
+        ac__oom_abort("a system message");
+    ac__actor_push_sysmsg(a, m);
+}
+
+void ac__actor_push_sysmsg(ac__actor *a, ac__sysmsg *m)
+{
     ac__sysmsg *head = atomic_load_explicit(&a->sysq, memory_order_relaxed);
     do {
         m->next = head;
@@ -528,8 +548,12 @@ ac_status ac_stop(ac_ref *ref)
     ac__actor *a = ac__actor_of(ref);
     if (!a)
         return ac__fail(AC_EINVAL, "ac_stop: %s", ref ? "not an actor ref" : "ref is NULL");
-    if (atomic_load_explicit(&a->state, memory_order_acquire) != AC__ACTOR_DEAD)
-        ac__actor_push_sys(a, AC__SYS_STOP, NULL);
+    if (atomic_load_explicit(&a->state, memory_order_acquire) == AC__ACTOR_DEAD)
+        return AC_OK;
+    ac__sysmsg *m = ac__sysmsg_new(AC__SYS_STOP, NULL, NULL);
+    if (!m)
+        return ac__fail(AC_ENOMEM, "ac_stop: out of memory for the stop of %s", a->path);
+    ac__actor_push_sysmsg(a, m);
     return AC_OK;
 }
 
@@ -556,9 +580,13 @@ ac_status ac_watch(ac_ctx *ctx, ac_ref *target)
         return ac__fail(AC_ENOMEM, "ac_watch: out of memory");
     if (t == ctx->self || ac__refset_contains(&ext->watching, target))
         return AC_OK;
-    if (ac__refset_add(&ext->watching, target) != AC_OK)
+    ac__sysmsg *m = ac__sysmsg_new(AC__SYS_WATCH, &ctx->self->ref, NULL);
+    if (!m || ac__refset_add(&ext->watching, target) != AC_OK) {
+        if (m)
+            ac__sysmsg_free(m);
         return ac__fail(AC_ENOMEM, "ac_watch: out of memory");
-    ac__actor_push_sys(t, AC__SYS_WATCH, &ctx->self->ref);
+    }
+    ac__actor_push_sysmsg(t, m);
     return AC_OK;
 }
 
@@ -570,8 +598,13 @@ ac_status ac_unwatch(ac_ctx *ctx, ac_ref *target)
     if (!t)
         return ac__fail(AC_EINVAL, "ac_unwatch: %s",
                         target ? "not an actor ref" : "target is NULL");
-    if (ctx->self->ext && ac__refset_remove(&ctx->self->ext->watching, target))
-        ac__actor_push_sys(t, AC__SYS_UNWATCH, &ctx->self->ref);
+    if (!ctx->self->ext || !ac__refset_contains(&ctx->self->ext->watching, target))
+        return AC_OK;
+    ac__sysmsg *m = ac__sysmsg_new(AC__SYS_UNWATCH, &ctx->self->ref, NULL);
+    if (!m)
+        return ac__fail(AC_ENOMEM, "ac_unwatch: out of memory");
+    ac__refset_remove(&ctx->self->ext->watching, target);
+    ac__actor_push_sysmsg(t, m);
     return AC_OK;
 }
 

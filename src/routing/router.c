@@ -16,7 +16,7 @@
 #include "core/alloc.h"
 #include "routing/router_internal.h"
 #include "core/last_error.h"
-#include "core/spawn_status.h"
+#include "core/actor_status.h"
 
 /* ---- the Broadcast wrapper -------------------------------------------- */
 
