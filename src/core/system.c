@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/actor_status.h"
 #include "core/alloc.h"
 #include "core/internal.h"
 #include "core/last_error.h"
@@ -220,11 +221,15 @@ ac_status ac_system_terminate(ac_system *system)
         return ac__fail(AC_EINACTOR,
                         "ac_system_terminate: not allowed inside an actor (it would wait for "
                         "itself); stop your actors and terminate from outside");
+    /* Made first, so that running out of memory changes nothing. */
+    ac__sysmsg *stop = ac__sysmsg_new(AC__SYS_STOP, NULL, NULL);
+    if (!stop)
+        return ac__fail(AC_ENOMEM, "ac_system_terminate: out of memory");
     pthread_mutex_lock(&system->guardian_lock);
     atomic_store_explicit(&system->terminating, true, memory_order_relaxed);
     pthread_mutex_unlock(&system->guardian_lock);
 
-    ac__actor_push_sys(system->guardian, AC__SYS_STOP, NULL);
+    ac__actor_push_sysmsg(system->guardian, stop);
     pthread_mutex_lock(&system->guardian_lock);
     while (!system->guardian_dead)
         pthread_cond_wait(&system->guardian_dead_cond, &system->guardian_lock);
