@@ -71,10 +71,22 @@ static void router_init(ac_ctx *ctx, void *state)
     st->scratch = ac__calloc((size_t)cfg->n, sizeof *st->scratch);
 }
 
+/* The router could not start: it fails, so that its parent decides. A
+ * router left running with part of its pool would hide the failure, so
+ * an error that cannot be made falls under the abort half of the
+ * out-of-memory rule. */
+static void fail_start(ac_ctx *ctx, ac_error *err)
+{
+    if (AC__UNLIKELY(!err))
+        ac__oom_abort("a router's start failure");
+    ac_fail(ctx, err);
+}
+
 /* A routee is pruned when its Terminated arrives, so one whose watch
  * could not be set up would stay in the pool after it stopped, and take
  * messages for ever. Such a routee is stopped and dropped instead: the
- * pool is one smaller, which the log says. */
+ * pool is one smaller, which the log says. (Should even the stop fail, the
+ * routee idles outside the pool until the router stops its children.) */
 static bool keep_watched(ac_ctx *ctx, ac_ref *routee)
 {
     ac_status st = ac_watch(ctx, routee);
@@ -87,36 +99,48 @@ static bool keep_watched(ac_ctx *ctx, ac_ref *routee)
     return false;
 }
 
+/* Spawn and watch routee-i: *out is it, or NULL when it was dropped. False
+ * when the router has failed instead. */
+static bool spawn_routee(ac_ctx *ctx, const ac__router_cfg *cfg, int i, ac_ref **out)
+{
+    char name[32];
+    snprintf(name, sizeof name, "routee-%d", i);
+    *out = NULL;
+    ac_props *props = ac_props_new(cfg->routee_def, cfg->routee_user);
+    if (!props) {
+        fail_start(ctx, ac_error_new("RouterError", "could not spawn %s: out of memory", name));
+        return false;
+    }
+    if (cfg->kind->count_mailbox)
+        ac__props_count_mailbox(props);
+    ac_ref *r;
+    ac_status spawned = ac__spawn_child_status(ctx, props, name, &r);
+    if (spawned != AC_OK) {
+        fail_start(ctx, ac_error_new("RouterError", "could not spawn %s: %s", name,
+                                     ac_strerror(spawned)));
+        return false;
+    }
+    if (keep_watched(ctx, r))
+        *out = r;
+    return true;
+}
+
 static void router_pre_start(ac_ctx *ctx)
 {
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
     ac__router_state *st = ac_ctx_state(ctx);
     if (!st->routees || !st->scratch) {
-        ac_fail(ctx, ac_error_new("RouterError", "out of memory for %d routees", cfg->n));
+        fail_start(ctx, ac_error_new("RouterError", "out of memory for %d routees", cfg->n));
         return;
     }
     if (cfg->kind->on_start)
         cfg->kind->on_start(ctx, cfg);
     for (int i = 1; i <= cfg->n; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "routee-%d", i);
-        ac_props *props = ac_props_new(cfg->routee_def, cfg->routee_user);
-        if (!props) {
-            ac_fail(ctx, ac_error_new("RouterError", "could not spawn %s: out of memory", name));
-            return;
-        }
-        if (cfg->kind->count_mailbox)
-            ac__props_count_mailbox(props);
         ac_ref *r;
-        ac_status spawned = ac__spawn_child_status(ctx, props, name, &r);
-        if (spawned != AC_OK) {
-            ac_fail(ctx, ac_error_new("RouterError", "could not spawn %s: %s", name,
-                                      ac_strerror(spawned)));
+        if (!spawn_routee(ctx, cfg, i, &r))
             return;
-        }
-        if (!keep_watched(ctx, r))
-            continue;
-        st->routees[st->n++] = r; /* the spawn's reference */
+        if (r)
+            st->routees[st->n++] = r; /* the spawn's reference */
     }
 }
 
