@@ -78,7 +78,9 @@ AC_API void ac_props_free(ac_props *props);
  * Anything else goes: "café", "名前", "a-b_c.d:e$f". A name that breaks the
  * rule is refused with AC_ENAME and a message saying what and at which
  * byte. Returns a new ref owned by the caller, or NULL with ac_last_error
- * (AC_ENAME, AC_EEXIST, AC_ETERMINATED, AC_EINVAL). Any thread. */
+ * (AC_ENAME, AC_EEXIST, AC_ETERMINATED, AC_EINVAL, AC_ENOMEM). NULL props
+ * is AC_EINVAL: a factory that returned NULL said why in ac_last_error
+ * right after it returned. Any thread. */
 AC_API ac_ref *ac_spawn(ac_system *system, ac_props *props, const char *name);
 /* Spawn a child of the current actor. As ac_spawn; inside an actor only. */
 AC_API ac_ref *ac_spawn_child(ac_ctx *ctx, ac_props *props, const char *name);
