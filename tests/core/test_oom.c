@@ -242,8 +242,6 @@ static bool run_child(long k, bool *aborted)
     *aborted = WIFSIGNALED(ws) && WTERMSIG(ws) == SIGABRT &&
                strstr(err, "actorc: out of memory: ") != NULL;
     bool clean = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
-    if (*aborted)
-        fprintf(stderr, "sweep: allocation %ld: %s", k, strstr(err, "actorc: out of memory: "));
     if (!clean && !*aborted)
         fprintf(stderr, "sweep: allocation %ld: status %d, stderr:\n%s\n", k, ws, err);
     return clean || *aborted;
