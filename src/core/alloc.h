@@ -28,8 +28,10 @@ bool ac__alloc_should_fail(void);
 /* Make the n-th allocation from now fail (1: the next one), once; 0
  * disarms. Any thread; meant for tests. */
 void ac__alloc_fail_after(long n);
-/* Allocations made since the process started (failed ones included). */
-long ac__alloc_count(void);
+/* Count allocations (failed ones included) from start until stop, which
+ * returns the count. For tests; not nested. */
+void ac__alloc_count_start(void);
+long ac__alloc_count_stop(void);
 #endif
 
 static inline void *ac__malloc(size_t size)

@@ -250,9 +250,9 @@ static bool run_child(long k, bool *aborted)
 static void test_sweep_every_allocation(void **state)
 {
     (void)state;
-    long before = ac__alloc_count();
+    ac__alloc_count_start();
     scenario();
-    long total = ac__alloc_count() - before;
+    long total = ac__alloc_count_stop();
     assert_true(total > 0);
     long step = total > 400 ? total / 400 + 1 : 1; /* bounded */
     long aborted = 0;
