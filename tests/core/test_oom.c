@@ -111,6 +111,31 @@ static void test_ask_fails_cleanly(void **state)
     assert_status(ts_fx_terminate(fx), AC_OK);
 }
 
+/* ac_stop and ac_system_terminate make their system message first: out of
+ * memory, they report AC_ENOMEM and change nothing. */
+static void test_stop_and_terminate_report_enomem(void **state)
+{
+    ts_fixture *fx = *state;
+    ac_system *sys = quiet_system(fx, "oom-stop");
+    ac_ref *r = idle_echo(sys);
+    ac__alloc_fail_after(1);
+    assert_status(ac_stop(r), AC_ENOMEM);
+    assert_enomem();
+    ac_answer a; /* still running */
+    assert_status(ac_ask_wait(r, ac_msg_int64_new(3), 10000, &a), AC_OK);
+    assert_int_equal(ac_msg_int64(a.reply), 3);
+    ac_answer_release(&a);
+    ac_ref_release(r);
+
+    ac__alloc_fail_after(1);
+    assert_status(ac_system_terminate(sys), AC_ENOMEM);
+    assert_enomem();
+    r = ac_spawn(sys, ac_props_new(&echo_def, NULL), "after"); /* still usable */
+    assert_non_null(r);
+    ac_ref_release(r);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
 typedef struct reply_probe {
     atomic_llong done;
     atomic_int status;
@@ -273,6 +298,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_constructors_fail_cleanly, ts_setup, ts_teardown),
         cmocka_unit_test_setup_teardown(test_ask_fails_cleanly, ts_setup, ts_teardown),
         cmocka_unit_test_setup_teardown(test_reply_reports_enomem, ts_setup, ts_teardown),
+        cmocka_unit_test_setup_teardown(test_stop_and_terminate_report_enomem, ts_setup,
+                                        ts_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
