@@ -24,10 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/actor_status.h"
 #include "core/alloc.h"
 #include "core/internal.h"
 #include "core/last_error.h"
-#include "core/actor_status.h"
 
 _Thread_local ac__actor *ac__tls_actor;
 
@@ -334,7 +334,7 @@ static ac_status spawn_child_of(ac__actor *parent, ac_props *props, const char *
             return st;
         if (ac__children_find(parent->children, name))
             return ac__fail(AC_EEXIST, "actor name \"%s\" is already taken under %s", name,
-                                 parent->path);
+                            parent->path);
     } else {
         snprintf(anon, sizeof anon, "$%llx", (unsigned long long)++parent->seq);
         name = anon;

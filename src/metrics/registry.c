@@ -26,8 +26,8 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "metrics/metrics_internal.h"
 #include "core/last_error.h"
+#include "metrics/metrics_internal.h"
 
 static const double default_buckets[] = {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
 

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 
 #include "core/alloc.h"
-#include "metrics/metrics_internal.h"
 #include "core/last_error.h"
+#include "metrics/metrics_internal.h"
 
 typedef struct event_def {
     const char *name, *help;

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc.h"
-#include "routing/router_internal.h"
-#include "core/last_error.h"
 #include "core/actor_status.h"
+#include "core/alloc.h"
+#include "core/last_error.h"
+#include "routing/router_internal.h"
 
 /* ---- the Broadcast wrapper -------------------------------------------- */
 

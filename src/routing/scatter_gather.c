@@ -44,9 +44,9 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "routing/router_internal.h"
 #include "core/last_error.h"
 #include "core/sync_init.h"
+#include "routing/router_internal.h"
 
 typedef struct scatter scatter;
 
@@ -389,10 +389,11 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
         return;
     }
     if (st->n == 0) {
-        ac_error *err = must_have(
-            ac_error_aggregate(NULL, 0, "Scatter/gather router %s has no routees left to scatter to",
-                               router_path(sh)),
-            "a scatter/gather's answer");
+        ac_error *err = must_have(ac_error_aggregate(NULL, 0,
+                                                     "Scatter/gather router %s has no routees "
+                                                     "left to scatter to",
+                                                     router_path(sh)),
+                                  "a scatter/gather's answer");
         count_outcome(ac_ctx_system(ctx), AC__SG_ALL_FAILED, ac__now_ns()); /* answered at once */
         tell_error(caller, err, ac_self(ctx));
         return;
