@@ -14,6 +14,8 @@
  */
 #include <stdlib.h>
 
+#include "core/alloc.h"
+#include "core/last_error.h"
 #include "metrics/metrics_internal.h"
 
 typedef struct event_def {
@@ -87,11 +89,14 @@ static bool create_scatter_gather(ac__metrics *reg)
 
 static ac__metrics *registry_create(ac_system *sys)
 {
-    ac__metrics *reg = calloc(1, sizeof *reg);
+    ac__metrics *reg = ac__calloc(1, sizeof *reg);
     if (!reg)
         return NULL;
     reg->sys = sys;
-    pthread_mutex_init(&reg->lock, NULL);
+    if (pthread_mutex_init(&reg->lock, NULL) != 0) {
+        free(reg);
+        return NULL;
+    }
     if (!create_events(reg) || !create_scatter_gather(reg)) {
         registry_free(reg);
         return NULL;
@@ -154,6 +159,7 @@ void ac__metrics_scatter_resolved(ac__metrics *m, ac__sg_outcome outcome, uint64
 
 char *ac_metrics_format(ac_system *system)
 {
+    ac__clear_status();
     if (!system)
         return ac__fail_null(AC_EINVAL, "ac_metrics_format: system is NULL");
     ac__metrics *reg = ac__metrics_of(system);
