@@ -78,7 +78,9 @@ AC_API void ac_props_free(ac_props *props);
  * Anything else goes: "café", "名前", "a-b_c.d:e$f". A name that breaks the
  * rule is refused with AC_ENAME and a message saying what and at which
  * byte. Returns a new ref owned by the caller, or NULL with ac_last_error
- * (AC_ENAME, AC_EEXIST, AC_ETERMINATED, AC_EINVAL). Any thread. */
+ * (AC_ENAME, AC_EEXIST, AC_ETERMINATED, AC_EINVAL, AC_ENOMEM). NULL props
+ * is AC_EINVAL: a factory that returned NULL said why in ac_last_error
+ * right after it returned. Any thread. */
 AC_API ac_ref *ac_spawn(ac_system *system, ac_props *props, const char *name);
 /* Spawn a child of the current actor. As ac_spawn; inside an actor only. */
 AC_API ac_ref *ac_spawn_child(ac_ctx *ctx, ac_props *props, const char *name);
@@ -114,7 +116,8 @@ AC_API ac_status ac_forward(ac_ctx *ctx, ac_ref *target);
 /* Stop an actor: its children stop first, then post_stop runs, then every
  * watcher gets Terminated, then what is left in its mailbox goes to dead
  * letters. Messages already queued behind the stop are not processed.
- * Stopping a stopped actor is a no-op. Any thread. */
+ * Stopping a stopped actor is a no-op. AC_ENOMEM (nothing sent) when the
+ * stop cannot be allocated. Any thread. */
 AC_API ac_status ac_stop(ac_ref *ref);
 /* A new reference to the poison pill: processed in order like any message,
  * it stops its receiver. */
@@ -122,9 +125,11 @@ AC_API ac_msg *ac_poison_pill(void);
 
 /* Watch `target`: when it stops, the current actor receives an
  * ac_msg_type_terminated message (sender: target) — at once if target is
- * already stopped. Watching twice delivers one Terminated. Inside an actor. */
+ * already stopped. Watching twice delivers one Terminated. AC_ENOMEM when
+ * the watch cannot be set up: nothing is watched then. Inside an actor. */
 AC_API ac_status ac_watch(ac_ctx *ctx, ac_ref *target);
-/* Stop watching: no Terminated for `target` is delivered afterwards. */
+/* Stop watching: no Terminated for `target` is delivered afterwards.
+ * AC_ENOMEM when out of memory: the watch then stays. */
 AC_API ac_status ac_unwatch(ac_ctx *ctx, ac_ref *target);
 
 AC_API extern const ac_msg_type ac_msg_type_terminated;  /* "actorc.Terminated" */

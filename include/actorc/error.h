@@ -89,7 +89,8 @@ AC_API bool ac_error_all_timeouts(const ac_error *err);
  * number of errors printed (an error held by several others is printed
  * under each). Returns the number of characters written, or -1. */
 AC_API int ac_error_fprint(const ac_error *err, FILE *out);
-/* The same text as a new string (free it with free()); NULL on no memory. */
+/* The same text as a new string (free it with free()); NULL with AC_ENOMEM
+ * in ac_last_error on no memory. */
 AC_API char *ac_error_to_string(const ac_error *err);
 
 /* ---- errors as messages ------------------------------------------------ */

@@ -1,10 +1,22 @@
 /*
- * Status codes.
+ * Status codes and the per-thread last error.
  *
  * Every function that can fail returns an ac_status (AC_OK is 0) or, when it
- * returns a handle, NULL. Either way the calling thread's last error holds
- * the status and a message that explains it: ac_last_status() and
- * ac_last_error(). Both are per thread and may be called from any thread.
+ * returns a handle, NULL (or false, or a documented value). A failing call
+ * also records, for the calling thread, the status and a message that
+ * explains it: ac_last_status() and ac_last_error().
+ *
+ * The rule for the channel:
+ * - A call that returns a handle, pointer, bool or number and can fail
+ *   clears the channel on entry. After it returns, ac_last_status() is
+ *   AC_OK if it succeeded and its own failure if it did not; never an
+ *   earlier call's.
+ * - A call that returns an ac_status says so itself: read ac_last_error()
+ *   for the explanation when it returned something other than AC_OK. It
+ *   does not clear the channel when it succeeds, so that the calls made
+ *   on every message stay a return and no more.
+ * - Calls that cannot fail (accessors such as ac_ref_path) leave it alone.
+ * The library never reads the channel back to decide anything.
  */
 #ifndef ACTORC_STATUS_H
 #define ACTORC_STATUS_H
@@ -44,12 +56,13 @@ AC_API const char *ac_strerror(ac_status status);
 /* The symbolic name of a status ("AC_EINVAL"). Any thread. */
 AC_API const char *ac_status_name(ac_status status);
 
-/* The status of the last failing call made by this thread (AC_OK when none
- * failed since the last ac_clear_error). Any thread. */
+/* The status of this thread's last failing call, or AC_OK when the last
+ * call that clears the channel (see above) succeeded, or when ac_clear_error
+ * was called since. Any thread. */
 AC_API ac_status ac_last_status(void);
-/* A message explaining the last failure of this thread, naming the
- * argument or object at fault; "" when none. Valid until this thread's next
- * failing call. Any thread. */
+/* A message explaining the failure ac_last_status() reports, naming the
+ * argument or object at fault; "" while the status is AC_OK. Valid until
+ * this thread's next call into the library. Any thread. */
 AC_API const char *ac_last_error(void);
 /* Forget this thread's last error. Any thread. */
 AC_API void ac_clear_error(void);

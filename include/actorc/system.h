@@ -47,8 +47,9 @@ typedef struct ac_system_options {
 AC_API ac_system *ac_system_create(const char *name, const ac_system_options *options);
 
 /* Stop every actor (children first), join every thread, free everything.
- * AC_EINACTOR when called from inside an actor (the system is untouched),
- * AC_EINVAL for NULL. Outside actors only. */
+ * AC_EINACTOR when called from inside an actor, AC_ENOMEM when out of
+ * memory (the system is untouched either way), AC_EINVAL for NULL.
+ * Outside actors only. */
 AC_API ac_status ac_system_terminate(ac_system *system);
 
 /* The name given at creation. Any thread. */

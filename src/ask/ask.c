@@ -26,11 +26,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ask/ask_internal.h"
 #include "ask/oneshot.h"
+#include "core/alloc.h"
 #include "core/cell.h"
 #include "core/clock.h"
 #include "core/core_msgs.h"
 #include "core/hooks.h"
+#include "core/last_error.h"
 #include "core/sync.h"
 #include "core/system_internal.h"
 #include "core/timers.h"
@@ -118,6 +121,7 @@ static void run_continuation(ac_ctx *ctx, ac_msg *msg)
 
 const ac_answer *ac_answer_of(const ac_msg *msg)
 {
+    ac__clear_status();
     if (!ac_msg_is(msg, &ac_msg_type_answer))
         return ac__fail_null(msg ? AC_ETYPE : AC_EINVAL, "ac_answer_of: message is %s, not an answer",
                              ac_msg_type_name(msg));
@@ -136,7 +140,8 @@ uint64_t ac_answer_id(const ac_msg *msg)
 static void deliver_to_actor(reply_t *r)
 {
     ac_msg *m = ac_msg_new(r->fn ? &ac__msg_type_run : &ac_msg_type_answer, sizeof(answer_payload));
-    AC__ASSERT(m != NULL); /* an ask must be answered */
+    if (AC__UNLIKELY(!m)) /* an ask must be answered */
+        ac__oom_abort("an ask's answer");
     answer_payload *p = ac_msg_payload(m);
     p->run.run = run_continuation;
     p->run.destroy = answer_payload_destroy;
@@ -232,7 +237,9 @@ static void timer_fire(ac__timer *t)
         /* Counted before the answer is published, so an answer seen
          * implies its count is visible. */
         ac__hook_count(r->ref.system, AC__EVENT_ASK_TIMEOUTS, 1);
-        reply_settle(&r->ref, NULL, ac__oneshot_timeout_error(r->target, r->timeout_ms), NULL);
+        reply_settle(&r->ref, NULL,
+                     ac__oneshot_timeout_error(r->target, r->timeout_ms, "an ask's timeout error"),
+                     NULL);
     }
     ac_ref_release(&r->ref); /* the timer's reference */
 }
@@ -271,7 +278,7 @@ static ac_status check_ask(const char *fn, ac_ref *target, ac_msg *msg, int64_t 
 static reply_t *start_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms, int kind)
 {
     /* Exactly sized (not a cache block): an ask in flight costs its bytes. */
-    reply_t *r = calloc(1, sizeof *r);
+    reply_t *r = ac__calloc(1, sizeof *r);
     if (!r) {
         ac_msg_release(msg);
         return ac__fail_null(AC_ENOMEM, "ask: out of memory");
@@ -293,14 +300,27 @@ static void send_ask(reply_t *r, ac_msg *msg)
     ac_tell(r->target, msg, &r->ref);
 }
 
+ac_status ac__ask_future(const char *fn, ac_ref *target, ac_msg *msg, int64_t timeout_ms,
+                            ac_future **out)
+{
+    *out = NULL;
+    ac_status st = check_ask(fn, target, msg, timeout_ms);
+    if (st != AC_OK)
+        return st;
+    reply_t *r = start_ask(target, msg, timeout_ms, FOR_FUTURE);
+    if (!r)
+        return AC_ENOMEM; /* recorded by start_ask */
+    send_ask(r, msg);
+    *out = r;
+    return AC_OK;
+}
+
 ac_future *ac_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms)
 {
-    if (check_ask("ac_ask", target, msg, timeout_ms) != AC_OK)
-        return NULL;
-    reply_t *r = start_ask(target, msg, timeout_ms, FOR_FUTURE);
-    if (r)
-        send_ask(r, msg);
-    return r;
+    ac__clear_status();
+    ac_future *f;
+    ac__ask_future("ac_ask", target, msg, timeout_ms, &f);
+    return f;
 }
 
 ac_status ac_ask_in(ac_ctx *ctx, ac_ref *target, ac_msg *msg, int64_t timeout_ms, ac_ask_fn fn,
@@ -448,9 +468,10 @@ ac_status ac_ask_wait(ac_ref *target, ac_msg *msg, int64_t timeout_ms, ac_answer
                         "ac_ask_wait: would block a worker (and could deadlock); inside an actor "
                         "use ac_ask_in");
     }
-    ac_future *f = ac_ask(target, msg, timeout_ms);
-    if (!f)
-        return ac_last_status();
+    ac_future *f;
+    ac_status st = ac__ask_future("ac_ask_wait", target, msg, timeout_ms, &f);
+    if (st != AC_OK)
+        return st;
     wait_settled(f, -1);
     /* We hold the only handle: take the answer's references over. */
     *answer = f->answer;

@@ -13,6 +13,7 @@
  * kind's (an ask's release store of SETTLED, a scatter's counters).
  */
 #include "ask/oneshot.h"
+#include "core/alloc.h"
 #include "core/system_internal.h"
 
 static const ac__oneshot_ops *ops_of(const ac_ref *self)
@@ -55,10 +56,11 @@ void ac__oneshot_undeliverable(ac_ref *self, ac_ref *recipient, const char *why)
                 NULL);
 }
 
-ac_error *ac__oneshot_timeout_error(const ac_ref *target, uint32_t timeout_ms)
+ac_error *ac__oneshot_timeout_error(const ac_ref *target, uint32_t timeout_ms, const char *what)
 {
     ac_error *err = ac_error_new(AC_ASK_TIMEOUT_ERROR, "Ask timed out on %s after %u ms",
                                  ac_ref_path(target), timeout_ms);
-    AC__ASSERT(err != NULL);
+    if (AC__UNLIKELY(!err))
+        ac__oom_abort(what);
     return err;
 }

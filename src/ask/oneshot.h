@@ -36,7 +36,8 @@ void ac__oneshot_deliver(ac_ref *self, ac__node *node);
  * UndeliverableError. */
 void ac__oneshot_undeliverable(ac_ref *self, ac_ref *recipient, const char *why);
 /* The error a deadline settles with: AskTimeoutError naming the target.
- * Never NULL (an ask must be answered). */
-ac_error *ac__oneshot_timeout_error(const ac_ref *target, uint32_t timeout_ms);
+ * Never NULL: an ask must be answered, so when the error cannot be made
+ * the out-of-memory rule aborts, naming `what`. */
+ac_error *ac__oneshot_timeout_error(const ac_ref *target, uint32_t timeout_ms, const char *what);
 
 #endif

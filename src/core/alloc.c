@@ -32,7 +32,7 @@
 
 #ifdef AC__NO_CACHE
 
-void *ac__alloc_small(size_t size) { return malloc(size); }
+void *ac__alloc_small(size_t size) { return ac__malloc(size); }
 void ac__free_small(void *p, size_t size)
 {
     (void)size;
@@ -143,25 +143,36 @@ static void thread_exit(void *unused)
         flush_class(&cache, c);
 }
 
-static void make_key(void) { pthread_key_create(&cache_key, thread_exit); }
+static bool have_key; /* written once, under cache_once */
 
-static void register_thread(thread_cache *tc)
+static void make_key(void) { have_key = pthread_key_create(&cache_key, thread_exit) == 0; }
+
+/* False when the thread's lists could not be given back at its exit (no
+ * key could be had): the caller then goes straight to malloc/free rather
+ * than cache blocks it would lose. */
+static bool register_thread(thread_cache *tc)
 {
     pthread_once(&cache_once, make_key);
-    pthread_setspecific(cache_key, tc);
+    if (!have_key || pthread_setspecific(cache_key, tc) != 0)
+        return false;
     tc->registered = true;
+    return true;
 }
 
 void *ac__alloc_small(size_t size)
 {
+#ifdef AC__ALLOC_HOOK
+    if (ac__alloc_should_fail())
+        return NULL;
+#endif
     int c = class_of(size);
     if (c < 0)
         return malloc(size);
     thread_cache *tc = &cache;
     block *b = tc->free[c];
     if (AC__UNLIKELY(!b)) {
-        if (!tc->registered)
-            register_thread(tc);
+        if (!tc->registered && !register_thread(tc))
+            return malloc(class_size[c]);
         b = depot_take(c);
         if (!b)
             return malloc(class_size[c]);
@@ -204,8 +215,10 @@ void ac__free_small(void *p, size_t size)
         return;
     }
     thread_cache *tc = &cache;
-    if (AC__UNLIKELY(!tc->registered))
-        register_thread(tc);
+    if (AC__UNLIKELY(!tc->registered) && !register_thread(tc)) {
+        free(p);
+        return;
+    }
     block *b = p;
     b->next = tc->free[c];
     tc->free[c] = b;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/cell.h"
 #include "core/children.h"
 
@@ -31,11 +32,11 @@ static uint64_t hash_name(const char *s)
 
 ac__children *ac__children_create(void)
 {
-    ac__children *c = calloc(1, sizeof *c);
+    ac__children *c = ac__calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->cap = 8;
-    c->slots = calloc(c->cap, sizeof *c->slots);
+    c->slots = ac__calloc(c->cap, sizeof *c->slots);
     if (!c->slots) {
         free(c);
         return NULL;
@@ -84,7 +85,7 @@ static int rehash(ac__children *c, size_t new_cap)
 {
     ac__actor **old = c->slots;
     size_t old_cap = c->cap;
-    ac__actor **slots = calloc(new_cap, sizeof *slots);
+    ac__actor **slots = ac__calloc(new_cap, sizeof *slots);
     if (!slots)
         return AC_ENOMEM;
     c->slots = slots;

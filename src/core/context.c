@@ -7,6 +7,7 @@
 #include <stdarg.h>
 
 #include "core/cell.h"
+#include "core/last_error.h"
 #include "core/system_internal.h"
 #include "core/turn.h"
 #include "log/log_internal.h"
@@ -49,6 +50,7 @@ size_t ac_children(ac_ctx *ctx, ac_ref **out, size_t cap)
 
 ac_ref *ac_child(ac_ctx *ctx, const char *name)
 {
+    ac__clear_status();
     if (!ctx || !name)
         return ac__fail_null(AC_EINVAL, "ac_child: %s is NULL", ctx ? "name" : "ctx");
     ac__actor *c = ac__children_find(ctx->self->children, name);

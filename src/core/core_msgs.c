@@ -5,6 +5,7 @@
  * static: sending it allocates nothing beyond an envelope when shared.
  */
 #include "core/core_msgs.h"
+#include "core/last_error.h"
 #include "core/ref.h"
 
 /* ---- message types owned by the core ---------------------------------- */
@@ -55,6 +56,7 @@ ac_msg *ac_poison_pill(void) { return &poison_pill; }
 
 ac_ref *ac_terminated_ref(const ac_msg *msg)
 {
+    ac__clear_status();
     if (!msg || msg->type != &ac_msg_type_terminated)
         return ac__fail_null(msg ? AC_ETYPE : AC_EINVAL,
                              "ac_terminated_ref: message is %s, not a Terminated",

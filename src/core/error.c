@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
+#include "core/last_error.h"
 #include "core/msg_internal.h"
 
 struct ac_error {
@@ -82,7 +84,7 @@ static ac_error *error_alloc(const char *name, unsigned depth, unsigned nodes, a
     if (mlen < 0)
         return ac__fail_null(AC_EINVAL, "ac_error: bad format \"%s\"", fmt);
     size_t nlen = strlen(name);
-    ac_error *e = malloc(sizeof *e + n * sizeof(ac_error *) + nlen + 1 + (size_t)mlen + 1);
+    ac_error *e = ac__malloc(sizeof *e + n * sizeof(ac_error *) + nlen + 1 + (size_t)mlen + 1);
     if (!e)
         return ac__fail_null(AC_ENOMEM, "ac_error: out of memory");
     char *strings = (char *)(e->members + n);
@@ -122,6 +124,7 @@ static ac_error *error_build(const char *name, ac_error *cause, ac_error *const 
 
 ac_error *ac_error_new(const char *name, const char *fmt, ...)
 {
+    ac__clear_status();
     va_list ap;
     va_start(ap, fmt);
     ac_error *e = error_build(name, NULL, NULL, 0, fmt, ap);
@@ -131,6 +134,7 @@ ac_error *ac_error_new(const char *name, const char *fmt, ...)
 
 ac_error *ac_error_new_caused(const char *name, ac_error *cause, const char *fmt, ...)
 {
+    ac__clear_status();
     va_list ap;
     va_start(ap, fmt);
     ac_error *e = error_build(name, cause, NULL, 0, fmt, ap);
@@ -140,6 +144,7 @@ ac_error *ac_error_new_caused(const char *name, ac_error *cause, const char *fmt
 
 ac_error *ac_error_aggregate(ac_error *const *members, size_t n, const char *fmt, ...)
 {
+    ac__clear_status();
     va_list ap;
     va_start(ap, fmt);
     ac_error *e = error_build(AC_AGGREGATE_ERROR, NULL, members, n, fmt, ap);
@@ -269,24 +274,27 @@ static void print_error(FILE *out, const ac_error *root)
 
 char *ac_error_to_string(const ac_error *err)
 {
+    ac__clear_status();
     char *buf = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
+    /* open_memstream allocates: the hook may fail it as it fails malloc. */
+    FILE *f = ac__alloc_should_fail() ? NULL : open_memstream(&buf, &len);
     if (!f)
-        return NULL;
+        return ac__fail_null(AC_ENOMEM, "ac_error_to_string: out of memory");
     if (err)
         print_error(f, err);
     else
         fputs("(no error)\n", f);
     if (fclose(f) != 0) {
         free(buf);
-        return NULL;
+        return ac__fail_null(AC_ENOMEM, "ac_error_to_string: out of memory");
     }
     return buf;
 }
 
 int ac_error_fprint(const ac_error *err, FILE *out)
 {
+    ac__clear_status();
     if (!out)
         return ac__fail(AC_EINVAL, "ac_error_fprint: stream is NULL"), -1;
     char *s = ac_error_to_string(err);
@@ -309,6 +317,7 @@ const ac_msg_type ac_msg_type_error = {.name = "actorc.Error", .destroy = error_
 
 ac_msg *ac_msg_error_new(ac_error *err)
 {
+    ac__clear_status();
     if (!err)
         return ac__fail_null(AC_EINVAL, "ac_msg_error_new: error is NULL");
     ac_msg *m = ac_msg_new(&ac_msg_type_error, sizeof err);
@@ -322,6 +331,7 @@ ac_msg *ac_msg_error_new(ac_error *err)
 
 ac_error *ac_msg_error(const ac_msg *msg)
 {
+    ac__clear_status();
     if (!msg || msg->type != &ac_msg_type_error)
         return ac__fail_null(msg ? AC_ETYPE : AC_EINVAL, "ac_msg_error: message is %s, not an error",
                              msg ? msg->type->name : "NULL");

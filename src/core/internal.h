@@ -10,6 +10,7 @@
 
 /* Base layer. */
 #include "core/base.h"
+#include "core/last_error.h"
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/sync.h"

@@ -17,6 +17,7 @@
  *  - A restart keeps the mailbox: it stops the children, re-initialises
  *    the state, and the messages that arrived meanwhile follow.
  */
+#include "core/alloc.h"
 #include "core/core_msgs.h"
 #include "core/hooks.h"
 #include "core/lifecycle.h"
@@ -52,7 +53,8 @@ static void set_state(ac__actor *a, ac__actor_state st)
 static void send_terminated(ac__actor *dead, ac_ref *watcher)
 {
     ac_msg *m = ac_msg_new(&ac_msg_type_terminated, sizeof(ac__terminated_payload));
-    AC__ASSERT(m != NULL);
+    if (AC__UNLIKELY(!m)) /* a watcher waits for it */
+        ac__oom_abort("a Terminated message");
     ((ac__terminated_payload *)(void *)m->payload)->who = ac_ref_retain(&dead->ref);
     ac_tell(watcher, m, &dead->ref);
 }
@@ -69,9 +71,13 @@ ac_status ac_watch(ac_ctx *ctx, ac_ref *target)
         return ac__fail(AC_ENOMEM, "ac_watch: out of memory");
     if (t == ctx->self || ac__refset_contains(&ext->watching, target))
         return AC_OK;
-    if (ac__refset_add(&ext->watching, target) != AC_OK)
+    ac__sysmsg *m = ac__sysmsg_new(AC__SYS_WATCH, &ctx->self->ref, NULL);
+    if (!m || ac__refset_add(&ext->watching, target) != AC_OK) {
+        if (m)
+            ac__sysmsg_free(m);
         return ac__fail(AC_ENOMEM, "ac_watch: out of memory");
-    ac__actor_push_sys(t, AC__SYS_WATCH, &ctx->self->ref);
+    }
+    ac__actor_push_sysmsg(t, m);
     return AC_OK;
 }
 
@@ -83,8 +89,13 @@ ac_status ac_unwatch(ac_ctx *ctx, ac_ref *target)
     if (!t)
         return ac__fail(AC_EINVAL, "ac_unwatch: %s",
                         target ? "not an actor ref" : "target is NULL");
-    if (ctx->self->ext && ac__refset_remove(&ctx->self->ext->watching, target))
-        ac__actor_push_sys(t, AC__SYS_UNWATCH, &ctx->self->ref);
+    if (!ctx->self->ext || !ac__refset_contains(&ctx->self->ext->watching, target))
+        return AC_OK;
+    ac__sysmsg *m = ac__sysmsg_new(AC__SYS_UNWATCH, &ctx->self->ref, NULL);
+    if (!m)
+        return ac__fail(AC_ENOMEM, "ac_unwatch: out of memory");
+    ac__refset_remove(&ctx->self->ext->watching, target);
+    ac__actor_push_sysmsg(t, m);
     return AC_OK;
 }
 
@@ -92,7 +103,8 @@ ac_status ac_unwatch(ac_ctx *ctx, ac_ref *target)
 
 static ac__failure_record *failure_record(ac__actor *a)
 {
-    AC__ASSERT(ac__cell_ext_of(a) != NULL); /* a failure must reach the parent */
+    if (AC__UNLIKELY(!ac__cell_ext_of(a))) /* a failure must reach the parent */
+        ac__oom_abort("an actor's failure record");
     return &a->ext->failure;
 }
 
@@ -293,6 +305,14 @@ static void child_terminated(ac__actor *a, ac_ref *child_ref)
 
 /* ---- system messages -------------------------------------------------- */
 
+/* The watch was promised when ac_watch returned AC_OK: a watcher that is
+ * never told of the stop would wait for ever. */
+static void add_watcher(ac__actor *a, ac_ref *watcher)
+{
+    if (AC__UNLIKELY(!ac__cell_ext_of(a) || ac__refset_add(&a->ext->watchers, watcher) != AC_OK))
+        ac__oom_abort("a watcher of an actor");
+}
+
 void ac__actor_handle_sys(ac__actor *a, ac__sysmsg *m)
 {
     bool dead = atomic_load_explicit(&a->state, memory_order_relaxed) == AC__ACTOR_DEAD;
@@ -304,7 +324,7 @@ void ac__actor_handle_sys(ac__actor *a, ac__sysmsg *m)
         if (dead)
             send_terminated(a, m->ref);
         else
-            AC__ASSERT(ac__cell_ext_of(a) && ac__refset_add(&a->ext->watchers, m->ref) == AC_OK);
+            add_watcher(a, m->ref);
         break;
     case AC__SYS_UNWATCH:
         if (a->ext)
@@ -335,7 +355,11 @@ ac_status ac_stop(ac_ref *ref)
     if (!a)
         return ac__fail(AC_EINVAL, "ac_stop: %s", ref ? "not an actor ref" : "ref is NULL");
     /* Acquire pairs with set_state's release store of DEAD. */
-    if (atomic_load_explicit(&a->state, memory_order_acquire) != AC__ACTOR_DEAD)
-        ac__actor_push_sys(a, AC__SYS_STOP, NULL);
+    if (atomic_load_explicit(&a->state, memory_order_acquire) == AC__ACTOR_DEAD)
+        return AC_OK;
+    ac__sysmsg *m = ac__sysmsg_new(AC__SYS_STOP, NULL, NULL);
+    if (!m)
+        return ac__fail(AC_ENOMEM, "ac_stop: out of memory for the stop of %s", a->path);
+    ac__actor_push_sysmsg(a, m);
     return AC_OK;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/last_error.h"
 #include "core/msg_internal.h"
 
 static inline bool is_immortal(const ac_msg *msg)
@@ -41,6 +42,7 @@ static inline ac_msg *msg_make(const char *fn, const ac_msg_type *type, size_t s
 
 ac_msg *ac_msg_new(const ac_msg_type *type, size_t size)
 {
+    ac__clear_status();
     if (!type || !type->name)
         return ac__fail_null(AC_EINVAL, "ac_msg_new: message type (or its name) is NULL");
     if (size > ((size_t)1 << 40))
@@ -137,6 +139,7 @@ static ac_status check_type(const ac_msg *msg, const ac_msg_type *type, const ch
 
 ac_msg *ac_msg_str_new(const char *s)
 {
+    ac__clear_status();
     if (!s)
         return ac__fail_null(AC_EINVAL, "ac_msg_str_new: string is NULL");
     size_t len = strlen(s);
@@ -148,6 +151,7 @@ ac_msg *ac_msg_str_new(const char *s)
 
 ac_msg *ac_msg_printf(const char *fmt, ...)
 {
+    ac__clear_status();
     if (!fmt)
         return ac__fail_null(AC_EINVAL, "ac_msg_printf: format is NULL");
     va_list ap;
@@ -167,6 +171,7 @@ ac_msg *ac_msg_printf(const char *fmt, ...)
 
 const char *ac_msg_str(const ac_msg *msg)
 {
+    ac__clear_status();
     if (check_type(msg, &ac_msg_type_str, "ac_msg_str") != AC_OK)
         return NULL;
     return (const char *)msg->payload;
@@ -174,6 +179,7 @@ const char *ac_msg_str(const ac_msg *msg)
 
 ac_msg *ac_msg_bytes_new(const void *data, size_t len)
 {
+    ac__clear_status();
     if (!data && len)
         return ac__fail_null(AC_EINVAL, "ac_msg_bytes_new: data is NULL but len is %zu", len);
     if (len > ((size_t)1 << 40))
@@ -186,6 +192,7 @@ ac_msg *ac_msg_bytes_new(const void *data, size_t len)
 
 const uint8_t *ac_msg_bytes(const ac_msg *msg, size_t *len)
 {
+    ac__clear_status();
     if (check_type(msg, &ac_msg_type_bytes, "ac_msg_bytes") != AC_OK)
         return NULL;
     if (len)
@@ -195,6 +202,7 @@ const uint8_t *ac_msg_bytes(const ac_msg *msg, size_t *len)
 
 ac_msg *ac_msg_int64_new(int64_t v)
 {
+    ac__clear_status();
     ac_msg *msg = msg_make("ac_msg_int64_new", &ac_msg_type_int64, sizeof v);
     if (msg)
         memcpy(msg->payload, &v, sizeof v);
@@ -214,6 +222,7 @@ ac_status ac_msg_int64_get(const ac_msg *msg, int64_t *out)
 
 int64_t ac_msg_int64(const ac_msg *msg)
 {
+    ac__clear_status();
     int64_t v = 0;
     if (check_type(msg, &ac_msg_type_int64, "ac_msg_int64") != AC_OK)
         return 0;

@@ -6,12 +6,14 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/last_error.h"
 #include "core/props.h"
 
 /* ---- props ------------------------------------------------------------ */
 
 ac_props *ac_props_new(const ac_actor_def *def, void *user_data)
 {
+    ac__clear_status();
     if (!def)
         return ac__fail_null(AC_EINVAL, "ac_props_new: actor definition is NULL");
     if (!def->receive)

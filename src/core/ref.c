@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/cell.h"
 #include "core/ref.h"
 
@@ -96,7 +97,7 @@ int ac__refset_add(ac__refset *s, ac_ref *r)
         return AC_OK;
     if (s->count == s->cap) {
         uint32_t cap = s->cap ? s->cap * 2 : 2;
-        ac_ref **items = realloc(s->items, cap * sizeof *items);
+        ac_ref **items = ac__realloc(s->items, cap * sizeof *items);
         if (!items)
             return AC_ENOMEM;
         s->items = items;

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "core/internal.h"
 
 #define RING_SIZE 256u /* power of two */
@@ -427,41 +428,69 @@ static void *worker_main(void *arg)
 
 /* ---- lifecycle -------------------------------------------------------- */
 
-ac__scheduler *ac__scheduler_create(ac_system *system, int workers, int batch)
+static ac_status workers_init(ac__scheduler *s)
 {
-    ac__scheduler *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
-    s->system = system;
-    s->nworkers = workers;
-    s->batch = batch;
-    s->workers = aligned_alloc(AC__CACHELINE, sizeof(ac__worker) * (size_t)workers);
-    if (!s->workers) {
-        free(s);
-        return NULL;
-    }
-    memset(s->workers, 0, sizeof(ac__worker) * (size_t)workers);
-    ac__mutex_init_hot(&s->inject_lock);
-    pthread_mutex_init(&s->park_lock, NULL);
-    ac__cond_init_monotonic(&s->park_cond);
+    int workers = s->nworkers;
     for (int i = 0; i < workers; i++) {
         ac__worker *w = &s->workers[i];
         w->s = s;
         w->index = i;
         w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
-        w->seen_turns = calloc((size_t)workers, sizeof *w->seen_turns);
-        w->seen_at = calloc((size_t)workers, sizeof *w->seen_at);
-        if (!w->seen_turns || !w->seen_at) {
-            ac__scheduler_destroy(s);
-            return NULL;
-        }
+        w->seen_turns = ac__calloc((size_t)workers, sizeof *w->seen_turns);
+        w->seen_at = ac__calloc((size_t)workers, sizeof *w->seen_at);
+        if (!w->seen_turns || !w->seen_at)
+            return ac__fail(AC_ENOMEM, "ac_system_create: out of memory for %d workers",
+                            workers);
         atomic_init(&w->head, 0);
         atomic_init(&w->tail, 0);
         atomic_init(&w->runnext, NULL);
         atomic_init(&w->turns, 0);
         atomic_init(&w->busy, false);
     }
+    return AC_OK;
+}
+
+static void workers_free(ac__scheduler *s)
+{
+    for (int i = 0; i < s->nworkers; i++) {
+        free(s->workers[i].seen_turns);
+        free(s->workers[i].seen_at);
+    }
+    free(s->workers);
+}
+
+ac__scheduler *ac__scheduler_create(ac_system *system, int workers, int batch)
+{
+    ac__scheduler *s = ac__calloc(1, sizeof *s);
+    if (!s)
+        return ac__fail_null(AC_ENOMEM, "ac_system_create: out of memory for the scheduler");
+    s->system = system;
+    s->nworkers = workers;
+    s->batch = batch;
+    s->workers = ac__aligned_alloc(AC__CACHELINE, sizeof(ac__worker) * (size_t)workers);
+    if (!s->workers) {
+        ac__fail(AC_ENOMEM, "ac_system_create: out of memory for %d workers", workers);
+        goto fail_workers;
+    }
+    memset(s->workers, 0, sizeof(ac__worker) * (size_t)workers);
+    if (workers_init(s) != AC_OK)
+        goto fail_worker_state;
+    if (ac__mutex_init_hot(&s->inject_lock, "the scheduler's lock") != AC_OK)
+        goto fail_worker_state;
+    if (ac__mutex_init(&s->park_lock, "the scheduler's parking lock") != AC_OK)
+        goto fail_park_lock;
+    if (ac__cond_init(&s->park_cond, true, "the scheduler's parking condition") != AC_OK)
+        goto fail_park_cond;
     return s;
+fail_park_cond:
+    pthread_mutex_destroy(&s->park_lock);
+fail_park_lock:
+    pthread_mutex_destroy(&s->inject_lock);
+fail_worker_state:
+    workers_free(s);
+fail_workers:
+    free(s);
+    return NULL;
 }
 
 int ac__scheduler_start(ac__scheduler *s)
@@ -511,13 +540,9 @@ void ac__scheduler_destroy(ac__scheduler *s)
 {
     if (!s)
         return;
-    for (int i = 0; i < s->nworkers; i++) {
-        free(s->workers[i].seen_turns);
-        free(s->workers[i].seen_at);
-    }
     pthread_mutex_destroy(&s->inject_lock);
     pthread_mutex_destroy(&s->park_lock);
     pthread_cond_destroy(&s->park_cond);
-    free(s->workers);
+    workers_free(s);
     free(s);
 }

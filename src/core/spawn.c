@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
+#include "core/last_error.h"
 #include "core/lifecycle.h"
 #include "core/names.h"
 #include "core/props.h"
@@ -77,14 +79,10 @@ static const ac__ref_ops actor_ops = {
 
 /* ---- spawning --------------------------------------------------------- */
 
+/* The reason a props factory returned NULL was recorded by that factory,
+ * and this call's own failure replaces it: say only what this call saw. */
 static ac_ref *props_missing(const char *fn)
 {
-    /* Keep the reason a props factory gave for returning NULL. */
-    if (ac_last_status() != AC_OK) {
-        char reason[400];
-        snprintf(reason, sizeof reason, "%s", ac_last_error());
-        return ac__fail_null(ac_last_status(), "%s: props is NULL (%s)", fn, reason);
-    }
     return ac__fail_null(AC_EINVAL, "%s: props is NULL", fn);
 }
 
@@ -94,7 +92,7 @@ static ac__actor *cell_alloc(ac_system *sys, const ac_actor_def *def, const char
                              const char *name)
 {
     size_t plen = strlen(parent_path), nlen = strlen(name);
-    ac__actor *a = calloc(1, sizeof *a + def->state_size + plen + 1 + nlen + 1);
+    ac__actor *a = ac__calloc(1, sizeof *a + def->state_size + plen + 1 + nlen + 1);
     if (!a)
         return NULL;
     char *path = (char *)a->state_mem + def->state_size;
@@ -113,29 +111,31 @@ static ac__actor *cell_alloc(ac_system *sys, const ac_actor_def *def, const char
 }
 
 /* Call with the guardian lock held when `parent` is the guardian. */
-static ac_ref *spawn_child_of(ac__actor *parent, ac_props *props, const char *name)
+static ac_status spawn_child_of(ac__actor *parent, ac_props *props, const char *name,
+                                ac_ref **out)
 {
     ac_system *sys = parent->ref.system;
     char anon[24];
     if (name) {
-        if (ac__check_actor_name(name) != AC_OK)
-            return NULL;
+        ac_status st = ac__check_actor_name(name);
+        if (st != AC_OK)
+            return st;
         if (ac__children_find(parent->children, name))
-            return ac__fail_null(AC_EEXIST, "actor name \"%s\" is already taken under %s", name,
-                                 parent->path);
+            return ac__fail(AC_EEXIST, "actor name \"%s\" is already taken under %s", name,
+                            parent->path);
     } else {
         snprintf(anon, sizeof anon, "$%llx", (unsigned long long)++parent->seq);
         name = anon;
     }
     if (!parent->children && !(parent->children = ac__children_create()))
-        return ac__fail_null(AC_ENOMEM, "spawn: out of memory");
+        return ac__fail(AC_ENOMEM, "spawn: out of memory for the children of %s", parent->path);
     ac__actor *a = cell_alloc(sys, props->def, parent->path, name);
     bool needs_ext = props->has_strategy || props->user_data_free;
     if (!a || (needs_ext && !ac__cell_ext_of(a)) || ac__children_add(parent->children, a) != AC_OK) {
         if (a)
             ac__free_small(a->ext, sizeof *a->ext);
         free(a);
-        return ac__fail_null(AC_ENOMEM, "spawn: out of memory for %s", name);
+        return ac__fail(AC_ENOMEM, "spawn: out of memory for %s", name);
     }
     if (needs_ext) {
         a->ext->has_strategy = props->has_strategy;
@@ -154,11 +154,13 @@ static ac_ref *spawn_child_of(ac__actor *parent, ac_props *props, const char *na
     ac__registry_add(sys, a);
     atomic_store_explicit(&a->scheduled, 1, memory_order_relaxed);
     ac__scheduler_push(sys->sched, a, ac__tls_actor != NULL);
-    return &a->ref;
+    *out = &a->ref;
+    return AC_OK;
 }
 
 ac_ref *ac_spawn(ac_system *system, ac_props *props, const char *name)
 {
+    ac__clear_status();
     if (!props)
         return props_missing("ac_spawn");
     if (!system) {
@@ -170,32 +172,43 @@ ac_ref *ac_spawn(ac_system *system, ac_props *props, const char *name)
     if (atomic_load_explicit(&system->terminating, memory_order_relaxed))
         ac__fail(AC_ETERMINATED, "ac_spawn: system \"%s\" is terminated", system->name);
     else
-        ref = spawn_child_of(system->guardian, props, name);
+        spawn_child_of(system->guardian, props, name, &ref);
     pthread_mutex_unlock(&system->guardian_lock);
     if (!ref)
         ac_props_free(props);
     return ref;
 }
 
-ac_ref *ac_spawn_child(ac_ctx *ctx, ac_props *props, const char *name)
+ac_status ac__spawn_child_status(ac_ctx *ctx, ac_props *props, const char *name, ac_ref **out)
 {
-    if (!props)
-        return props_missing("ac_spawn_child");
+    *out = NULL;
+    if (!props) {
+        props_missing("ac_spawn_child");
+        return AC_EINVAL;
+    }
     if (!ctx) {
         ac_props_free(props);
-        return ac__fail_null(AC_EINVAL, "ac_spawn_child: ctx is NULL");
+        return ac__fail(AC_EINVAL, "ac_spawn_child: ctx is NULL");
     }
     ac__actor *parent = ctx->self;
     ac_system *sys = parent->ref.system;
-    ac_ref *ref = NULL;
+    ac_status st;
     if (atomic_load_explicit(&sys->terminating, memory_order_relaxed))
-        ac__fail(AC_ETERMINATED, "ac_spawn_child: system \"%s\" is terminated", sys->name);
+        st = ac__fail(AC_ETERMINATED, "ac_spawn_child: system \"%s\" is terminated", sys->name);
     else if (atomic_load_explicit(&parent->state, memory_order_relaxed) > AC__ACTOR_RUNNING)
-        ac__fail(AC_EDEAD, "ac_spawn_child: %s is stopping", parent->path);
+        st = ac__fail(AC_EDEAD, "ac_spawn_child: %s is stopping", parent->path);
     else
-        ref = spawn_child_of(parent, props, name);
-    if (!ref)
+        st = spawn_child_of(parent, props, name, out);
+    if (st != AC_OK)
         ac_props_free(props);
+    return st;
+}
+
+ac_ref *ac_spawn_child(ac_ctx *ctx, ac_props *props, const char *name)
+{
+    ac__clear_status();
+    ac_ref *ref;
+    ac__spawn_child_status(ctx, props, name, &ref);
     return ref;
 }
 

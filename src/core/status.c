@@ -3,16 +3,19 @@
  *
  * Every failing call records a status and a message naming what was wrong;
  * the message lives in a fixed thread-local buffer, so recording an error
- * never allocates and never fails.
+ * never allocates and never fails. Public calls clear the status on entry
+ * (core/last_error.h says which and how); the library never reads it back.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/base.h"
+#include "core/last_error.h"
 
-static _Thread_local ac_status last_status;
+_Thread_local ac_status ac__last_status __attribute__((tls_model("initial-exec")));
 static _Thread_local char last_message[512];
 
 const char *ac_strerror(ac_status status)
@@ -39,19 +42,20 @@ const char *ac_status_name(ac_status status)
     return "AC_UNKNOWN";
 }
 
-ac_status ac_last_status(void) { return last_status; }
+ac_status ac_last_status(void) { return ac__last_status; }
 
-const char *ac_last_error(void) { return last_message; }
+/* A cleared status hides the message it left behind (see last_error.h). */
+const char *ac_last_error(void) { return ac__last_status == AC_OK ? "" : last_message; }
 
 void ac_clear_error(void)
 {
-    last_status = AC_OK;
+    ac__last_status = AC_OK;
     last_message[0] = '\0';
 }
 
 static void record(ac_status status, const char *fmt, va_list ap)
 {
-    last_status = status;
+    ac__last_status = status;
     vsnprintf(last_message, sizeof last_message, fmt, ap);
 }
 
@@ -80,6 +84,12 @@ void *ac__fail_null(ac_status status, const char *fmt, ...)
     record(status, fmt, ap);
     va_end(ap);
     return NULL;
+}
+
+void ac__oom_abort(const char *what)
+{
+    fprintf(stderr, "actorc: out of memory: %s\n", what);
+    abort();
 }
 
 void ac__assert_fail(const char *expr, const char *file, int line)

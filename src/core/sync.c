@@ -13,39 +13,72 @@
  * differ: an ask's waiter sleeps on a futex on its reply's state, an idle
  * worker parks on the scheduler's condition variable under a handshake
  * with pushers. Both sleep with monotonic deadlines from here.
+ *
+ * And checked initialisation (core/sync.h): each init reports its
+ * failure instead of leaving an uninitialised lock behind.
  */
+#include <errno.h>
 #include <linux/futex.h>
 #include <limits.h>
 #include <sched.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "core/base.h"
 #include "core/clock.h"
 #include "core/sync.h"
 
 #define NS_PER_S 1000000000ull
 
-void ac__mutex_init_hot(pthread_mutex_t *m)
+ac_status ac__pthread_fail(int rc, const char *what)
+{
+    if (rc == 0)
+        return AC_OK;
+    if (rc == ENOMEM)
+        return ac__fail(AC_ENOMEM, "out of memory for %s", what);
+    return ac__fail(AC_ESYS, "cannot initialise %s: %s", what, strerror(rc));
+}
+
+static int mutex_init_hot(pthread_mutex_t *m)
 {
 #if defined(PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP)
     pthread_mutexattr_t attr;
-    pthread_mutexattr_init(&attr);
+    int rc = pthread_mutexattr_init(&attr);
+    if (rc != 0)
+        return rc;
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
-    pthread_mutex_init(m, &attr);
+    rc = pthread_mutex_init(m, &attr);
     pthread_mutexattr_destroy(&attr);
+    return rc;
 #else
-    pthread_mutex_init(m, NULL);
+    return pthread_mutex_init(m, NULL);
 #endif
 }
 
-void ac__cond_init_monotonic(pthread_cond_t *cond)
+ac_status ac__mutex_init_hot(pthread_mutex_t *m, const char *what)
 {
+    return ac__pthread_fail(mutex_init_hot(m), what);
+}
+
+ac_status ac__mutex_init(pthread_mutex_t *m, const char *what)
+{
+    return ac__pthread_fail(pthread_mutex_init(m, NULL), what);
+}
+
+ac_status ac__cond_init(pthread_cond_t *c, bool monotonic, const char *what)
+{
+    if (!monotonic)
+        return ac__pthread_fail(pthread_cond_init(c, NULL), what);
     pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* the clock of ac__now_ns */
-    pthread_cond_init(cond, &attr);
-    pthread_condattr_destroy(&attr);
+    int rc = pthread_condattr_init(&attr);
+    if (rc == 0) {
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        rc = pthread_cond_init(c, &attr);
+        pthread_condattr_destroy(&attr);
+    }
+    return ac__pthread_fail(rc, what);
 }
 
 static struct timespec timespec_of(uint64_t ns)

@@ -1,6 +1,12 @@
 /*
  * Locks and waiting (sync.c). Base layer: depends on nothing internal.
  *
+ * Initialisation is checked: pthread_*_init may fail (ENOMEM, EAGAIN), and
+ * a constructor that ignored it would go on to lock an uninitialised
+ * mutex. Each init below records the failure (AC_ENOMEM for ENOMEM,
+ * AC_ESYS otherwise, naming `what`) and returns its status, for the
+ * constructor's cleanup ladder.
+ *
  * Every timed wait here takes an absolute deadline in nanoseconds on
  * ac__now_ns's clock (CLOCK_MONOTONIC), so no wait stretches or shrinks
  * when the wall clock is set.
@@ -13,13 +19,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A mutex for short, hot critical sections: spins briefly before sleeping. */
-void ac__mutex_init_hot(pthread_mutex_t *m);
+#include "actorc/status.h"
 
-/* A condition variable whose timed waits run on ac__now_ns's clock. */
-void ac__cond_init_monotonic(pthread_cond_t *cond);
-/* pthread_cond_timedwait until deadline_ns (ac__now_ns). Call with `lock`
- * held; may wake early, like any condition wait. */
+/* The status for a pthread error code `rc` (0: AC_OK), recorded. */
+ac_status ac__pthread_fail(int rc, const char *what);
+/* A plain mutex. */
+ac_status ac__mutex_init(pthread_mutex_t *m, const char *what);
+/* A mutex for short, hot critical sections: spins briefly before sleeping. */
+ac_status ac__mutex_init_hot(pthread_mutex_t *m, const char *what);
+/* A condition variable on CLOCK_MONOTONIC (the clock of ac__now_ns), or
+ * on the default clock when `monotonic` is false (for untimed waits only). */
+ac_status ac__cond_init(pthread_cond_t *c, bool monotonic, const char *what);
+
+/* pthread_cond_timedwait until deadline_ns (ac__now_ns) on a condition made
+ * by ac__cond_init(c, true, ...). Call with `lock` held; may wake early,
+ * like any condition wait. */
 void ac__cond_wait_until_ns(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t deadline_ns);
 
 /* Tell the core we are spinning (a pause instruction where there is one). */

@@ -15,9 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "core/clock.h"
 #include "core/core_msgs.h"
 #include "core/hooks.h"
+#include "core/last_error.h"
 #include "core/names.h"
 #include "core/spawn.h"
 #include "core/sync.h"
@@ -111,58 +113,99 @@ void ac__hooks_teardown(ac_system *sys)
 
 /* ---- create / terminate ----------------------------------------------- */
 
+static void locks_destroy(ac_system *sys)
+{
+    pthread_mutex_destroy(&sys->guardian_lock);
+    pthread_cond_destroy(&sys->guardian_dead_cond);
+    pthread_mutex_destroy(&sys->registry_lock);
+    pthread_mutex_destroy(&sys->dl_sub_lock);
+}
+
 static void system_free(ac_system *sys)
 {
     ac__hooks_teardown(sys);
     ac__timers_destroy(sys->timers);
     ac__scheduler_destroy(sys->sched);
-    pthread_mutex_destroy(&sys->guardian_lock);
-    pthread_cond_destroy(&sys->guardian_dead_cond);
-    pthread_mutex_destroy(&sys->registry_lock);
-    pthread_mutex_destroy(&sys->dl_sub_lock);
+    locks_destroy(sys);
     free(sys->name);
     free(sys);
 }
 
+static ac_status locks_init(ac_system *sys)
+{
+    ac_status st;
+    if ((st = ac__mutex_init(&sys->guardian_lock, "the system's guardian lock")) != AC_OK)
+        return st;
+    if ((st = ac__cond_init(&sys->guardian_dead_cond, false, "the system's condition")) != AC_OK)
+        goto fail_cond;
+    if ((st = ac__mutex_init_hot(&sys->registry_lock, "the system's registry lock")) != AC_OK)
+        goto fail_registry;
+    if ((st = ac__mutex_init(&sys->dl_sub_lock, "the system's dead-letter lock")) != AC_OK)
+        goto fail_dead_letters;
+    return AC_OK;
+fail_dead_letters:
+    pthread_mutex_destroy(&sys->registry_lock);
+fail_registry:
+    pthread_cond_destroy(&sys->guardian_dead_cond);
+fail_cond:
+    pthread_mutex_destroy(&sys->guardian_lock);
+    return st;
+}
+
+/* The parts of a system, each acquired after the ones it needs and
+ * released in reverse order when a later one cannot be had. False when
+ * one could not be had: the step that failed has recorded why, and that
+ * stands as ac_system_create's error. */
+static bool system_build(ac_system *sys, const char *name, const ac_system_options *options)
+{
+    if (locks_init(sys) != AC_OK)
+        return false;
+    if (!(sys->name = ac__strdup(name))) {
+        ac__fail(AC_ENOMEM, "ac_system_create: out of memory");
+        goto fail_name;
+    }
+    sys->log.system_name = sys->name;
+    if (options && options->metrics && ac_metrics_enable(sys) != AC_OK)
+        goto fail_metrics;
+    if (!(sys->sched = ac__scheduler_create(sys, sys->workers, sys->batch)))
+        goto fail_sched;
+    if (!(sys->guardian = ac__guardian_create(sys))) {
+        ac__fail(AC_ENOMEM, "ac_system_create: out of memory for the guardian");
+        goto fail_guardian;
+    }
+    if (!(sys->timers = ac__timers_create(sys, options && options->manual_clock)))
+        goto fail_timers;
+    if (ac__scheduler_start(sys->sched) != AC_OK)
+        goto fail_start;
+    return true;
+fail_start:
+    ac__timers_destroy(sys->timers);
+fail_timers:
+    ac__actor_destroy_now(sys->guardian);
+fail_guardian:
+    ac__scheduler_destroy(sys->sched);
+fail_sched:
+    ac__hooks_teardown(sys); /* metrics, if they were turned on */
+fail_metrics:
+    free(sys->name);
+fail_name:
+    locks_destroy(sys);
+    return false;
+}
+
 ac_system *ac_system_create(const char *name, const ac_system_options *options)
 {
+    ac__clear_status();
     if (ac__tls_actor)
         return ac__fail_null(AC_EINACTOR, "ac_system_create: not allowed inside an actor");
     if (check_system_name(name) != AC_OK)
         return NULL;
-    ac_system *sys = calloc(1, sizeof *sys);
+    ac_system *sys = ac__calloc(1, sizeof *sys);
     if (!sys)
         return ac__fail_null(AC_ENOMEM, "ac_system_create: out of memory");
-    pthread_mutex_init(&sys->guardian_lock, NULL);
-    pthread_cond_init(&sys->guardian_dead_cond, NULL);
-    ac__mutex_init_hot(&sys->registry_lock);
-    pthread_mutex_init(&sys->dl_sub_lock, NULL);
     const char *unknown_level = NULL;
-    if (apply_options(sys, options, &unknown_level) != AC_OK) {
-        system_free(sys);
-        return NULL;
-    }
-    sys->name = strdup(name);
-    sys->log.system_name = sys->name;
-    if (sys->name && options && options->metrics && ac_metrics_enable(sys) != AC_OK) {
-        system_free(sys);
-        return NULL;
-    }
-    sys->sched = sys->name ? ac__scheduler_create(sys, sys->workers, sys->batch) : NULL;
-    sys->guardian = sys->sched ? ac__guardian_create(sys) : NULL;
-    if (!sys->guardian) {
-        system_free(sys);
-        return ac__fail_null(AC_ENOMEM, "ac_system_create: out of memory");
-    }
-    sys->timers = ac__timers_create(sys, options && options->manual_clock);
-    if (!sys->timers) {
-        ac__actor_destroy_now(sys->guardian);
-        system_free(sys);
-        return NULL;
-    }
-    if (ac__scheduler_start(sys->sched) != AC_OK) {
-        ac__actor_destroy_now(sys->guardian);
-        system_free(sys);
+    if (apply_options(sys, options, &unknown_level) != AC_OK || !system_build(sys, name, options)) {
+        free(sys);
         return NULL;
     }
     atomic_fetch_add_explicit(&live_systems, 1, memory_order_relaxed);
@@ -207,11 +250,15 @@ ac_status ac_system_terminate(ac_system *system)
         return ac__fail(AC_EINACTOR,
                         "ac_system_terminate: not allowed inside an actor (it would wait for "
                         "itself); stop your actors and terminate from outside");
+    /* Made first, so that running out of memory changes nothing. */
+    ac__sysmsg *stop = ac__sysmsg_new(AC__SYS_STOP, NULL, NULL);
+    if (!stop)
+        return ac__fail(AC_ENOMEM, "ac_system_terminate: out of memory");
     pthread_mutex_lock(&system->guardian_lock);
     atomic_store_explicit(&system->terminating, true, memory_order_relaxed);
     pthread_mutex_unlock(&system->guardian_lock);
 
-    ac__actor_push_sys(system->guardian, AC__SYS_STOP, NULL);
+    ac__actor_push_sysmsg(system->guardian, stop);
     pthread_mutex_lock(&system->guardian_lock);
     while (!system->guardian_dead)
         pthread_cond_wait(&system->guardian_dead_cond, &system->guardian_lock);
@@ -325,7 +372,8 @@ ac_error *ac__undeliverable_error(const ac_ref *recipient, const char *why)
                         : ac_error_new(AC_ACTOR_STOPPED_ERROR,
                                        "Ask to %s failed: the actor is stopped",
                                        ac_ref_path(recipient));
-    AC__ASSERT(err != NULL); /* an ask must be answered */
+    if (AC__UNLIKELY(!err)) /* an ask must be answered */
+        ac__oom_abort("an ask's undeliverable error");
     return err;
 }
 

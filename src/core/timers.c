@@ -33,7 +33,9 @@
 #include <sys/prctl.h>
 #endif
 
+#include "core/alloc.h"
 #include "core/clock.h"
+#include "core/last_error.h"
 #include "core/ref.h"
 #include "core/sync.h"
 #include "core/system_internal.h"
@@ -134,25 +136,34 @@ static void *timer_main(void *arg)
 
 ac__timers *ac__timers_create(ac_system *sys, bool manual)
 {
-    ac__timers *t = calloc(1, sizeof *t);
+    ac__timers *t = ac__calloc(1, sizeof *t);
     if (!t)
-        return NULL;
+        return ac__fail_null(AC_ENOMEM, "ac_system_create: out of memory for the timers");
     t->system = sys;
     t->manual = manual;
     t->start_ns = ac__now_ns();
     t->sleep_until = UINT64_MAX;
-    ac__mutex_init_hot(&t->lock);
-    ac__cond_init_monotonic(&t->cond);
+    if (ac__mutex_init_hot(&t->lock, "the timers' lock") != AC_OK)
+        goto fail_lock;
+    if (ac__cond_init(&t->cond, true, "the timers' condition") != AC_OK)
+        goto fail_cond;
     ac__wheel_init(&t->wheel, 0);
     if (!manual) {
         int rc = pthread_create(&t->thread, NULL, timer_main, t);
         if (rc != 0) {
-            ac__timers_destroy(t);
-            return ac__fail_null(AC_ESYS, "could not start the timer thread: %s", strerror(rc));
+            ac__fail(AC_ESYS, "could not start the timer thread: %s", strerror(rc));
+            goto fail_thread;
         }
         t->thread_started = true;
     }
     return t;
+fail_thread:
+    pthread_cond_destroy(&t->cond);
+fail_cond:
+    pthread_mutex_destroy(&t->lock);
+fail_lock:
+    free(t);
+    return NULL;
 }
 
 void ac__timers_stop(ac__timers *t)
@@ -382,7 +393,7 @@ static ac_cancellable *schedule(const char *fn, ac_ref *target, int64_t delay_us
         ac_msg_release(msg);
         return ac__fail_null(AC_EINVAL, "%s: %s", fn, bad);
     }
-    ac_cancellable *c = calloc(1, sizeof *c);
+    ac_cancellable *c = ac__calloc(1, sizeof *c);
     if (!c) {
         ac_msg_release(msg);
         return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
@@ -406,18 +417,21 @@ static int64_t us_of_ms(int64_t ms)
 
 ac_cancellable *ac_schedule_once(ac_ref *target, int64_t delay_ms, ac_msg *msg, ac_ref *sender)
 {
+    ac__clear_status();
     return schedule("ac_schedule_once", target, us_of_ms(delay_ms), 0, msg, sender);
 }
 
 ac_cancellable *ac_schedule_once_us(ac_ref *target, int64_t delay_us, ac_msg *msg,
                                     ac_ref *sender)
 {
+    ac__clear_status();
     return schedule("ac_schedule_once_us", target, delay_us, 0, msg, sender);
 }
 
 ac_cancellable *ac_schedule_repeat(ac_ref *target, int64_t initial_ms, int64_t interval_ms,
                                    ac_msg *msg, ac_ref *sender)
 {
+    ac__clear_status();
     if (interval_ms < 1) {
         ac_msg_release(msg);
         return ac__fail_null(AC_EINVAL, "ac_schedule_repeat: interval_ms = %lld; use >= 1",
@@ -429,6 +443,7 @@ ac_cancellable *ac_schedule_repeat(ac_ref *target, int64_t initial_ms, int64_t i
 
 bool ac_cancel(ac_cancellable *c)
 {
+    ac__clear_status();
     if (!c)
         return ac__fail(AC_EINVAL, "ac_cancel: handle is NULL"), false;
     /* acq_rel: pairs with the acquire loads in schedule_fire and with an

@@ -17,6 +17,7 @@
  * here in one file, so the compiler sees it whole; what a turn hands to
  * lifecycle.c (stop, failure, system messages) is off that path.
  */
+#include "core/alloc.h"
 #include "core/core_msgs.h"
 #include "core/hooks.h"
 #include "core/lifecycle.h"
@@ -81,13 +82,34 @@ void ac__actor_push_sys(ac__actor *a, ac__sys_kind kind, ac_ref *ref)
     ac__actor_push_sys_err(a, kind, ref, NULL);
 }
 
-void ac__actor_push_sys_err(ac__actor *a, ac__sys_kind kind, ac_ref *ref, ac_error *err)
+ac__sysmsg *ac__sysmsg_new(ac__sys_kind kind, ac_ref *ref, ac_error *err)
 {
     ac__sysmsg *m = ac__alloc_small(sizeof *m);
-    AC__ASSERT(m != NULL); /* losing a system message would hang a stop */
+    if (AC__UNLIKELY(!m))
+        return NULL;
     m->kind = kind;
     m->ref = ac_ref_retain(ref);
     m->err = ac_error_retain(err);
+    return m;
+}
+
+void ac__sysmsg_free(ac__sysmsg *m)
+{
+    ac_ref_release(m->ref);
+    ac_error_release(m->err);
+    ac__free_small(m, sizeof *m);
+}
+
+void ac__actor_push_sys_err(ac__actor *a, ac__sys_kind kind, ac_ref *ref, ac_error *err)
+{
+    ac__sysmsg *m = ac__sysmsg_new(kind, ref, err);
+    if (AC__UNLIKELY(!m)) /* losing a system message would hang a stop */
+        ac__oom_abort("a system message");
+    ac__actor_push_sysmsg(a, m);
+}
+
+void ac__actor_push_sysmsg(ac__actor *a, ac__sysmsg *m)
+{
     ac__sysmsg *head = atomic_load_explicit(&a->sysq, memory_order_relaxed);
     do {
         m->next = head;
@@ -125,8 +147,9 @@ ac_status ac_reply(ac_ctx *ctx, ac_msg *msg)
         if (!msg)
             return ac__fail(AC_EINVAL, "ac_reply: message is NULL");
         ac__node *node = ac__node_make(msg, &ctx->self->ref);
-        if (node)
-            ac__dead_letter(ctx->self->ref.system, node, NULL);
+        if (!node)
+            return AC_ENOMEM; /* msg released, error recorded by ac__node_make */
+        ac__dead_letter(ctx->self->ref.system, node, NULL);
         return AC_OK;
     }
     return ac_tell(ctx->sender, msg, &ctx->self->ref);

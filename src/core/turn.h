@@ -23,7 +23,19 @@ void ac__actor_deliver(ac_ref *self, ac__node *node);
 /* Queued messages of a counting actor; -1 when stopped or not counted.
  * The count lives in the cell and is kept by delivery and the turn. */
 int ac__mailbox_len(const ac_ref *ref);
+/* Queue a system message for `actor` and schedule it. Any thread. Out of
+ * memory aborts (ac__oom_abort): these are sent where nothing can be
+ * reported and losing one would hang a stop or a watcher. */
 void ac__actor_push_sys(ac__actor *actor, ac__sys_kind kind, ac_ref *ref);
 void ac__actor_push_sys_err(ac__actor *actor, ac__sys_kind kind, ac_ref *ref, ac_error *err);
+/* For a public call that reports AC_ENOMEM instead: the system message is
+ * made first, and sent once nothing else can fail, so a failed call
+ * changes nothing. ac__sysmsg_new retains ref and err and returns NULL
+ * when out of memory (nothing recorded: the caller names what failed). */
+ac__sysmsg *ac__sysmsg_new(ac__sys_kind kind, ac_ref *ref, ac_error *err);
+/* Queue `m` (consumed) for `actor` and schedule it. Any thread. */
+void ac__actor_push_sysmsg(ac__actor *actor, ac__sysmsg *m);
+/* Free a system message that was not sent. */
+void ac__sysmsg_free(ac__sysmsg *m);
 
 #endif

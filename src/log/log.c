@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "core/last_error.h"
 #include "log/log_internal.h"
 
 static const char *const level_names[] = {"default", "debug", "info", "warn", "error", "off"};
@@ -47,6 +48,7 @@ static bool level_of(const char *name, ac_log_level *out)
 
 int ac_log_level_parse(const char *name, ac_log_level *out)
 {
+    ac__clear_status();
     if (!name || !out)
         return ac__fail(AC_EINVAL, "ac_log_level_parse: NULL argument");
     if (level_of(name, out))

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "metrics/metrics_internal.h"
 
 /* A growable string; `failed` sticks after the first allocation failure. */
@@ -35,7 +36,7 @@ static bool reserve(text *t, size_t more)
     size_t cap = t->cap ? t->cap : 4096;
     while (cap < t->len + more + 1)
         cap *= 2;
-    char *b = realloc(t->buf, cap);
+    char *b = ac__realloc(t->buf, cap);
     if (!b) {
         t->failed = true;
         return false;

@@ -208,31 +208,34 @@ static struct MHD_Daemon *start_daemon(ac__http *http, int fd, bool v6,
 }
 
 /* The endpoint on the listening socket `fd`, which it takes over (closing
- * it on failure), or NULL with ac_last_error. */
-static ac__http *start_http(ac_system *system, int fd, bool v6, const ac__http_limits *limits,
-                            const char *address, int port)
+ * it on failure), in *out; or the status of the failure, recorded. */
+static ac_status start_http(ac_system *system, int fd, bool v6, const ac__http_limits *limits,
+                            const char *address, int port, ac__http **out)
 {
+    ac_status st;
     ac__http *http = calloc(1, sizeof *http);
     if (!http) {
-        ac_set_error(AC_ENOMEM, "ac_metrics_serve: out of memory");
+        st = ac_set_error(AC_ENOMEM, "ac_metrics_serve: out of memory");
         goto fail_socket;
     }
     http->system = system;
     http->port = bound_port(fd);
-    http->guard = ac__http_guard_create(limits);
-    if (!http->guard)
+    st = ac__http_guard_create(limits, &http->guard);
+    if (st != AC_OK)
         goto fail_http;
     http->daemon = start_daemon(http, fd, v6, limits);
-    if (http->daemon)
-        return http;
-    ac_set_error(AC_ESYS, "ac_metrics_serve: cannot start the HTTP server on %s port %d", address,
-                 port);
+    if (http->daemon) {
+        *out = http;
+        return AC_OK;
+    }
+    st = ac_set_error(AC_ESYS, "ac_metrics_serve: cannot start the HTTP server on %s port %d",
+                      address, port);
     ac__http_guard_destroy(http->guard);
 fail_http:
     free(http);
 fail_socket:
     close(fd);
-    return NULL;
+    return st;
 }
 
 /* ---- options ---------------------------------------------------------- */
@@ -292,9 +295,9 @@ static void stop_endpoint(void *endpoint)
 /* Hang `http` off the system, unless another endpoint got there first. */
 static ac_status install(ac_system *system, ac__http *http)
 {
-    if (ac_metrics_endpoint_attach(system, http, http->port, stop_endpoint) == AC_OK)
+    ac_status status = ac_metrics_endpoint_attach(system, http, http->port, stop_endpoint);
+    if (status == AC_OK)
         return AC_OK;
-    ac_status status = ac_last_status();
     stop_http(http);
     int busy_port = ac_metrics_endpoint_port(system);
     if (status == AC_EEXIST && busy_port)
@@ -314,18 +317,22 @@ ac_status ac_metrics_serve(ac_system *system, const ac_metrics_http_options *opt
                             o->port);
     listen_addr a;
     ac__http_limits limits;
-    if (parse_address(address, o->port, &a) != AC_OK || read_limits(o, &limits) != AC_OK)
-        return AC_EINVAL;
-    if (ac_metrics_enable(system) != AC_OK)
-        return ac_last_status();
+    ac_status st = parse_address(address, o->port, &a);
+    if (st == AC_OK)
+        st = read_limits(o, &limits);
+    if (st == AC_OK)
+        st = ac_metrics_enable(system);
+    if (st != AC_OK)
+        return st;
     int serving = ac_metrics_endpoint_port(system); /* a clear answer; install() decides */
     if (serving)
         return ac_set_error(AC_EEXIST, "ac_metrics_serve: already serving on port %d", serving);
     int fd = open_listener(&a, address, o->port);
     if (fd < 0)
         return AC_ESYS;
-    ac__http *http = start_http(system, fd, a.v6, &limits, address, o->port);
-    return http ? install(system, http) : ac_last_status();
+    ac__http *http = NULL;
+    st = start_http(system, fd, a.v6, &limits, address, o->port, &http);
+    return st == AC_OK ? install(system, http) : st;
 }
 
 int ac_metrics_http_port(const ac_system *system)

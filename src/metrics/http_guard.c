@@ -37,6 +37,7 @@
  * The lock is a leaf: nothing else is locked, and libmicrohttpd is not
  * called, while it is held.
  */
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -204,29 +205,56 @@ static void *deadline_main(void *arg)
 
 /* ---- life ------------------------------------------------------------- */
 
-ac__http_guard *ac__http_guard_create(const ac__http_limits *limits)
+/* A pthread init's result as a status, recorded: the guard's constructor
+ * unwinds what it made instead of locking an uninitialised mutex. */
+static ac_status init_status(int rc, const char *what)
 {
+    if (rc == 0)
+        return AC_OK;
+    if (rc == ENOMEM)
+        return ac_set_error(AC_ENOMEM, "ac_metrics_serve: out of memory for %s", what);
+    return ac_set_error(AC_ESYS, "ac_metrics_serve: cannot initialise %s: %s", what,
+                        strerror(rc));
+}
+
+/* On CLOCK_MONOTONIC, the clock of now_ns. */
+static int cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t attr;
+    int rc = pthread_condattr_init(&attr);
+    if (rc != 0)
+        return rc;
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    rc = pthread_cond_init(c, &attr);
+    pthread_condattr_destroy(&attr);
+    return rc;
+}
+
+ac_status ac__http_guard_create(const ac__http_limits *limits, ac__http_guard **out)
+{
+    *out = NULL;
+    ac_status st;
     ac__http_guard *g = calloc(1, sizeof *g);
-    if (!g) {
-        ac_set_error(AC_ENOMEM, "ac_metrics_serve: out of memory");
-        return NULL;
-    }
+    if (!g)
+        return ac_set_error(AC_ENOMEM, "ac_metrics_serve: out of memory");
     g->limits = *limits;
     g->list.prev = g->list.next = &g->list;
-    pthread_mutex_init(&g->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* the clock of now_ns */
-    pthread_cond_init(&g->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    if ((st = init_status(pthread_mutex_init(&g->lock, NULL), "the HTTP guard's lock")) != AC_OK)
+        goto fail_lock;
+    if ((st = init_status(cond_init_monotonic(&g->wake), "the HTTP guard's condition")) != AC_OK)
+        goto fail_cond;
     int rc = pthread_create(&g->thread, NULL, deadline_main, g);
-    if (rc == 0)
-        return g;
+    if (rc == 0) {
+        *out = g;
+        return AC_OK;
+    }
+    st = ac_set_error(AC_ESYS, "ac_metrics_serve: cannot start a thread: %s", strerror(rc));
     pthread_cond_destroy(&g->wake);
+fail_cond:
     pthread_mutex_destroy(&g->lock);
+fail_lock:
     free(g);
-    ac_set_error(AC_ESYS, "ac_metrics_serve: cannot start a thread: %s", strerror(rc));
-    return NULL;
+    return st;
 }
 
 void ac__http_guard_destroy(ac__http_guard *g)

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <actorc/status.h>
+
 typedef struct ac__http_guard ac__http_guard;
 
 typedef struct ac__http_limits {
@@ -21,9 +23,9 @@ typedef struct ac__http_limits {
     size_t max_per_address;      /* >= 1 */
 } ac__http_limits;
 
-/* A guard with its deadline thread running, or NULL with ac_last_error
- * (AC_ENOMEM, AC_ESYS). Any thread. */
-ac__http_guard *ac__http_guard_create(const ac__http_limits *limits);
+/* A guard with its deadline thread running in *out; or the status of the
+ * failure (AC_ENOMEM, AC_ESYS), recorded, and *out NULL. Any thread. */
+ac_status ac__http_guard_create(const ac__http_limits *limits, ac__http_guard **out);
 
 /* Stop the deadline thread and free the guard. Call once the daemon it
  * watched has stopped, so that every connection it saw has closed. */

@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
+#include "core/last_error.h"
 #include "metrics/metrics_internal.h"
 
 static const double default_buckets[] = {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
@@ -197,7 +199,7 @@ static char *dup_or_null(const char *s, bool *failed)
 {
     if (!s)
         return NULL;
-    char *d = strdup(s);
+    char *d = ac__strdup(s);
     *failed = *failed || !d;
     return d;
 }
@@ -206,22 +208,27 @@ static ac_metric_family *family_new(ac__metrics *reg, ac__metric_kind kind, cons
                                     const ac_metric_options *o, const double *bounds,
                                     size_t nbounds)
 {
-    ac_metric_family *f = calloc(1, sizeof *f);
+    ac_metric_family *f = ac__calloc(1, sizeof *f);
     if (!f)
         return NULL;
+    /* First, so that ac__family_destroy may destroy it on every failure. */
+    if (ac__mutex_init(&f->lock, "a metric family's lock") != AC_OK) {
+        free(f);
+        return NULL;
+    }
     bool failed = false;
     f->reg = reg;
     f->kind = kind;
     f->name = dup_or_null(name, &failed);
     f->help = dup_or_null(o->help, &failed);
     f->nlabels = o->label_count;
-    f->label_names = calloc(o->label_count + 1, sizeof *f->label_names);
+    f->label_names = ac__calloc(o->label_count + 1, sizeof *f->label_names);
     failed = failed || !f->label_names;
     for (size_t i = 0; !failed && i < o->label_count; i++)
         f->label_names[i] = dup_or_null(o->label_names[i], &failed);
     if (kind == AC__METRIC_HISTOGRAM && !failed) {
         f->nbounds = nbounds;
-        f->bounds = malloc(nbounds * sizeof *f->bounds);
+        f->bounds = ac__malloc(nbounds * sizeof *f->bounds);
         failed = !f->bounds;
         if (f->bounds)
             memcpy(f->bounds, bounds, nbounds * sizeof *bounds);
@@ -229,8 +236,7 @@ static ac_metric_family *family_new(ac__metrics *reg, ac__metric_kind kind, cons
     f->max_series = o->max_series ? o->max_series : AC_METRICS_DEFAULT_MAX_SERIES;
     size_t tsize = table_size_for(f->max_series);
     f->table_mask = tsize - 1;
-    f->table = failed ? NULL : calloc(tsize, sizeof *f->table);
-    pthread_mutex_init(&f->lock, NULL);
+    f->table = failed ? NULL : ac__calloc(tsize, sizeof *f->table);
     if (!f->table) {
         ac__family_destroy(f);
         return NULL;
@@ -333,7 +339,7 @@ static ac__series *series_new(ac_metric_family *f, uint64_t hash, const char *co
     head = (head + sizeof(char *) - 1) / sizeof(char *) * sizeof(char *);
     for (size_t i = 0; i < f->nlabels; i++)
         text += strlen(values[i]) + 1;
-    ac__series *s = calloc(1, head + f->nlabels * sizeof(char *) + text);
+    ac__series *s = ac__calloc(1, head + f->nlabels * sizeof(char *) + text);
     if (!s)
         return NULL;
     s->hash = hash;
@@ -351,7 +357,7 @@ static ac__series *series_new(ac_metric_family *f, uint64_t hash, const char *co
         h->nbounds = f->nbounds;
     } else if (f->kind == AC__METRIC_COUNTER && f->sharded) {
         ac_counter *c = (ac_counter *)(void *)s;
-        c->shards = aligned_alloc(AC__CACHELINE, AC__METRIC_SHARDS * sizeof(ac__shard));
+        c->shards = ac__aligned_alloc(AC__CACHELINE, AC__METRIC_SHARDS * sizeof(ac__shard));
         if (!c->shards) {
             free(s);
             return NULL;
@@ -434,18 +440,21 @@ static ac__series *series_checked(ac_metric_family *f, const char *const *values
 
 ac_counter *ac_counter_series(ac_metric_family *family, const char *const *label_values)
 {
+    ac__clear_status();
     return (ac_counter *)(void *)series_checked(family, label_values, AC__METRIC_COUNTER,
                                                 "ac_counter_series");
 }
 
 ac_gauge *ac_gauge_series(ac_metric_family *family, const char *const *label_values)
 {
+    ac__clear_status();
     return (ac_gauge *)(void *)series_checked(family, label_values, AC__METRIC_GAUGE,
                                               "ac_gauge_series");
 }
 
 ac_histogram *ac_histogram_series(ac_metric_family *family, const char *const *label_values)
 {
+    ac__clear_status();
     return (ac_histogram *)(void *)series_checked(family, label_values, AC__METRIC_HISTOGRAM,
                                                   "ac_histogram_series");
 }
@@ -527,6 +536,7 @@ static ac__metrics *registry_of(ac_system *system, const char *fn, const char *n
 ac_metric_family *ac_metrics_counter(ac_system *system, const char *name,
                                      const ac_metric_options *options)
 {
+    ac__clear_status();
     ac__metrics *reg = registry_of(system, "ac_metrics_counter", name);
     return reg ? ac__family_register(reg, AC__METRIC_COUNTER, name, options, false) : NULL;
 }
@@ -534,6 +544,7 @@ ac_metric_family *ac_metrics_counter(ac_system *system, const char *name,
 ac_metric_family *ac_metrics_gauge(ac_system *system, const char *name,
                                    const ac_metric_options *options)
 {
+    ac__clear_status();
     ac__metrics *reg = registry_of(system, "ac_metrics_gauge", name);
     return reg ? ac__family_register(reg, AC__METRIC_GAUGE, name, options, false) : NULL;
 }
@@ -541,6 +552,7 @@ ac_metric_family *ac_metrics_gauge(ac_system *system, const char *name,
 ac_metric_family *ac_metrics_histogram(ac_system *system, const char *name,
                                        const ac_metric_options *options)
 {
+    ac__clear_status();
     ac__metrics *reg = registry_of(system, "ac_metrics_histogram", name);
     return reg ? ac__family_register(reg, AC__METRIC_HISTOGRAM, name, options, false) : NULL;
 }

@@ -14,6 +14,8 @@
  */
 #include <stdlib.h>
 
+#include "core/alloc.h"
+#include "core/last_error.h"
 #include "metrics/metrics_internal.h"
 
 typedef struct event_def {
@@ -73,19 +75,26 @@ static void teardown(void *ctx)
     registry_free(reg);
 }
 
-static ac__metrics *registry_create(ac_system *sys)
+/* The registry, complete with the runtime's families, in *out; on failure
+ * nothing is left behind and the status says why. */
+static ac_status registry_create(ac_system *sys, ac__metrics **out)
 {
-    ac__metrics *reg = calloc(1, sizeof *reg);
+    ac__metrics *reg = ac__calloc(1, sizeof *reg);
     if (!reg)
-        return NULL;
+        return ac__fail(AC_ENOMEM, "ac_metrics_enable: out of memory");
     reg->sys = sys;
     reg->hooks = (ac__hooks){.count = count_event, .teardown = teardown, .ctx = reg};
-    pthread_mutex_init(&reg->lock, NULL);
+    ac_status st = ac__mutex_init(&reg->lock, "the metrics registry's lock");
+    if (st != AC_OK) {
+        free(reg);
+        return st;
+    }
     if (!create_events(reg)) {
         registry_free(reg);
-        return NULL;
+        return ac__fail(AC_ENOMEM, "ac_metrics_enable: out of memory");
     }
-    return reg;
+    *out = reg;
+    return AC_OK;
 }
 
 ac_status ac_metrics_enable(ac_system *system)
@@ -94,9 +103,10 @@ ac_status ac_metrics_enable(ac_system *system)
         return ac__fail(AC_EINVAL, "ac_metrics_enable: system is NULL");
     if (ac__metrics_of(system))
         return AC_OK;
-    ac__metrics *reg = registry_create(system);
-    if (!reg)
-        return ac__fail(AC_ENOMEM, "ac_metrics_enable: out of memory");
+    ac__metrics *reg = NULL;
+    ac_status st = registry_create(system, &reg);
+    if (st != AC_OK)
+        return st;
     if (ac__hooks_install(system, &reg->hooks))
         return AC_OK;
     registry_free(reg); /* a loser's registry was never seen */
@@ -120,6 +130,7 @@ ac__metrics *ac__metrics_of(const ac_system *sys)
 
 char *ac_metrics_format(ac_system *system)
 {
+    ac__clear_status();
     if (!system)
         return ac__fail_null(AC_EINVAL, "ac_metrics_format: system is NULL");
     ac__metrics *reg = ac__metrics_of(system);

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/last_error.h"
 #include "core/clock.h"
 #include "core/ref.h"
 #include "core/sync.h"
@@ -164,6 +165,7 @@ const ac_msg_type ac_msg_type_breaker_transition = {.name = "actorc.BreakerTrans
 
 const ac_breaker_transition *ac_breaker_transition_of(const ac_msg *msg)
 {
+    ac__clear_status();
     if (!ac_msg_is(msg, &ac_msg_type_breaker_transition))
         return ac__fail_null(msg ? AC_ETYPE : AC_EINVAL,
                              "ac_breaker_transition_of: message is %s, not a transition",
@@ -230,7 +232,7 @@ static int64_t open_period(ac_breaker *b)
 
 static void arm_probe_timer(ac_breaker *b, uint64_t epoch, int64_t delay_ms)
 {
-    probe_timer *pt = calloc(1, sizeof *pt);
+    probe_timer *pt = ac__calloc(1, sizeof *pt);
     if (!pt)
         return; /* the first caller after the deadline moves it on instead */
     pt->timer.ops = &probe_timer_ops;
@@ -633,19 +635,23 @@ static void configure(ac_breaker *b, const ac_breaker_options *o)
 ac_breaker *ac__breaker_create_named(ac_system *sys, const ac_breaker_options *o,
                                      const char *name)
 {
-    ac_breaker *b = calloc(1, sizeof *b);
-    char *copy = strdup(name);
+    ac_breaker *b = ac__calloc(1, sizeof *b);
+    char *copy = ac__strdup(name);
     if (!b || !copy) {
         free(b);
         free(copy);
         return ac__fail_null(AC_ENOMEM, "ac_breaker_create: out of memory");
+    }
+    if (ac__mutex_init_hot(&b->lock, "a circuit breaker's lock") != AC_OK) {
+        free(b);
+        free(copy);
+        return NULL;
     }
     ac__ref_init(&b->ref, &breaker_ops, sys);
     atomic_init(&b->word, (uint64_t)AC_BREAKER_CLOSED);
     atomic_init(&b->open_until_ms, 0);
     atomic_init(&b->opened_at_ms, 0);
     atomic_flag_clear(&b->cache_lock);
-    ac__mutex_init_hot(&b->lock);
     b->name = copy;
     configure(b, o);
     metrics_init(b, sys);
@@ -654,6 +660,7 @@ ac_breaker *ac__breaker_create_named(ac_system *sys, const ac_breaker_options *o
 
 ac_breaker *ac_breaker_create(ac_system *sys, const ac_breaker_options *o)
 {
+    ac__clear_status();
     static const char fn[] = "ac_breaker_create";
     if (!sys)
         return ac__fail_null(AC_EINVAL, "%s: system is NULL", fn);

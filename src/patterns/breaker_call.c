@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ask/ask_internal.h"
+#include "core/last_error.h"
 #include "core/ref.h"
 #include "core/system_internal.h"
 #include "core/timers.h"
@@ -163,7 +165,8 @@ static void timer_fire(ac__timer *t)
     call *c = of_timer(t);
     if (claim(c)) {
         ac_error *err = timeout_error(c);
-        AC__ASSERT(err != NULL); /* a call must be answered */
+        if (AC__UNLIKELY(!err)) /* a call must be answered */
+            ac__oom_abort("a circuit breaker call's timeout error");
         finish_error(c, err);
     }
     call_unref(c);
@@ -238,7 +241,7 @@ static const ac__ref_ops entry_ops = {
 static call *call_new(ac_breaker *b, const ac_breaker_permit *p, ac_ref *target,
                       int64_t timeout_ms, bool with_entry)
 {
-    call *c = calloc(1, sizeof *c);
+    call *c = ac__calloc(1, sizeof *c);
     if (!c)
         return ac__fail_null(AC_ENOMEM, "circuit breaker call: out of memory");
     ac_system *sys = ac_ref_system(target);
@@ -305,20 +308,22 @@ ac_status ac_breaker_tell(ac_breaker *b, const ac_breaker_permit *p, ac_ref *tar
     return AC_OK;
 }
 
-/* Ask `fn_ask` of the call's entry; abandon the call if that failed
- * before the request went out. */
-static ac_future *ask_entry(call *c, ac_msg *msg, int64_t timeout_ms)
+/* Ask (as the call `fn`) the call's entry; abandon the call if that
+ * failed before the request went out. The status says why not. */
+static ac_status ask_entry(const char *fn, call *c, ac_msg *msg, int64_t timeout_ms,
+                           ac_future **out)
 {
-    ac_future *f = ac_ask(&c->entry, msg, timeout_ms);
-    bool started = c->started; /* entry_deliver ran on this thread, inside ac_ask */
+    ac_status st = ac__ask_future(fn, &c->entry, msg, timeout_ms, out);
+    bool started = c->started; /* entry_deliver ran on this thread, inside the ask */
     if (!started)
         call_abandon(c);
     ac_ref_release(&c->entry); /* ours; the future holds its own */
-    return f;
+    return st;
 }
 
 ac_future *ac_breaker_ask(ac_breaker *b, ac_ref *target, ac_msg *msg, int64_t timeout_ms)
 {
+    ac__clear_status();
     if (check_call("ac_breaker_ask", b, target, msg, timeout_ms) != AC_OK)
         return NULL;
     ac_breaker_permit p;
@@ -330,7 +335,9 @@ ac_future *ac_breaker_ask(ac_breaker *b, ac_ref *target, ac_msg *msg, int64_t ti
         ac_breaker_cancel(b, &p);
         return NULL;
     }
-    return ask_entry(c, msg, timeout_ms);
+    ac_future *f;
+    ask_entry("ac_breaker_ask", c, msg, timeout_ms, &f);
+    return f;
 }
 
 ac_status ac_breaker_ask_wait(ac_breaker *b, ac_ref *target, ac_msg *msg, int64_t timeout_ms,
@@ -360,9 +367,10 @@ ac_status ac_breaker_ask_wait(ac_breaker *b, ac_ref *target, ac_msg *msg, int64_
         ac_breaker_cancel(b, &p);
         return AC_ENOMEM;
     }
-    ac_future *f = ask_entry(c, msg, timeout_ms);
-    if (!f)
-        return ac_last_status();
+    ac_future *f;
+    ac_status asked = ask_entry("ac_breaker_ask_wait", c, msg, timeout_ms, &f);
+    if (asked != AC_OK)
+        return asked;
     ac_status st = ac_future_wait(f, -1, answer);
     ac_future_release(f);
     return st;

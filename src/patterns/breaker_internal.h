@@ -5,6 +5,7 @@
 #ifndef AC_PATTERNS_BREAKER_INTERNAL_H
 #define AC_PATTERNS_BREAKER_INTERNAL_H
 
+#include "core/alloc.h"
 #include "core/base.h"
 
 /* The breaker as a ref (borrowed): whatever is told to it is dropped and

@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "core/last_error.h"
 #include "routing/router_internal.h"
 
 typedef struct routees_payload {
@@ -73,12 +74,14 @@ static const routees_payload *routees_of(const ac_msg *msg, const char *fn)
 
 size_t ac_routees_count(const ac_msg *msg)
 {
+    ac__clear_status();
     const routees_payload *p = routees_of(msg, "ac_routees_count");
     return p ? p->n : 0;
 }
 
 ac_ref *ac_routees_at(const ac_msg *msg, size_t i)
 {
+    ac__clear_status();
     const routees_payload *p = routees_of(msg, "ac_routees_at");
     if (!p)
         return NULL;

@@ -23,6 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
+#include "core/last_error.h"
+#include "core/spawn.h"
 #include "routing/router_internal.h"
 
 /* ---- the Broadcast wrapper -------------------------------------------- */
@@ -38,6 +41,7 @@ const ac_msg_type ac_msg_type_broadcast = {.name = "actorc.Broadcast",
 
 ac_msg *ac_broadcast_new(ac_msg *inner)
 {
+    ac__clear_status();
     if (!inner)
         return ac__fail_null(AC_EINVAL, "ac_broadcast_new: inner message is NULL");
     /* A routee could not answer it: the router does, once. */
@@ -80,10 +84,10 @@ static void router_init(ac_ctx *ctx, void *state)
     st->rng = (uint64_t)(uintptr_t)state ^ ac__now_ns() ^ 0x9e3779b97f4a7c15ull;
     if (!st->rng)
         st->rng = 1;
-    st->routees = calloc((size_t)cfg->n, sizeof *st->routees);
-    st->scratch = calloc((size_t)cfg->n, sizeof *st->scratch);
+    st->routees = ac__calloc((size_t)cfg->n, sizeof *st->routees);
+    st->scratch = ac__calloc((size_t)cfg->n, sizeof *st->scratch);
     if (cfg->breaker)
-        st->breakers = calloc((size_t)cfg->n, sizeof *st->breakers);
+        st->breakers = ac__calloc((size_t)cfg->n, sizeof *st->breakers);
 }
 
 /* The breaker of a new routee, named after its path. */
@@ -97,32 +101,81 @@ static bool add_breaker(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, 
     return st->breakers[st->n] != NULL;
 }
 
+/* The router could not start: it fails, so that its parent decides. A
+ * router left running with part of its pool would hide the failure, so
+ * an error that cannot be made falls under the abort half of the
+ * out-of-memory rule. */
+static void fail_start(ac_ctx *ctx, ac_error *err)
+{
+    if (AC__UNLIKELY(!err))
+        ac__oom_abort("a router's start failure");
+    ac_fail(ctx, err);
+}
+
+/* A routee is pruned when its Terminated arrives, so one whose watch
+ * could not be set up would stay in the pool after it stopped, and take
+ * messages for ever. Such a routee is stopped and dropped instead: the
+ * pool is one smaller, which the log says. (Should even the stop fail, the
+ * routee idles outside the pool until the router stops its children.) */
+static bool keep_watched(ac_ctx *ctx, ac_ref *routee)
+{
+    ac_status st = ac_watch(ctx, routee);
+    if (st == AC_OK)
+        return true;
+    ac_log_warn(ctx, "routee %s dropped: it could not be watched (%s)", ac_ref_path(routee),
+                ac_strerror(st));
+    ac_stop(routee);
+    ac_ref_release(routee);
+    return false;
+}
+
+/* Spawn and watch routee-i: *out is it, or NULL when it was dropped. False
+ * when the router has failed instead. */
+static bool spawn_routee(ac_ctx *ctx, const ac__router_cfg *cfg, int i, ac_ref **out)
+{
+    char name[32];
+    snprintf(name, sizeof name, "routee-%d", i);
+    *out = NULL;
+    ac_props *props = ac_props_new(cfg->routee_def, cfg->routee_user);
+    if (!props) {
+        fail_start(ctx, ac_error_new("RouterError", "could not spawn %s: out of memory", name));
+        return false;
+    }
+    if (cfg->kind->count_mailbox)
+        ac__props_count_mailbox(props);
+    ac_ref *r;
+    ac_status spawned = ac__spawn_child_status(ctx, props, name, &r);
+    if (spawned != AC_OK) {
+        fail_start(ctx, ac_error_new("RouterError", "could not spawn %s: %s", name,
+                                     ac_strerror(spawned)));
+        return false;
+    }
+    if (keep_watched(ctx, r))
+        *out = r;
+    return true;
+}
+
 static void router_pre_start(ac_ctx *ctx)
 {
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
     ac__router_state *st = ac_ctx_state(ctx);
     if (!st->routees || !st->scratch || (cfg->breaker && !st->breakers)) {
-        ac_fail(ctx, ac_error_new("RouterError", "out of memory for %d routees", cfg->n));
+        fail_start(ctx, ac_error_new("RouterError", "out of memory for %d routees", cfg->n));
         return;
     }
     if (cfg->kind->on_start)
         cfg->kind->on_start(ctx, cfg);
     for (int i = 1; i <= cfg->n; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "routee-%d", i);
-        ac_props *props = ac_props_new(cfg->routee_def, cfg->routee_user);
-        if (props && cfg->kind->count_mailbox)
-            ac__props_count_mailbox(props);
-        ac_ref *r = ac_spawn_child(ctx, props, name);
-        if (!r) {
-            ac_fail(ctx, ac_error_new("RouterError", "could not spawn %s: %s", name,
-                                      ac_last_error()));
+        ac_ref *r;
+        if (!spawn_routee(ctx, cfg, i, &r))
             return;
-        }
-        ac_watch(ctx, r);
+        if (!r)
+            continue;
+        /* The options were checked by the factory: only memory can fail. */
         if (!add_breaker(ctx, cfg, st, r)) {
-            ac_fail(ctx, ac_error_new("RouterError", "could not make the breaker of %s: %s",
-                                      name, ac_last_error()));
+            fail_start(ctx, ac_error_new("RouterError",
+                                         "could not make the breaker of %s: out of memory",
+                                         ac_ref_path(r)));
             ac_ref_release(r);
             return;
         }
@@ -415,7 +468,7 @@ ac_status ac__router_copy_breaker(ac__router_cfg *cfg, const ac_routee_options *
 {
     if (!routee_opts || !routee_opts->breaker)
         return AC_OK;
-    cfg->breaker = malloc(sizeof *cfg->breaker);
+    cfg->breaker = ac__malloc(sizeof *cfg->breaker);
     if (!cfg->breaker)
         return ac__fail(AC_ENOMEM, "%s: out of memory", fn);
     *cfg->breaker = *routee_opts->breaker;
@@ -463,7 +516,7 @@ static ac_props *make_pool(const char *fn, const ac__router_kind *kind, int n,
 {
     if (ac__router_check(fn, n, def, routee_opts) != AC_OK)
         return NULL;
-    ac__router_cfg *cfg = calloc(1, sizeof *cfg);
+    ac__router_cfg *cfg = ac__calloc(1, sizeof *cfg);
     if (!cfg)
         return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
     cfg->kind = kind;
@@ -481,27 +534,32 @@ static ac_props *make_pool(const char *fn, const ac__router_kind *kind, int n,
 
 ac_props *ac_router_round_robin(int n, const ac_actor_def *def, const ac_routee_options *ro)
 {
+    ac__clear_status();
     return make_pool("ac_router_round_robin", &round_robin_kind, n, def, NULL, NULL, ro);
 }
 
 ac_props *ac_router_random(int n, const ac_actor_def *def, const ac_routee_options *ro)
 {
+    ac__clear_status();
     return make_pool("ac_router_random", &random_kind, n, def, NULL, NULL, ro);
 }
 
 ac_props *ac_router_broadcast(int n, const ac_actor_def *def, const ac_routee_options *ro)
 {
+    ac__clear_status();
     return make_pool("ac_router_broadcast", &broadcast_kind, n, def, NULL, NULL, ro);
 }
 
 ac_props *ac_router_smallest_mailbox(int n, const ac_actor_def *def, const ac_routee_options *ro)
 {
+    ac__clear_status();
     return make_pool("ac_router_smallest_mailbox", &smallest_mailbox_kind, n, def, NULL, NULL, ro);
 }
 
 ac_props *ac_router_custom(int n, const ac_actor_def *def, ac_routing_fn strategy, void *user,
                            const ac_routee_options *ro)
 {
+    ac__clear_status();
     if (!strategy)
         return ac__fail_null(AC_EINVAL, "ac_router_custom: strategy is NULL");
     return make_pool("ac_router_custom", &custom_kind, n, def, strategy, user, ro);

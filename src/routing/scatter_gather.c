@@ -52,6 +52,9 @@
 #include <string.h>
 
 #include "ask/oneshot.h"
+#include "core/alloc.h"
+#include "core/last_error.h"
+#include "core/sync.h"
 #include "routing/router_internal.h"
 
 typedef struct scatter scatter;
@@ -61,8 +64,8 @@ typedef struct sg_shared {
     atomic_uint refs;
     pthread_mutex_t lock;
     scatter *open; /* under lock */
-    char *path;    /* the router's path, set at start */
-    ac_ref *router; /* retained once, at start: the sender of failures */
+    ac_ref *router; /* retained once, at start: the sender of failures; its
+                     * path names the router in messages */
     uint32_t timeout_ms;
     _Atomic(struct sg_metrics *) metrics; /* see metrics_of */
 } sg_shared;
@@ -127,7 +130,7 @@ static sg_metrics *metrics_create(ac_system *sys)
     };
     ac_metric_options latency = {
         .help = "Seconds from scattering a message to answering its caller."};
-    sg_metrics *m = calloc(1, sizeof *m);
+    sg_metrics *m = ac__calloc(1, sizeof *m);
     ac_metric_family *f = m ? ac_metrics_counter(sys, "router_scatter_gather_resolved_total",
                                                  &resolved)
                             : NULL;
@@ -189,11 +192,23 @@ static void shared_release(sg_shared *sh)
     pthread_mutex_destroy(&sh->lock);
     free(atomic_load_explicit(&sh->metrics, memory_order_relaxed)); /* the last reference */
     ac_ref_release(sh->router);
-    free(sh->path);
     free(sh);
 }
 
 static void shared_release_void(void *p) { shared_release(p); }
+
+/* The router's path: its cell, retained by sh, holds it. */
+static const char *router_path(const sg_shared *sh) { return ac_ref_path(sh->router); }
+
+/* An error that is part of an answer promised to a caller. Its parts are
+ * valid, so NULL means memory ran out, and a caller left without its
+ * answer would wait for ever: the out-of-memory rule says abort. */
+static ac_error *must_have(ac_error *err, const char *what)
+{
+    if (AC__UNLIKELY(!err))
+        ac__oom_abort(what);
+    return err;
+}
 
 /* ---- scatter lifetime ------------------------------------------------- */
 
@@ -238,31 +253,56 @@ static bool settle(scatter *sc)
     return won;
 }
 
-static void fail_caller(scatter *sc, ac_error *err)
+/* Answer `caller` with `err` (consumed, not NULL): the promised answer,
+ * so a message that cannot be made aborts (see must_have). A fresh message
+ * travels in its own envelope, so the tell itself allocates nothing. */
+static void tell_error(ac_ref *caller, ac_error *err, ac_ref *sender)
 {
     ac_msg *m = ac_msg_error_new(err);
-    if (m)
-        ac_tell(sc->caller, m, sc->shared->router);
+    if (AC__UNLIKELY(!m))
+        ac__oom_abort("a scatter/gather router's error answer");
+    ac_tell(caller, m, sender);
+}
+
+static void fail_caller(scatter *sc, ac_error *err)
+{
+    tell_error(sc->caller, err, sc->shared->router);
+}
+
+/* The AggregateError of a scatter nobody won; when it cannot hold its
+ * members, the same error without them. */
+static ac_error *all_failed_error(scatter *sc, ac_error **members, bool all_timeouts)
+{
+    const char *path = router_path(sc->shared);
+    ac_error *err =
+        all_timeouts
+            ? ac_error_aggregate(members, sc->n,
+                                 "Scatter/gather router %s: none of %u routees replied within %ums",
+                                 path, sc->n, sc->shared->timeout_ms)
+            : ac_error_aggregate(members, sc->n, "Scatter/gather router %s: all %u routees failed",
+                                 path, sc->n);
+    if (err)
+        return err;
+    return must_have(ac_error_new(AC_AGGREGATE_ERROR,
+                                  "Scatter/gather router %s: %s %u routees %s (their errors "
+                                  "could not be gathered)",
+                                  path, all_timeouts ? "none of" : "all", sc->n,
+                                  all_timeouts ? "replied in time" : "failed"),
+                     "a scatter/gather's AggregateError");
 }
 
 static void answer_all_failed(scatter *sc)
 {
     ac_error *small[8];
-    ac_error **members = sc->n <= 8 ? small : malloc(sc->n * sizeof *members);
-    AC__ASSERT(members != NULL);
+    ac_error **members = sc->n <= 8 ? small : ac__malloc(sc->n * sizeof *members);
+    if (!members)
+        ac__oom_abort("the members of a scatter/gather's AggregateError");
     bool all_timeouts = true;
     for (uint32_t i = 0; i < sc->n; i++) {
         members[i] = sc->slots[i].error;
         all_timeouts = all_timeouts && ac_error_is(members[i], AC_ASK_TIMEOUT_ERROR);
     }
-    ac_error *err =
-        all_timeouts
-            ? ac_error_aggregate(members, sc->n,
-                                 "Scatter/gather router %s: none of %u routees replied within %ums",
-                                 sc->shared->path, sc->n, sc->shared->timeout_ms)
-            : ac_error_aggregate(members, sc->n, "Scatter/gather router %s: all %u routees failed",
-                                 sc->shared->path, sc->n);
-    AC__ASSERT(err != NULL);
+    ac_error *err = all_failed_error(sc, members, all_timeouts);
     if (members != small)
         free(members);
     count_outcome(&sc->shared->metrics, sc->shared->router->system,
@@ -297,10 +337,12 @@ static ac_error *member_error(ac_error *err)
 {
     if (ac_error_depth(err) < AC_ERROR_MAX_DEPTH)
         return err;
-    ac_error *stand_in = ac_error_new(ac_error_name(err),
-                                      "%s (its members and causes are left out: it nests %zu "
-                                      "deep, too deep for an AggregateError to hold)",
-                                      ac_error_message(err), ac_error_depth(err));
+    ac_error *stand_in = must_have(ac_error_new(ac_error_name(err),
+                                                "%s (its members and causes are left out: it "
+                                                "nests %zu deep, too deep for an "
+                                                "AggregateError to hold)",
+                                                ac_error_message(err), ac_error_depth(err)),
+                                   "a scatter/gather member error");
     ac_error_release(err);
     return stand_in;
 }
@@ -357,7 +399,9 @@ static void timer_fire(ac__timer *t)
         sg_slot *slot = &sc->slots[i];
         if (ac__oneshot_claim(&slot->ref))
             slot_settle(&slot->ref, NULL,
-                        ac__oneshot_timeout_error(slot->routee, sc->shared->timeout_ms), NULL);
+                        ac__oneshot_timeout_error(slot->routee, sc->shared->timeout_ms,
+                                                  "a scatter/gather's timeout error"),
+                        NULL);
     }
     scatter_unref(sc);
 }
@@ -380,7 +424,7 @@ static const ac__timer_ops scatter_timer_ops = {.fire = timer_fire, .discard = t
 static scatter *scatter_new(sg_shared *sh, ac_ref *const *routees, uint32_t n, ac_ref *caller,
                             ac_ref *router)
 {
-    scatter *sc = malloc(scatter_size(n));
+    scatter *sc = ac__malloc(scatter_size(n));
     if (!sc)
         return NULL;
     atomic_init(&sc->refs, n + 2); /* slots, timer, open list */
@@ -413,11 +457,16 @@ static scatter *scatter_new(sg_shared *sh, ac_ref *const *routees, uint32_t n, a
     return sc;
 }
 
-static void answer_no_memory(ac_ctx *ctx, sg_shared *sh, ac_ref *caller)
+/* The caller still gets an answer: this one, small and made now. */
+static void answer_no_memory(ac_ctx *ctx, sg_shared *sh, ac_ref *caller, size_t n)
 {
-    ac_error *err = ac_error_new("RouterError", "Scatter/gather router %s: out of memory", sh->path);
-    if (err)
-        ac_tell(caller, ac_msg_error_new(err), ac_self(ctx));
+    tell_error(caller,
+               must_have(ac_error_new("RouterError",
+                                      "Scatter/gather router %s: out of memory for a scatter "
+                                      "to %zu routees",
+                                      router_path(sh), n),
+                         "a scatter/gather's answer"),
+               ac_self(ctx));
 }
 
 /* Arm the timer and send the requests: plain tells, or (breakers
@@ -446,13 +495,15 @@ static void fire(ac_ctx *ctx, sg_shared *sh, scatter *sc, ac_msg *msg, ac_breake
 static void answer_all_open(ac_ctx *ctx, sg_shared *sh, ac_ref *caller, ac_error **refusals,
                             uint32_t n)
 {
-    ac_error *err = ac_error_aggregate(
-        refusals, n, "Scatter/gather router %s: the circuit breakers of all %u routees are open",
-        sh->path, n);
+    ac_error *err = must_have(
+        ac_error_aggregate(refusals, n,
+                           "Scatter/gather router %s: the circuit breakers of all %u routees "
+                           "are open",
+                           router_path(sh), n),
+        "a scatter/gather's answer");
     count_outcome(&sh->metrics, ac_ctx_system(ctx), SG_ALL_FAILED,
                   ac__now_ns()); /* answered at once */
-    if (err)
-        ac_tell(caller, ac_msg_error_new(err), ac_self(ctx));
+    tell_error(caller, err, ac_self(ctx));
 }
 
 typedef struct guard_scratch {
@@ -482,11 +533,11 @@ static void scatter_guarded(ac_ctx *ctx, sg_shared *sh, ac__router_state *st, ac
 {
     guard_scratch small;
     bool big = st->n > 8;
-    ac_breaker_permit *permits = big ? malloc(st->n * sizeof *permits) : small.permits;
-    ac_breaker **breakers = big ? malloc(st->n * sizeof *breakers) : small.breakers;
-    ac_error **refusals = big ? malloc(st->n * sizeof *refusals) : small.refusals;
+    ac_breaker_permit *permits = big ? ac__malloc(st->n * sizeof *permits) : small.permits;
+    ac_breaker **breakers = big ? ac__malloc(st->n * sizeof *breakers) : small.breakers;
+    ac_error **refusals = big ? ac__malloc(st->n * sizeof *refusals) : small.refusals;
     if (!permits || !breakers || !refusals) {
-        answer_no_memory(ctx, sh, caller);
+        answer_no_memory(ctx, sh, caller, st->n);
         goto out;
     }
     uint32_t admitted = admit_routees(st, breakers, permits, refusals);
@@ -499,7 +550,7 @@ static void scatter_guarded(ac_ctx *ctx, sg_shared *sh, ac__router_state *st, ac
         } else {
             for (uint32_t i = 0; i < admitted; i++)
                 ac_breaker_cancel(breakers[i], &permits[i]);
-            answer_no_memory(ctx, sh, caller);
+            answer_no_memory(ctx, sh, caller, admitted);
         }
     }
     for (size_t i = 0; i < st->n; i++)
@@ -521,16 +572,18 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
         ac_log_warn(ctx,
                     "Scatter/gather router %s: dropped a message (%s) without a sender: "
                     "no reply target, nothing scattered",
-                    sh->path, ac_msg_type_name(msg));
+                    router_path(sh), ac_msg_type_name(msg));
         return;
     }
     if (st->n == 0) {
-        ac_error *err = ac_error_aggregate(
-            NULL, 0, "Scatter/gather router %s has no routees left to scatter to", sh->path);
+        ac_error *err = must_have(ac_error_aggregate(NULL, 0,
+                                                     "Scatter/gather router %s has no routees "
+                                                     "left to scatter to",
+                                                     router_path(sh)),
+                                  "a scatter/gather's answer");
         count_outcome(&sh->metrics, ac_ctx_system(ctx), SG_ALL_FAILED,
                       ac__now_ns()); /* answered at once */
-        if (err)
-            ac_tell(caller, ac_msg_error_new(err), ac_self(ctx));
+        tell_error(caller, err, ac_self(ctx));
         return;
     }
     if (st->breakers) {
@@ -539,7 +592,7 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
     }
     scatter *sc = scatter_new(sh, st->routees, (uint32_t)st->n, caller, ac_self(ctx));
     if (!sc) {
-        answer_no_memory(ctx, sh, caller);
+        answer_no_memory(ctx, sh, caller, st->n);
         return;
     }
     fire(ctx, sh, sc, msg, NULL, NULL);
@@ -548,8 +601,6 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
 static void on_start(ac_ctx *ctx, ac__router_cfg *cfg)
 {
     sg_shared *sh = cfg->extra;
-    if (!sh->path)
-        sh->path = strdup(ac_self_path(ctx));
     if (!sh->router) /* the same cell across restarts */
         sh->router = ac_ref_retain(ac_self(ctx));
 }
@@ -576,10 +627,11 @@ static void on_stop(ac_ctx *ctx, ac__router_cfg *cfg)
             return;
         if (settle(sc)) {
             count_outcome(&sh->metrics, sh->router->system, SG_STOPPED, sc->start_ns);
-            fail_caller(sc, ac_error_aggregate(NULL, 0,
-                                               "Scatter/gather router %s stopped while the "
-                                               "scatter was still open",
-                                               sh->path));
+            fail_caller(sc, must_have(ac_error_aggregate(NULL, 0,
+                                                         "Scatter/gather router %s stopped "
+                                                         "while the scatter was still open",
+                                                         router_path(sh)),
+                                      "a scatter/gather's answer"));
         }
         scatter_unref(sc);
     }
@@ -597,6 +649,7 @@ ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def 
                                                    const ac_scatter_gather_options *options,
                                                    const ac_routee_options *routee_opts)
 {
+    ac__clear_status();
     static const char fn[] = "ac_router_scatter_gather_first_completed";
     int64_t timeout = options ? options->timeout_ms : 0;
     if (timeout < 0 || timeout > INT32_MAX)
@@ -607,16 +660,16 @@ ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def 
                              AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
     if (ac__router_check(fn, size, routee_def, routee_opts) != AC_OK)
         return NULL;
-    ac__router_cfg *cfg = calloc(1, sizeof *cfg);
-    sg_shared *sh = calloc(1, sizeof *sh);
+    ac__router_cfg *cfg = ac__calloc(1, sizeof *cfg);
+    sg_shared *sh = ac__calloc(1, sizeof *sh);
     if (!cfg || !sh) {
-        free(cfg);
-        free(sh);
-        return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
+        ac__fail(AC_ENOMEM, "%s: out of memory", fn);
+        goto fail;
     }
+    if (ac__mutex_init_hot(&sh->lock, "a scatter/gather router's lock") != AC_OK)
+        goto fail;
     atomic_init(&sh->refs, 1);
     atomic_init(&sh->metrics, NULL);
-    ac__mutex_init_hot(&sh->lock);
     sh->timeout_ms = (uint32_t)(timeout ? timeout : AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
     cfg->kind = &ac__scatter_gather_kind;
     cfg->n = size;
@@ -630,4 +683,8 @@ ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def 
         return NULL;
     }
     return ac__router_props(cfg, routee_opts, fn);
+fail:
+    free(cfg);
+    free(sh);
+    return NULL;
 }
