@@ -25,7 +25,7 @@
 #include "core/turn.h"
 #include "metrics/metrics_hooks.h"
 
-_Thread_local ac__actor *ac__tls_actor;
+_Thread_local ac__actor *ac__tls_actor AC__TLS_FAST;
 
 /* ---- scheduling and delivery ------------------------------------------ */
 
