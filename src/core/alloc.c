@@ -70,7 +70,10 @@ typedef struct thread_cache {
 
 static const size_t class_size[CLASSES] = {64, 128, 256};
 
-static _Thread_local thread_cache cache;
+/* initial-exec: the cache is read on every allocation; the default model
+ * for position-independent code reaches it through a call, which also
+ * makes the fast paths save registers. */
+static _Thread_local thread_cache cache AC__TLS_FAST;
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
@@ -81,15 +84,10 @@ static pthread_mutex_t depot_lock = PTHREAD_MUTEX_INITIALIZER;
 #endif
 static batch *depot[CLASSES]; /* under depot_lock */
 
-static int class_of(size_t size)
+/* Branch-free but for the size limit: the fast paths stay short. */
+static inline int class_of(size_t size)
 {
-    if (size <= 64)
-        return 0;
-    if (size <= 128)
-        return 1;
-    if (size <= 256)
-        return 2;
-    return -1;
+    return size <= 256 ? (size > 64) + (size > 128) : -1;
 }
 
 static void depot_put(int c, block *head)
@@ -159,6 +157,22 @@ static bool register_thread(thread_cache *tc)
     return true;
 }
 
+/* The list of class c is empty: take a batch from the depot, or malloc.
+ * Apart from the fast path, so that the fast path is a leaf that saves
+ * no registers. */
+static AC__NOINLINE void *alloc_refill(thread_cache *tc, int c)
+{
+    if (!tc->registered && !register_thread(tc))
+        return malloc(class_size[c]);
+    block *b = depot_take(c);
+    if (!b)
+        return malloc(class_size[c]);
+    tc->free[c] = b->next;
+    tc->count[c] = BATCH - 1;
+    tc->spill_mark[c] = NULL;
+    return b;
+}
+
 void *ac__alloc_small(size_t size)
 {
 #ifdef AC__ALLOC_HOOK
@@ -166,18 +180,12 @@ void *ac__alloc_small(size_t size)
         return NULL;
 #endif
     int c = class_of(size);
-    if (c < 0)
+    if (AC__UNLIKELY(c < 0))
         return malloc(size);
     thread_cache *tc = &cache;
     block *b = tc->free[c];
-    if (AC__UNLIKELY(!b)) {
-        if (!tc->registered && !register_thread(tc))
-            return malloc(class_size[c]);
-        b = depot_take(c);
-        if (!b)
-            return malloc(class_size[c]);
-        tc->count[c] = BATCH;
-    }
+    if (AC__UNLIKELY(!b))
+        return alloc_refill(tc, c);
     tc->free[c] = b->next;
     tc->count[c]--;
     tc->spill_mark[c] = NULL;
@@ -207,26 +215,37 @@ static void spill(thread_cache *tc, int c)
     depot_put(c, rest);
 }
 
+/* The list just reached CAP - BATCH + 1 or CAP (or the thread is not
+ * registered yet): mark the next batch, or hand it over. */
+static AC__NOINLINE void free_slow(thread_cache *tc, int c, block *b, unsigned n)
+{
+    if (!tc->registered && !register_thread(tc)) {
+        /* Lists this thread could not give back at its exit: no caching. */
+        tc->free[c] = b->next;
+        tc->count[c]--;
+        free(b);
+        return;
+    }
+    if (n == CAP - BATCH + 1)
+        tc->spill_mark[c] = b;
+    else if (n >= CAP)
+        spill(tc, c);
+}
+
 void ac__free_small(void *p, size_t size)
 {
     int c = class_of(size);
-    if (c < 0 || !p) {
+    if (AC__UNLIKELY(c < 0 || !p)) {
         free(p);
         return;
     }
     thread_cache *tc = &cache;
-    if (AC__UNLIKELY(!tc->registered) && !register_thread(tc)) {
-        free(p);
-        return;
-    }
     block *b = p;
     b->next = tc->free[c];
     tc->free[c] = b;
     unsigned n = ++tc->count[c];
-    if (n == CAP - BATCH + 1)
-        tc->spill_mark[c] = b;
-    else if (AC__UNLIKELY(n >= CAP))
-        spill(tc, c);
+    if (AC__UNLIKELY(n == CAP - BATCH + 1 || n >= CAP || !tc->registered))
+        free_slow(tc, c, b, n);
 }
 
 static void free_chain(block *b)

@@ -17,6 +17,10 @@
 
 #define AC__LIKELY(x) __builtin_expect(!!(x), 1)
 #define AC__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define AC__NOINLINE __attribute__((noinline))
+/* For thread-locals on hot paths (a few words each): the model that reads
+ * them straight off the thread pointer, also in the shared library. */
+#define AC__TLS_FAST __attribute__((tls_model("initial-exec")))
 
 /* Always-on invariant check: a violation would corrupt state. */
 #define AC__ASSERT(cond)                                                      \

@@ -14,8 +14,9 @@
 #define AC_CORE_LAST_ERROR_H
 
 #include "actorc/status.h"
+#include "core/base.h"
 
-extern _Thread_local ac_status ac__last_status __attribute__((tls_model("initial-exec")));
+extern _Thread_local ac_status ac__last_status AC__TLS_FAST;
 
 static inline void ac__clear_status(void) { ac__last_status = AC_OK; }
 

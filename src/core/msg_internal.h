@@ -35,6 +35,27 @@ struct ac_msg {
 /* Wrap `msg` (consumed) and `sender` (borrowed, retained) in a node. NULL
  * when out of memory (msg is then released). */
 ac__node *ac__node_make(ac_msg *msg, ac_ref *sender);
+/* Self-references taken in advance for the running turn's sends (see
+ * msg.c). `ref` is NULL or the running actor (set at its first send as
+ * sender, cleared after its turn); `sent` counts its sends retained one by
+ * one; `n` references to it are held, unused. Thread-local. */
+typedef struct ac__self_credit {
+    ac_ref *ref;
+    unsigned n, sent;
+} ac__self_credit;
+extern _Thread_local ac__self_credit ac__credit AC__TLS_FAST;
+void ac__self_credit_give_back(void);
+
+/* Give back what the turn that just ended took in advance for its sends.
+ * The worker calls it after every turn; inline, as most turns took none. */
+static inline void ac__self_credit_flush(void)
+{
+    if (ac__credit.ref) {
+        if (AC__UNLIKELY(ac__credit.n))
+            ac__self_credit_give_back();
+        ac__credit.ref = NULL;
+    }
+}
 /* Release the node's message, sender and the node itself. */
 void ac__node_free(ac__node *node);
 /* Detach a node from its message: frees a separate envelope, releases the

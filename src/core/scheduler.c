@@ -47,7 +47,7 @@
 #define STUCK_NS 1000000ull /* a worker in one turn this long is stuck: steal from it */
 #define STEAL_MIN_LEN 8 /* a ring this long is worth sharing whatever its owner does */
 
-_Thread_local ac__worker *ac__tls_worker;
+_Thread_local ac__worker *ac__tls_worker AC__TLS_FAST;
 
 struct ac__worker {
     /* Consumers (owner and thieves) CAS head; only the owner writes tail,
@@ -414,6 +414,9 @@ static void *worker_main(void *arg)
          * guarantee rests on runnext and nparked_sound, so relaxed. */
         atomic_store_explicit(&w->busy, true, memory_order_relaxed);
         ac__actor_turn(a, s->batch);
+        /* After the turn, not in it: the credit is held references, so the
+         * actor is alive even when the turn has let go of it. */
+        ac__self_credit_flush();
         atomic_store_explicit(&w->busy, false, memory_order_relaxed);
         /* More runnable actors than the one we will take next: share. */
         if (w->wake_pending) {

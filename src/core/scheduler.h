@@ -20,6 +20,6 @@ void ac__scheduler_destroy(ac__scheduler *s);
 void ac__scheduler_push(ac__scheduler *s, ac__actor *actor, bool fresh);
 
 /* The worker running on this thread, if any. */
-extern _Thread_local ac__worker *ac__tls_worker;
+extern _Thread_local ac__worker *ac__tls_worker AC__TLS_FAST;
 
 #endif

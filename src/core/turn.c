@@ -25,7 +25,7 @@
 #include "core/system_internal.h"
 #include "core/turn.h"
 
-_Thread_local ac__actor *ac__tls_actor;
+_Thread_local ac__actor *ac__tls_actor AC__TLS_FAST;
 
 /* ---- scheduling and delivery ------------------------------------------ */
 

@@ -10,7 +10,7 @@
 #include "core/cell.h"
 
 /* The actor being run on this thread, if any. */
-extern _Thread_local ac__actor *ac__tls_actor;
+extern _Thread_local ac__actor *ac__tls_actor AC__TLS_FAST;
 
 /* Run one turn of `actor` on the calling worker. Consumes the scheduled
  * reference unless the actor is rescheduled. */
