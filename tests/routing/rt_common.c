@@ -128,8 +128,10 @@ static void routee_receive(ac_ctx *ctx, ac_msg *msg)
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
     } else if (ac_msg_is(msg, &rt_ping_type)) {
-        ac_reply(ctx, ac_msg_str_new(ac_self_path(ctx)));
+        /* Counted before the answer, so a caller that has the answer sees
+         * the count. */
         bump(p, &p->pings[k]);
+        ac_reply(ctx, ac_msg_str_new(ac_self_path(ctx)));
     } else if (ac_msg_is(msg, &rt_fail_type)) {
         ac_fail(ctx, ac_error_new("test.Boom", "%s was told to fail", ac_self_name(ctx)));
     } else {
