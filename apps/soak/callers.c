@@ -22,7 +22,7 @@
 #include "soak.h"
 
 #define MAX_IN_FLIGHT 2000
-#define ACTOR_OPEN_ASKS 32
+#define ACTOR_OPEN_ASKS 128
 #define MAX_CALLER_THREADS 16
 #define MAX_CALLER_ACTORS 16
 #define FUTURE_BATCH 6
@@ -212,29 +212,54 @@ static void future_callback_once(const draw *d)
         ac_future_release(f);
 }
 
-static void future_batch(soak_rng *rng)
+/* Collect whichever future of the batch settles first: polls, then a short
+ * ac_future_wait on the oldest, which may come back AC_EPENDING. Each
+ * answer is seen within a few ms of its settling, so the reaper's clock
+ * is fair to every future of the batch. */
+static int collect_one(ac_future **f, const uint64_t *ids, int n)
 {
-    ac_future *f[FUTURE_BATCH];
-    uint64_t ids[FUTURE_BATCH];
-    int n = 1 + (int)soak_rng_below(rng, FUTURE_BATCH);
-    bool poll_first = soak_rng_below(rng, 2);
+    ac_answer a;
     for (int i = 0; i < n; i++) {
-        draw d;
-        draw_request(rng, &d);
-        f[i] = ask_future(&d, MODE_FUTURE_WAIT, &ids[i]);
+        if (f[i] && ac_future_poll(f[i], &a)) {
+            settle_answer(ids[i], status_of(&a), &a);
+            ac_answer_release(&a);
+            ac_future_release(f[i]);
+            f[i] = NULL;
+            return 1;
+        }
     }
     for (int i = 0; i < n; i++) {
         if (!f[i])
             continue;
-        ac_answer a;
-        if (poll_first && ac_future_poll(f[i], &a)) {
-            settle_answer(ids[i], status_of(&a), &a);
-            ac_answer_release(&a);
-            ac_future_release(f[i]);
-        } else {
-            wait_future(f[i], ids[i]);
+        ac_status st = ac_future_wait(f[i], 2, &a);
+        if (st == AC_EPENDING) {
+            if (a.reply || a.error || a.sender)
+                soak_violation("ac_future_wait returned AC_EPENDING with an answer filled in");
+            return 0;
         }
+        note_sender(a.sender);
+        settle_answer(ids[i], st, &a);
+        ac_answer_release(&a);
+        ac_future_release(f[i]);
+        f[i] = NULL;
+        return 1;
     }
+    return 0;
+}
+
+static void future_batch(soak_rng *rng)
+{
+    ac_future *f[FUTURE_BATCH];
+    uint64_t ids[FUTURE_BATCH];
+    int n = 1 + (int)soak_rng_below(rng, FUTURE_BATCH), open = 0;
+    for (int i = 0; i < n; i++) {
+        draw d;
+        draw_request(rng, &d);
+        f[i] = ask_future(&d, MODE_FUTURE_WAIT, &ids[i]);
+        open += f[i] != NULL;
+    }
+    while (open > 0)
+        open -= collect_one(f, ids, n);
 }
 
 static void wait_for_room(void)
