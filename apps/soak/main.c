@@ -214,6 +214,7 @@ static int parse_options(int argc, char **argv)
 /* ---- logging: counted, shown only with --verbose --------------------------- */
 
 static atomic_uint_fast64_t log_lines[AC_LOG_OFF + 1];
+static uint64_t restarts_seen; /* actorc_restarts_total at the end */
 
 static void log_sink(void *user, ac_log_level level, const char *system_name, const char *path,
                      const char *text)
@@ -257,9 +258,11 @@ static void print_breakdown(ac_system *sys)
            G(s->by_mode[MODE_ASK_WAIT]), G(s->by_mode[MODE_FUTURE_CB]), G(s->by_mode[MODE_FUTURE_WAIT]),
            G(s->by_mode[MODE_ASK_IN_FN]), G(s->by_mode[MODE_ASK_IN_MSG]), G(s->by_mode[MODE_TELL_SELF]),
            G(s->withdrawn), G(s->backpressure));
+    char b0[40];
     printf("soak: chaos: %s router stops, %s routee kills, %s routers spawned, %s stopped routers "
-           "probed, %s requests told a routee to fail or stop\n",
-           G(s->chaos_stops), G(s->chaos_kills), G(s->chaos_spawns), G(s->chaos_probes), G(s->stopish));
+           "probed, %s requests told a routee to fail or stop, %s restarts by supervisors\n",
+           G(s->chaos_stops), G(s->chaos_kills), G(s->chaos_spawns), G(s->chaos_probes), G(s->stopish),
+           grouped(restarts_seen, b0));
     char b1[40], b2[40];
     printf("soak: dead letters: %s counted, %s seen and each explained by a stop, >= %s known sent "
            "to stopped routers; %s error log lines\n",
@@ -296,7 +299,8 @@ _Noreturn static void fail_now(void)
 
 static ac_system *setup(void)
 {
-    ac_system_options o = {.workers = g_cfg.workers, .log_sink = log_sink, .dead_letter_log_per_s = -1};
+    ac_system_options o = {.workers = g_cfg.workers, .log_sink = log_sink, .dead_letter_log_per_s = -1,
+                           .metrics = true};
     ac_system *sys = ac_system_create("soak", &o);
     if (!sys) {
         fprintf(stderr, "actorc-soak: cannot create the system: %s\n", ac_last_error());
@@ -327,6 +331,28 @@ static void run_for(double seconds)
     }
 }
 
+static uint64_t runtime_counter(ac_system *sys, const char *name)
+{
+    return ac_counter_value(ac_counter_series(ac_metrics_counter(sys, name, NULL), NULL));
+}
+
+/* The runtime's own counters must agree with what the soak saw: every dead
+ * letter counted once, and at least as many ask timeouts as callers got. */
+
+static void metrics_reconcile(ac_system *sys)
+{
+    uint64_t dead = runtime_counter(sys, "actorc_dead_letters_total");
+    uint64_t timeouts = runtime_counter(sys, "actorc_ask_timeouts_total");
+    restarts_seen = runtime_counter(sys, "actorc_restarts_total");
+    if (dead != ac_dead_letter_count(sys))
+        soak_violation("actorc_dead_letters_total is %llu, ac_dead_letter_count %llu",
+                       (unsigned long long)dead, (unsigned long long)ac_dead_letter_count(sys));
+    if (timeouts < atomic_load(&g_stats.by_kind[KIND_TIMEOUT]))
+        soak_violation("actorc_ask_timeouts_total is %llu, below the %llu ask timeouts callers saw",
+                       (unsigned long long)timeouts,
+                       (unsigned long long)atomic_load(&g_stats.by_kind[KIND_TIMEOUT]));
+}
+
 /* Stop the load, let every open request settle, and check the end state. */
 static void wind_down(ac_system *sys, double *rss_growth)
 {
@@ -343,6 +369,7 @@ static void wind_down(ac_system *sys, double *rss_growth)
     pools_release_graveyard();
     streams_verify();
     deadletters_verify(sys);
+    metrics_reconcile(sys);
     memory_stop();
     memory_verify(rss_growth);
     if (atomic_load(&g_failed))
