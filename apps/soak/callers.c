@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "soak.h"
 
@@ -500,9 +501,23 @@ int callers_start(ac_system *sys)
     return 0;
 }
 
-void callers_join(void)
+/* A caller blocked on an answer that never comes would hang a plain join;
+ * once the reaper has flagged it, the run gives up on the caller instead. */
+bool callers_join(void)
 {
-    for (int i = 0; i < thread_count; i++)
-        pthread_join(threads[i], NULL);
+    for (int i = 0; i < thread_count; i++) {
+        for (;;) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 50000000;
+            if (until.tv_nsec >= 1000000000)
+                until.tv_sec++, until.tv_nsec -= 1000000000;
+            if (pthread_timedjoin_np(threads[i], NULL, &until) == 0)
+                break;
+            if (atomic_load(&g_failed))
+                return false;
+        }
+    }
     thread_count = 0;
+    return true;
 }

@@ -2,12 +2,18 @@
  * Allocation-failure injection through the library's debug hook.
  *
  * Builds without NDEBUG compile a countdown into the library's allocation
- * wrappers (core/alloc.h defines AC__ALLOC_HOOK then): the n-th
- * allocation from the moment it is armed fails, once. To fail a fraction
- * f of all allocations, a thread re-arms it whenever the allocation count
- * has passed the armed point, with a geometric gap of mean 1/f drawn from
- * the run's seed. In builds without the hook, fail_alloc_available() is
- * false and the soak refuses --fail-alloc.
+ * wrappers (core/alloc.h then defines AC__ALLOC_HOOK): the n-th
+ * allocation after ac__alloc_fail_after(n) fails, once. To fail a
+ * fraction f of all allocations, a thread arms it with a geometric gap of
+ * mean 1/f, drawn from the run's seed, and arms it again once that many
+ * allocations have passed. Where the hook also counts allocations
+ * (ac__alloc_count_start/_stop, found by CMake: SOAK_ALLOC_COUNTS), the
+ * thread re-arms when the count passes the armed point; otherwise it
+ * re-arms every millisecond, which fails about one allocation in 1/f
+ * while the library allocates faster than that.
+ *
+ * In builds without the hook, fail_alloc_available() is false and the
+ * soak refuses --fail-alloc.
  */
 #include <math.h>
 #include <pthread.h>
@@ -31,22 +37,49 @@ static long gap(soak_rng *rng)
     return n > 1e9 ? 1000000000L : (long)n;
 }
 
+#ifdef SOAK_ALLOC_COUNTS
+static long counted;
+
+/* Allocations since the armer started. The hook counts in windows; the
+ * few allocations between one window and the next are not counted, which
+ * only makes the gaps a little longer. */
+static long allocations(void)
+{
+    counted += ac__alloc_count_stop();
+    ac__alloc_count_start();
+    return counted;
+}
+
+static bool due(long armed_at, long n) { return allocations() >= armed_at + n; }
+static void counts_end(void) { (void)ac__alloc_count_stop(); }
+#else
+static long allocations(void) { return 0; }
+static bool due(long armed_at, long n)
+{
+    (void)armed_at;
+    (void)n;
+    return true;
+}
+static void counts_end(void) {}
+#endif
+
 static void *armer_main(void *arg)
 {
     (void)arg;
     soak_rng rng;
     soak_rng_init(&rng, seed_, 100);
-    long due = 0; /* the allocation count at which the armed failure falls */
+    long armed_at = allocations(), n = 0;
     while (!atomic_load(&armer_stop)) {
-        if (ac__alloc_count() >= due) {
-            long n = gap(&rng);
-            due = ac__alloc_count() + n;
+        if (due(armed_at, n)) {
+            n = gap(&rng);
+            armed_at = allocations();
             ac__alloc_fail_after(n);
             atomic_fetch_add(&g_stats.alloc_failures_armed, 1);
         }
-        soak_sleep_us(200);
+        soak_sleep_us(1000);
     }
     ac__alloc_fail_after(0);
+    counts_end();
     return NULL;
 }
 
@@ -66,11 +99,13 @@ void fail_alloc_stop(void)
 #else
 
 bool fail_alloc_available(void) { return false; }
+
 void fail_alloc_start(double fraction, uint64_t seed)
 {
     (void)fraction;
     (void)seed;
 }
+
 void fail_alloc_stop(void) {}
 
 #endif

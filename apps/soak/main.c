@@ -357,7 +357,8 @@ static void metrics_reconcile(ac_system *sys)
 static void wind_down(ac_system *sys, double *rss_growth)
 {
     atomic_store(&g_stop, true);
-    callers_join();
+    if (!callers_join())
+        fail_now();
     if (g_cfg.fail_alloc > 0)
         fail_alloc_stop();
     /* The longest a request may take: a scatter's timeout plus the caller's 3 s. */

@@ -219,7 +219,8 @@ bool pools_parse_path(const char *path, int *slot, uint32_t *gen, bool *is_route
 /* ---- callers (callers.c) ---------------------------------------------- */
 
 int callers_start(ac_system *sys);
-void callers_join(void);
+/* False when a violation was flagged while a caller was still blocked. */
+bool callers_join(void);
 
 /* ---- ordered tell streams (streams.c) --------------------------------- */
 
