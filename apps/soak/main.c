@@ -269,8 +269,9 @@ static void print_breakdown(ac_system *sys)
            grouped(ac_dead_letter_count(sys), b1), G(s->dl_seen), grouped(atomic_load(&s->known_dead), b2),
            G(log_lines[AC_LOG_ERROR]));
     if (g_cfg.fail_alloc > 0)
-        printf("soak: allocation failures: %s armed at a fraction of %g\n", G(s->alloc_failures_armed),
-               g_cfg.fail_alloc);
+        printf("soak: allocation failures: %s armed at a fraction of %g; %s dead-letter notices "
+               "dropped for want of memory\n",
+               G(s->alloc_failures_armed), g_cfg.fail_alloc, G(s->dl_notices_lost));
 }
 
 static void print_summary(double rss_growth)

@@ -147,7 +147,7 @@ typedef struct soak_stats {
     atomic_uint_fast64_t chaos_stops, chaos_kills, chaos_spawns, chaos_probes;
     atomic_uint_fast64_t stopish; /* requests that inject FAIL or STOP */
     atomic_uint_fast64_t known_dead; /* tells known to go to stopped actors */
-    atomic_uint_fast64_t dl_seen, dl_attributed;
+    atomic_uint_fast64_t dl_seen, dl_attributed, dl_notices_lost;
     atomic_uint_fast64_t tells_sent, tells_received;
     atomic_uint_fast64_t alloc_failures_armed;
 } soak_stats;

@@ -32,7 +32,7 @@ echo "== allocation failures"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 set +e
-"$bin" --seed 0x5eed --duration 3 --fail-alloc 0.001 >"$dir/out" 2>"$dir/err"
+"$bin" --seed 0x5eed --duration 3 --fail-alloc 0.00002 >"$dir/out" 2>"$dir/err"
 rc=$?
 set -e
 cat "$dir/out"
