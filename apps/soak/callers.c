@@ -85,8 +85,8 @@ static int64_t apply_draw(const draw *d, soak_scenario *sc)
     }
     sc->req.late_ms = d->late_ms;
     if (sc->strategy == STRAT_SCATTER)
-        return sc->scatter_timeout_ms + 3000;
-    return all_quiet(sc) ? d->quiet_timeout_ms : 3000;
+        return sc->scatter_timeout_ms + ANSWER_WITHIN_MS;
+    return all_quiet(sc) ? d->quiet_timeout_ms : ANSWER_WITHIN_MS;
 }
 
 static ac_msg *request_msg(const soak_scenario *sc, uint64_t id)

@@ -27,6 +27,10 @@
  * for one that was not to refuse, time out where someone had to answer,
  * or carry another request's answer.
  *
+ * A violation that is only about time (a routee told to reply that timed
+ * out; an ask that had to be answered that timed out) is excused when the
+ * system was measurably stalled meanwhile (stalls.c).
+ *
  * With allocation failures injected, any error is an allowed answer (the
  * library may report the lost memory in several ways); a reply must still
  * be the right one, and the answer must still come exactly once.
@@ -46,6 +50,17 @@ static const char *wrong(const char *fmt, ...)
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     return why;
+}
+
+/* Whether a timing-only violation is explained by stalls (stalls.c). */
+static _Thread_local bool excused_now;
+
+static bool excused(const soak_scenario *sc, int64_t margin_ms)
+{
+    if (!stalls_explain(sc, margin_ms))
+        return false;
+    excused_now = true;
+    return true;
 }
 
 static bool quiet(int b) { return b == BEH_FAIL || b == BEH_STOP || b == BEH_SILENT; }
@@ -158,7 +173,7 @@ static const char *check_one_shot(const soak_scenario *sc, const soak_outcome *o
             return wrong("a timeout for a tell");
         if (!ac_error_is(out->error, AC_ASK_TIMEOUT_ERROR) || out->sender)
             return wrong("AC_ETIMEOUT with %s", ac_error_name(out->error));
-        if (sc->calm ? !m.all_quiet : !m.any_quiet)
+        if ((sc->calm ? !m.all_quiet : !m.any_quiet) && !excused(sc, ANSWER_WITHIN_MS))
             return wrong("the caller's ask timed out, though a routee was to answer");
         return NULL;
     case AC_EDEAD:
@@ -178,8 +193,11 @@ static const char *check_member(const soak_scenario *sc, const ac_error *e, size
     if (k < 0 || (sc->calm && (size_t)k != i))
         return wrong("member %zu names no routee, or the wrong one: %s: %s", i, ac_error_name(e), text);
     int b = sc->req.beh[k];
-    if (ac_error_is(e, AC_ASK_TIMEOUT_ERROR))
-        return quiet(b) ? NULL : wrong("member %zu: routee-%d timed out, though it was to %s", i, k + 1, beh_name(b));
+    if (ac_error_is(e, AC_ASK_TIMEOUT_ERROR)) {
+        if (quiet(b) || (beh_answers(b) && excused(sc, sc->scatter_timeout_ms - sc->req.late_ms)))
+            return NULL;
+        return wrong("member %zu: routee-%d timed out, though it was to %s", i, k + 1, beh_name(b));
+    }
     if (!all_failed)
         return wrong("member %zu of a timeout aggregate is a %s", i, ac_error_name(e));
     if (ac_error_is(e, SOAK_ERROR))
@@ -198,6 +216,21 @@ static const char *check_members(const soak_scenario *sc, const ac_error *e, boo
             return w;
     }
     return NULL;
+}
+
+/* "AskTimeoutError: Ask timed out on …; SoakError: …", for a report. */
+static const char *members_of(const ac_error *e)
+{
+    static _Thread_local char buf[512];
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < ac_error_member_count(e) && len < sizeof buf; i++) {
+        const ac_error *m = ac_error_member(e, i);
+        int n = snprintf(buf + len, sizeof buf - len, "%s%s: %s", i ? "; " : "", ac_error_name(m),
+                         ac_error_message(m));
+        len += n > 0 ? (size_t)n : 0;
+    }
+    return buf;
 }
 
 /* The count N in "... N routees ...", or -1. */
@@ -219,8 +252,8 @@ static const char *check_aggregate(const soak_scenario *sc, const soak_outcome *
             return wrong("from a calm pool: %s", text);
         return n ? wrong("%zu members in: %s", n, text) : NULL;
     }
-    if (m.any_answer && sc->calm)
-        return wrong("a failure though a routee was to reply: %s", text);
+    if (m.any_answer && sc->calm && !excused(sc, sc->scatter_timeout_ms - sc->req.late_ms))
+        return wrong("a failure though a routee was to reply: %s [%s]", text, members_of(e));
     long stated = count_in(text, "all ");
     bool all_failed = stated >= 0 && strstr(text, " routees failed");
     if (!all_failed)
@@ -248,6 +281,8 @@ static const char *check_scatter(const soak_scenario *sc, const soak_outcome *ou
     case AC_EDEAD:
         return check_stopped(sc, out);
     case AC_ETIMEOUT:
+        if (excused(sc, ANSWER_WITHIN_MS))
+            return NULL;
         return wrong("the caller's own timeout: the scatter did not report within its %lld ms",
                      (long long)sc->scatter_timeout_ms);
     default:
@@ -260,7 +295,10 @@ const char *expect_check(const soak_scenario *sc, const soak_outcome *out)
     mix m = mix_of(sc);
     if (g_cfg.fail_alloc > 0 && out->status != AC_OK)
         return NULL;
+    excused_now = false;
     const char *w = is_scatter(sc) ? check_scatter(sc, out, m) : check_one_shot(sc, out, m);
+    if (excused_now && !w)
+        atomic_fetch_add(&g_stats.excused, 1);
     if (!w)
         return NULL;
     char desc[200];

@@ -150,53 +150,66 @@ static int bad(const char *opt, const char *value)
     return 2;
 }
 
+static bool parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Apply one option; false for a bad value. */
+static bool apply_option(int c, const char *arg, bool *seeded)
+{
+    long v = 0;
+    char *end;
+    switch (c) {
+    case 'd': return parse_seconds(arg, &g_cfg.duration_s);
+    case 'W': return parse_seconds(arg, &g_cfg.warmup_s);
+    case 's':
+        errno = 0;
+        g_cfg.seed = strtoull(arg, &end, 0);
+        return *seeded = !errno && end != arg && !*end;
+    case 'w': return parse_int(arg, 1, 64, &v) && (g_cfg.workers = (int)v);
+    case 'c': return parse_int(arg, 0, 16, &v) && ((g_cfg.outside_callers = (int)v), true);
+    case 'a': return parse_int(arg, 1, 16, &v) && (g_cfg.actor_callers = (int)v);
+    case 'g': return parse_int(arg, 0, 3600000, &v) && ((g_cfg.grace_ms = v), true);
+    case 'r': return parse_double(arg, 0, 1e6, &g_cfg.rss_pct);
+    case 'R': return parse_double(arg, 0, 1e6, &g_cfg.rss_slack_mb);
+    default: return parse_double(arg, 1e-12, 1, &g_cfg.fail_alloc); /* 'f' */
+    }
+}
+
+static const struct option long_options[] = {
+    {"duration", required_argument, 0, 'd'},     {"seed", required_argument, 0, 's'},
+    {"workers", required_argument, 0, 'w'},      {"callers", required_argument, 0, 'c'},
+    {"actors", required_argument, 0, 'a'},       {"warmup", required_argument, 0, 'W'},
+    {"grace-ms", required_argument, 0, 'g'},     {"rss-pct", required_argument, 0, 'r'},
+    {"rss-slack-mb", required_argument, 0, 'R'}, {"fail-alloc", required_argument, 0, 'f'},
+    {"verbose", no_argument, 0, 'v'},            {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
+
 static int parse_options(int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"duration", required_argument, 0, 'd'}, {"seed", required_argument, 0, 's'},
-        {"workers", required_argument, 0, 'w'},  {"callers", required_argument, 0, 'c'},
-        {"actors", required_argument, 0, 'a'},   {"warmup", required_argument, 0, 'W'},
-        {"grace-ms", required_argument, 0, 'g'}, {"rss-pct", required_argument, 0, 'r'},
-        {"rss-slack-mb", required_argument, 0, 'R'}, {"fail-alloc", required_argument, 0, 'f'},
-        {"verbose", no_argument, 0, 'v'},        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
     g_cfg = (soak_config){.duration_s = 10, .warmup_s = -1, .outside_callers = 3, .actor_callers = 4,
                           .grace_ms = SOAK_SANITIZED ? 5000 : 2000, .rss_pct = SOAK_SANITIZED ? 0 : 10,
                           .rss_slack_mb = 8};
     bool seeded = false;
-    long v;
-    int c;
-    while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 'd': if (!parse_seconds(optarg, &g_cfg.duration_s)) return bad("duration", optarg); break;
-        case 'W': if (!parse_seconds(optarg, &g_cfg.warmup_s)) return bad("warmup", optarg); break;
-        case 's':
-            errno = 0;
-            g_cfg.seed = strtoull(optarg, &end, 0);
-            if (errno || end == optarg || *end) return bad("seed", optarg);
-            seeded = true;
-            break;
-        case 'w': if (!parse_int(optarg, 1, 64, &v)) return bad("workers", optarg); g_cfg.workers = (int)v; break;
-        case 'c': if (!parse_int(optarg, 0, 16, &v)) return bad("callers", optarg); g_cfg.outside_callers = (int)v; break;
-        case 'a': if (!parse_int(optarg, 1, 16, &v)) return bad("actors", optarg); g_cfg.actor_callers = (int)v; break;
-        case 'g': if (!parse_int(optarg, 0, 3600000, &v)) return bad("grace-ms", optarg); g_cfg.grace_ms = v; break;
-        case 'r':
-            g_cfg.rss_pct = strtod(optarg, &end);
-            if (end == optarg || *end) return bad("rss-pct", optarg);
-            break;
-        case 'R':
-            g_cfg.rss_slack_mb = strtod(optarg, &end);
-            if (end == optarg || *end || g_cfg.rss_slack_mb < 0) return bad("rss-slack-mb", optarg);
-            break;
-        case 'f':
-            g_cfg.fail_alloc = strtod(optarg, &end);
-            if (end == optarg || *end || !(g_cfg.fail_alloc > 0 && g_cfg.fail_alloc <= 1))
-                return bad("fail-alloc", optarg);
-            break;
-        case 'v': g_cfg.verbose = true; break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); return 2;
+    int c, index;
+    while ((c = getopt_long(argc, argv, "", long_options, &index)) != -1) {
+        if (c == 'v') {
+            g_cfg.verbose = true;
+        } else if (c == 'h') {
+            usage(stdout);
+            exit(0);
+        } else if (c == '?') {
+            usage(stderr);
+            return 2;
+        } else if (!apply_option(c, optarg, &seeded)) {
+            return bad(long_options[index].name, optarg);
         }
     }
     if (optind < argc) {
@@ -264,6 +277,8 @@ static void print_breakdown(ac_system *sys)
            G(s->chaos_stops), G(s->chaos_kills), G(s->chaos_spawns), G(s->chaos_probes), G(s->stopish),
            grouped(restarts_seen, b0));
     char b1[40], b2[40];
+    printf("soak: stalls: the longest %.0f ms; %s answers late only because of them (excused)\n",
+           stalls_longest_ms(), G(s->excused));
     printf("soak: dead letters: %s counted, %s seen and each explained by a stop, >= %s known sent "
            "to stopped routers; %s error log lines\n",
            grouped(ac_dead_letter_count(sys), b1), G(s->dl_seen), grouped(atomic_load(&s->known_dead), b2),
@@ -310,7 +325,8 @@ static ac_system *setup(void)
     soak_rng rng;
     soak_rng_init(&rng, g_cfg.seed, 3);
     ledger_start_reaper();
-    if (deadletters_start(sys) || streams_start(sys) || pools_start(sys, &rng) || callers_start(sys)) {
+    if (stalls_start(sys) || deadletters_start(sys) || streams_start(sys) || pools_start(sys, &rng) ||
+        callers_start(sys)) {
         fprintf(stderr, "actorc-soak: setup failed: %s\n", ac_last_error());
         return NULL;
     }

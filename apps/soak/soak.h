@@ -10,8 +10,8 @@
  * each injected fault allows (expect.c), the routees (routee.c), the
  * router slots and the chaos that stops and respawns them (pools.c), the
  * callers inside and outside the system (callers.c), the ordered tell
- * streams (streams.c), dead-letter reconciliation (deadletters.c), the
- * resident-memory watch (memory.c), allocation-failure injection
+ * streams (streams.c), the system's own stalls (stalls.c), dead-letter
+ * reconciliation (deadletters.c), the resident-memory watch (memory.c), allocation-failure injection
  * (fail_alloc.c) and the run itself (main.c).
  */
 #ifndef SOAK_H
@@ -55,6 +55,9 @@ typedef enum soak_behaviour {
 } soak_behaviour;
 
 #define SOAK_MAX_ROUTEES 8
+/* How long a caller gives a request that a routee is to answer, beyond a
+ * scatter's own timeout. */
+#define ANSWER_WITHIN_MS 3000
 
 static inline bool beh_answers(int b) { return b == BEH_NOW || b == BEH_LATE; }
 const char *beh_name(int b);
@@ -110,6 +113,7 @@ typedef struct soak_scenario {
     uint8_t slot;
     uint32_t gen;
     int64_t scatter_timeout_ms;
+    uint64_t sent_ns; /* set by the ledger */
     soak_request req;
 } soak_scenario;
 
@@ -150,6 +154,7 @@ typedef struct soak_stats {
     atomic_uint_fast64_t dl_seen, dl_attributed, dl_notices_lost;
     atomic_uint_fast64_t tells_sent, tells_received;
     atomic_uint_fast64_t alloc_failures_armed;
+    atomic_uint_fast64_t excused; /* timing-only outcomes excused by stalls */
 } soak_stats;
 
 /* Outcome kinds counted in soak_stats.by_kind. */
@@ -244,6 +249,18 @@ bool memory_verify(double *growth_pct);
 double memory_rss_mb(void);
 /* The baseline and the highest sample after it, in MB. */
 void memory_levels(double *base, double *peak);
+
+/* ---- stalls of the system itself (stalls.c) --------------------------- */
+
+int stalls_start(ac_system *sys);
+/* A stall seen by another clock (the reaper's sleep). Any thread. */
+void stalls_record(uint64_t from_ns, uint64_t to_ns);
+/* Nanoseconds of measured stall overlapping [from, to]. */
+uint64_t stalls_within(uint64_t from_ns, uint64_t to_ns);
+/* Is a timing-only violation of `sc`, which had margin_ms to spare,
+ * explained by stalls during its life (a quarter of the margin)? */
+bool stalls_explain(const soak_scenario *sc, int64_t margin_ms);
+double stalls_longest_ms(void);
 
 /* ---- allocation-failure injection (fail_alloc.c) ---------------------- */
 

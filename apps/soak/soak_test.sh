@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The short soak of the test suite: one run with a fixed seed, one with a
-# random seed (printed, so a failure can be replayed), the --fail-alloc
+# random seed (printed, so a failure can be replayed), two short runs of
+# one seed that must choose the same chaos actions, the --fail-alloc
 # mode (run, or refused with status 2 in a build without the hook), and a
 # bad flag. Under ThreadSanitizer the runs are shorter, as it slows
 # everything down several times over.
@@ -28,9 +29,18 @@ echo "== fixed seed"
 echo "== random seed"
 "$bin" --duration "$seconds"
 
-echo "== allocation failures"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+echo "== the same seed replays the same chaos schedule"
+for run in 1 2; do
+    "$bin" --seed 0xabc --duration 2 --verbose 2>&1 >/dev/null |
+        grep -E '^soak: (spawn|stop) ' | head -30 >"$dir/schedule$run"
+done
+[ "$(wc -l <"$dir/schedule1")" -ge 20 ] || { echo "FAIL: too few chaos actions"; exit 1; }
+diff "$dir/schedule1" "$dir/schedule2" || { echo "FAIL: seed 0xabc did not replay"; exit 1; }
+echo "the first $(wc -l <"$dir/schedule1") spawns and stops are the same in both runs"
+
+echo "== allocation failures"
 set +e
 "$bin" --seed 0x5eed --duration 3 --fail-alloc 0.00002 >"$dir/out" 2>"$dir/err"
 rc=$?
