@@ -521,3 +521,51 @@ bool callers_join(void)
     thread_count = 0;
     return true;
 }
+
+/* ---- asks still open when the system terminates --------------------------- */
+
+/* A future's callback is owed exactly one call, and an ask that is open
+ * when the system terminates is no exception: its target stops without
+ * answering. These asks go to silent routees of a calm pool, with a
+ * timeout far beyond the run, so only the termination can settle them. */
+#define OPEN_AT_END 64
+
+static atomic_int open_calls, open_replies;
+
+static void on_open_future(const ac_answer *a, void *user)
+{
+    (void)user;
+    atomic_fetch_add(&open_calls, 1);
+    if (a->reply || !a->error)
+        atomic_fetch_add(&open_replies, 1);
+}
+
+int callers_leave_open(void)
+{
+    soak_scenario sc;
+    ac_ref *ref = pools_acquire(STRAT_ROUND_ROBIN, &sc);
+    int n = 0;
+    for (int i = 0; ref && i < OPEN_AT_END; i++) {
+        memset(&sc.req, 0, sizeof sc.req);
+        memset(sc.req.beh, BEH_SILENT, sizeof sc.req.beh);
+        ac_msg *m = request_msg(&sc, 0);
+        ac_future *f = m ? ac_ask(ref, m, 600000) : NULL;
+        if (f && ac_future_on_complete(f, on_open_future, NULL) == AC_OK)
+            n++;
+        ac_future_release(f);
+    }
+    ac_ref_release(ref);
+    return n;
+}
+
+void callers_check_left_open(int n)
+{
+    int calls = atomic_load(&open_calls);
+    if (calls != n)
+        soak_violation("%d asks were open when the system terminated, and %d of their callbacks ran "
+                       "(each is owed exactly one call)", n, calls);
+    else if (atomic_load(&open_replies))
+        soak_violation("%d asks to silent routees, open at termination, were answered with a reply",
+                       atomic_load(&open_replies));
+}
+

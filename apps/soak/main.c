@@ -289,7 +289,7 @@ static void print_breakdown(ac_system *sys)
                G(s->alloc_failures_armed), g_cfg.fail_alloc, G(s->dl_notices_lost));
 }
 
-static void print_summary(double rss_growth)
+static void print_summary(double rss_growth, int left_open)
 {
     char rss[96];
     double base, peak;
@@ -297,8 +297,8 @@ static void print_summary(double rss_growth)
     snprintf(rss, sizeof rss, "RSS %+.1f%% (%.1f to %.1f MB%s)", rss_growth, base, peak,
              g_cfg.rss_pct > 0 ? "" : ", not checked");
     printf("soak: %s requests, all answered exactly once, 0 lost, 0 duplicated, FIFO held (%s tells), "
-           "%s, terminated clean, seed 0x%016llx\n",
-           G(g_stats.requests), G(g_stats.tells_received), rss, (unsigned long long)g_cfg.seed);
+           "%s, terminated clean with %d asks open, seed 0x%016llx\n",
+           G(g_stats.requests), G(g_stats.tells_received), rss, left_open, (unsigned long long)g_cfg.seed);
 }
 
 _Noreturn static void fail_now(void)
@@ -411,13 +411,15 @@ static int run_workload(void)
     double rss_growth = 0;
     wind_down(sys, &rss_growth);
     print_breakdown(sys);
+    int left_open = callers_leave_open();
     pools_stop_all();
     ac_status st = ac_system_terminate(sys);
-    if (st != AC_OK) {
+    if (st != AC_OK)
         soak_violation("ac_system_terminate returned %s", ac_status_name(st));
+    callers_check_left_open(left_open);
+    if (atomic_load(&g_failed))
         fail_now();
-    }
-    print_summary(rss_growth);
+    print_summary(rss_growth, left_open);
     return 0;
 }
 

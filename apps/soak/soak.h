@@ -226,6 +226,10 @@ bool pools_parse_path(const char *path, int *slot, uint32_t *gen, bool *is_route
 int callers_start(ac_system *sys);
 /* False when a violation was flagged while a caller was still blocked. */
 bool callers_join(void);
+/* Leave asks open for ac_system_terminate (returns how many), and check
+ * after it that each one's callback ran once. */
+int callers_leave_open(void);
+void callers_check_left_open(int n);
 
 /* ---- ordered tell streams (streams.c) --------------------------------- */
 
