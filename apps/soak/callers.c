@@ -37,7 +37,7 @@ const char *mode_name(int m) { return m >= 0 && m < MODE_COUNT ? mode_names[m] :
 typedef struct draw {
     int slot;
     uint32_t beh_r[SOAK_MAX_ROUTEES];
-    uint32_t fault_r, fault_at, mode_r;
+    uint32_t fault_r, fault_at, mode_r, wrap_r;
     uint16_t late_ms;
     int64_t quiet_timeout_ms;
 } draw;
@@ -50,6 +50,7 @@ static void draw_request(soak_rng *rng, draw *d)
     d->fault_r = soak_rng_below(rng, 1000);
     d->fault_at = soak_rng_below(rng, SOAK_MAX_ROUTEES);
     d->mode_r = soak_rng_below(rng, 1000);
+    d->wrap_r = soak_rng_below(rng, 100);
     d->late_ms = (uint16_t)(1 + soak_rng_below(rng, 30));
     d->quiet_timeout_ms = 20 + soak_rng_below(rng, 100);
 }
@@ -72,6 +73,10 @@ static bool all_quiet(const soak_scenario *sc)
 static int64_t apply_draw(const draw *d, soak_scenario *sc)
 {
     bool one_shot = sc->strategy != STRAT_SCATTER && sc->strategy != STRAT_BROADCAST;
+    /* One request in ten to a one-shot pool goes in the Broadcast wrapper:
+     * to every routee, whatever the strategy. */
+    sc->wrapped = one_shot && d->wrap_r < 10;
+    one_shot &= !sc->wrapped;
     memset(&sc->req, 0, sizeof sc->req);
     for (int k = 0; k < SOAK_MAX_ROUTEES; k++)
         sc->req.beh[k] = behaviour_of(d->beh_r[one_shot ? 0 : k]);
@@ -97,7 +102,7 @@ static ac_msg *request_msg(const soak_scenario *sc, uint64_t id)
         *rq = sc->req;
         rq->id = id;
     }
-    return m;
+    return m && sc->wrapped ? ac_broadcast_new(m) : m;
 }
 
 /* The status an ask would report for this answer (ask.h). */
@@ -364,7 +369,7 @@ static void ask_in(ac_ctx *ctx, caller_state *st, ac_ref *ref, const soak_scenar
  * fifth) whose routee will reply or refuse. */
 static bool tell_can_be_answered(const soak_scenario *sc)
 {
-    bool to_one = sc->strategy != STRAT_BROADCAST && sc->strategy != STRAT_CUSTOM;
+    bool to_one = sc->strategy != STRAT_BROADCAST && sc->strategy != STRAT_CUSTOM && !sc->wrapped;
     return sc->strategy == STRAT_SCATTER || (sc->calm && to_one && sc->req.beh[0] != BEH_SILENT);
 }
 
@@ -548,6 +553,7 @@ int callers_leave_open(void)
     for (int i = 0; ref && i < OPEN_AT_END; i++) {
         memset(&sc.req, 0, sizeof sc.req);
         memset(sc.req.beh, BEH_SILENT, sizeof sc.req.beh);
+        sc.wrapped = false;
         ac_msg *m = request_msg(&sc, 0);
         ac_future *f = m ? ac_ask(ref, m, 600000) : NULL;
         if (f && ac_future_on_complete(f, on_open_future, NULL) == AC_OK)

@@ -13,7 +13,8 @@
  *                    FAIL/STOP/SILENT: the caller's AskTimeoutError
  *   broadcast        the first of its routees' answers: a reply if one was
  *                    to reply, a SoakError if one was to refuse, a timeout
- *                    only if none would answer
+ *                    only if none would answer (also any one-shot pool
+ *                    asked through the Broadcast wrapper)
  *   scatter/gather   a reply from a routee told to reply if there was one;
  *                    else "all N routees failed" whose member i is what
  *                    routee-(i+1) did (SoakError, or AskTimeoutError for a
@@ -325,8 +326,9 @@ int expect_kind(const soak_outcome *out)
 
 void expect_describe(const soak_scenario *sc, char *buf, size_t n)
 {
-    int len = snprintf(buf, n, "%s pool-%u-g%u (%s, %u routees), %s, routees", strategy_name(sc->strategy),
-                       sc->slot, sc->gen, sc->calm ? "calm" : "chaotic", sc->size, mode_name(sc->mode));
+    int len = snprintf(buf, n, "%s pool-%u-g%u (%s, %u routees), %s%s, routees",
+                       strategy_name(sc->strategy), sc->slot, sc->gen, sc->calm ? "calm" : "chaotic",
+                       sc->size, mode_name(sc->mode), sc->wrapped ? " in the Broadcast wrapper" : "");
     for (int k = 0; k < sc->size && k < SOAK_MAX_ROUTEES && len > 0 && (size_t)len < n; k++)
         len += snprintf(buf + len, n - (size_t)len, "%s%s", k ? "/" : " ", beh_name(sc->req.beh[k]));
 }

@@ -11,8 +11,9 @@
  * pool-<slot>-g<gen>, so that a path in a dead letter or an error names
  * exactly one router's lifetime.
  *
- * Every generation that something may stop — chaos stopping the router or
- * a routee, a request telling a routee to fail or stop — is marked before
+ * Chaos stops routers and routees by ac_stop or by a poison pill, one or
+ * the other at random. Every generation that something may stop — chaos
+ * stopping the router or a routee, a request telling a routee to fail or stop — is marked before
  * the stop is set in motion; dead letters are then checked against these
  * marks. A stopped router goes to a graveyard; chaos later probes it with
  * an ask, which must fail with ActorStoppedError, and a few tells, which
@@ -142,6 +143,7 @@ ac_ref *pools_acquire(int index, soak_scenario *sc)
     sc->strategy = s->strategy;
     sc->size = s->size;
     sc->calm = index < CALM_SLOTS;
+    sc->wrapped = false;
     sc->slot = (uint8_t)index;
     sc->gen = s->gen;
     sc->scatter_timeout_ms = s->scatter_timeout_ms;
@@ -237,12 +239,16 @@ static void stop_locked(slot *s, int index, bool pill)
         fprintf(stderr, "soak: stop pool-%d-g%u by %s\n", index, s->gen, pill ? "poison pill" : "ac_stop");
 }
 
-static void kill_routee_locked(slot *s, int index)
+static void kill_routee_locked(slot *s, int index, bool pill)
 {
     if (!s->seen_routee)
         return;
     pools_mark_stopish(index, s->gen);
-    ac_stop(s->seen_routee);
+    ac_msg *m = pill ? ac_poison_pill() : NULL;
+    if (m)
+        ac_tell(s->seen_routee, m, NULL);
+    else
+        ac_stop(s->seen_routee);
     if (g_cfg.verbose)
         fprintf(stderr, "soak: kill %s\n", ac_ref_path(s->seen_routee));
     ac_ref_release(s->seen_routee);
@@ -276,7 +282,7 @@ void pools_chaos_step(soak_rng *rng)
         s->scatter_timeout_ms = timeout;
         spawn_locked(s, index);
     } else if (action < 75) {
-        kill_routee_locked(s, index);
+        kill_routee_locked(s, index, pill);
     }
     pthread_mutex_unlock(&s->lock);
     if (action >= 75 && action < 95 && grave_count > 0 &&

@@ -110,6 +110,7 @@ const char *mode_name(int m);
 typedef struct soak_scenario {
     uint8_t strategy, size, mode;
     bool calm; /* a pool that chaos never touches and that never fails */
+    bool wrapped; /* sent in the Broadcast wrapper: to every routee */
     uint8_t slot;
     uint32_t gen;
     int64_t scatter_timeout_ms;
