@@ -272,10 +272,11 @@ static void print_breakdown(ac_system *sys)
            G(s->by_mode[MODE_ASK_IN_FN]), G(s->by_mode[MODE_ASK_IN_MSG]), G(s->by_mode[MODE_TELL_SELF]),
            G(s->withdrawn), G(s->backpressure));
     char b0[40];
-    printf("soak: chaos: %s router stops, %s routee kills, %s routers spawned, %s stopped routers "
-           "probed, %s requests told a routee to fail or stop, %s restarts by supervisors\n",
-           G(s->chaos_stops), G(s->chaos_kills), G(s->chaos_spawns), G(s->chaos_probes), G(s->stopish),
-           grouped(restarts_seen, b0));
+    printf("soak: chaos: %s router stops (%s Terminated, one each), %s routee kills, %s routers "
+           "spawned, %s stopped routers probed, %s requests told a routee to fail or stop, %s "
+           "restarts by supervisors\n",
+           G(s->chaos_stops), G(s->terminated_seen), G(s->chaos_kills), G(s->chaos_spawns),
+           G(s->chaos_probes), G(s->stopish), grouped(restarts_seen, b0));
     char b1[40], b2[40];
     printf("soak: stalls: the longest %.0f ms; %s answers late only because of them (excused)\n",
            stalls_longest_ms(), G(s->excused));
@@ -325,8 +326,8 @@ static ac_system *setup(void)
     soak_rng rng;
     soak_rng_init(&rng, g_cfg.seed, 3);
     ledger_start_reaper();
-    if (stalls_start(sys) || deadletters_start(sys) || streams_start(sys) || pools_start(sys, &rng) ||
-        callers_start(sys)) {
+    if (stalls_start(sys) || deadletters_start(sys) || watch_start(sys) || streams_start(sys) ||
+        pools_start(sys, &rng) || callers_start(sys)) {
         fprintf(stderr, "actorc-soak: setup failed: %s\n", ac_last_error());
         return NULL;
     }
@@ -387,6 +388,7 @@ static void wind_down(ac_system *sys, double *rss_growth)
     pools_release_graveyard();
     streams_verify();
     deadletters_verify(sys);
+    watch_verify();
     metrics_reconcile(sys);
     memory_stop();
     memory_verify(rss_growth);

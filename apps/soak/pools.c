@@ -106,8 +106,10 @@ static void spawn_locked(slot *s, int index)
     snprintf(name, sizeof name, "pool-%d-g%u", index, s->gen);
     ac_props *p = props_for(s);
     s->router = p ? ac_spawn(system_, p, name) : NULL;
-    if (s->router)
+    if (s->router) {
         atomic_fetch_add(&g_stats.chaos_spawns, 1);
+        watch_router(s->router, s->gen % 3 == 0);
+    }
     if (g_cfg.verbose)
         fprintf(stderr, "soak: spawn %s: %s of %u, %s\n", name, strategy_name(s->strategy), s->size,
                 s->router ? "ok" : ac_last_error());

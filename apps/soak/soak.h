@@ -10,8 +10,8 @@
  * each injected fault allows (expect.c), the routees (routee.c), the
  * router slots and the chaos that stops and respawns them (pools.c), the
  * callers inside and outside the system (callers.c), the ordered tell
- * streams (streams.c), the system's own stalls (stalls.c), dead-letter
- * reconciliation (deadletters.c), the resident-memory watch (memory.c), allocation-failure injection
+ * streams (streams.c), death watch (watch.c), the system's own stalls
+ * (stalls.c), dead-letter reconciliation (deadletters.c), the resident-memory watch (memory.c), allocation-failure injection
  * (fail_alloc.c) and the run itself (main.c).
  */
 #ifndef SOAK_H
@@ -153,6 +153,7 @@ typedef struct soak_stats {
     atomic_uint_fast64_t stopish; /* requests that inject FAIL or STOP */
     atomic_uint_fast64_t known_dead; /* tells known to go to stopped actors */
     atomic_uint_fast64_t dl_seen, dl_attributed, dl_notices_lost;
+    atomic_uint_fast64_t terminated_seen;
     atomic_uint_fast64_t tells_sent, tells_received;
     atomic_uint_fast64_t alloc_failures_armed;
     atomic_uint_fast64_t excused; /* timing-only outcomes excused by stalls */
@@ -254,6 +255,14 @@ bool memory_verify(double *growth_pct);
 double memory_rss_mb(void);
 /* The baseline and the highest sample after it, in MB. */
 void memory_levels(double *base, double *peak);
+
+/* ---- death watch (watch.c) -------------------------------------------- */
+
+int watch_start(ac_system *sys);
+/* Watch a router just spawned (twice: a second watch must change nothing). */
+void watch_router(ac_ref *router, bool twice);
+/* Every router chaos stopped has sent its one Terminated. */
+bool watch_verify(void);
 
 /* ---- stalls of the system itself (stalls.c) --------------------------- */
 
