@@ -12,7 +12,8 @@
  * A reaper thread walks the table and flags any request still open past
  * its deadline plus a grace period: an answer that was promised and lost.
  *
- * Lock order: a stripe lock, then the free-list lock; never two stripes.
+ * Lock order: a stripe lock, then the free-list lock or the stalls' lock
+ * (stalls.c); never two stripes.
  */
 #include <pthread.h>
 #include <stdlib.h>
