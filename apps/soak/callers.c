@@ -101,6 +101,7 @@ static ac_msg *request_msg(const soak_scenario *sc, uint64_t id)
         soak_request *rq = ac_msg_payload(m);
         *rq = sc->req;
         rq->id = id;
+        rq->sent_ns = soak_now_ns();
     }
     return m && sc->wrapped ? ac_broadcast_new(m) : m;
 }

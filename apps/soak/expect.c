@@ -41,7 +41,7 @@
 
 #include "soak.h"
 
-static _Thread_local char why[320];
+static _Thread_local char why[1024];
 
 static const char *wrong(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static const char *wrong(const char *fmt, ...)
@@ -304,9 +304,10 @@ const char *expect_check(const soak_scenario *sc, const soak_outcome *out)
         return NULL;
     char desc[200];
     expect_describe(sc, desc, sizeof desc);
-    char copy[sizeof why];
+    char copy[sizeof why], delays[160];
     snprintf(copy, sizeof copy, "%s", w);
-    return wrong("%s — for %s", copy, desc);
+    routee_delays(sc->req.id, delays, sizeof delays);
+    return wrong("%s — for %s%s", copy, desc, delays);
 }
 
 int expect_kind(const soak_outcome *out)

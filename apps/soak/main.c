@@ -43,7 +43,7 @@ atomic_bool g_stop;
 atomic_bool g_failed;
 
 static pthread_mutex_t violation_lock = PTHREAD_MUTEX_INITIALIZER;
-static char first_violation[1024];
+static char first_violation[2048];
 static atomic_uint_fast64_t violations;
 static uint64_t start_ns;
 
@@ -278,8 +278,10 @@ static void print_breakdown(ac_system *sys)
            G(s->chaos_stops), G(s->terminated_seen), G(s->chaos_kills), G(s->chaos_spawns),
            G(s->chaos_probes), G(s->stopish), grouped(restarts_seen, b0));
     char b1[40], b2[40];
-    printf("soak: stalls: the longest %.0f ms; %s answers late only because of them (excused)\n",
-           stalls_longest_ms(), G(s->excused));
+    printf("soak: stalls: the longest %.0f ms; %s answers late only because of them (excused); "
+           "%s messages reached a routee over 100 ms late, the latest by %.0f ms\n",
+           stalls_longest_ms(), G(s->excused), G(s->slow_deliveries),
+           (double)atomic_load(&s->slowest_delivery_ns) / 1e6);
     printf("soak: dead letters: %s counted, %s seen and each explained by a stop, >= %s known sent "
            "to stopped routers; %s error log lines\n",
            grouped(ac_dead_letter_count(sys), b1), G(s->dl_seen), grouped(atomic_load(&s->known_dead), b2),

@@ -115,7 +115,10 @@ static void spawn_locked(slot *s, int index)
                 s->router ? "ok" : ac_last_error());
 }
 
-static int64_t draw_scatter_timeout(soak_rng *rng) { return 200 + soak_rng_below(rng, 201); }
+/* Long enough that a routee told to reply late (at most 30 ms) beats it
+ * by far even when the OS keeps a worker off its core for a while; short
+ * enough that silent routees do not hold the ledger for long. */
+static int64_t draw_scatter_timeout(soak_rng *rng) { return 500 + soak_rng_below(rng, 501); }
 
 int pools_start(ac_system *sys, soak_rng *rng)
 {

@@ -65,6 +65,7 @@ const char *beh_name(int b);
 /* The request a caller sends: routee-K (1-based) follows beh[K-1]. */
 typedef struct soak_request {
     uint64_t id;
+    uint64_t sent_ns; /* when the caller sent it */
     uint8_t beh[SOAK_MAX_ROUTEES];
     uint16_t late_ms;
 } soak_request;
@@ -76,6 +77,9 @@ typedef struct soak_reply {
 extern const ac_msg_type soak_request_type; /* "soak.Request" */
 extern const ac_msg_type soak_reply_type;   /* "soak.Reply" */
 extern const ac_actor_def soak_routee;
+/* ", and routee-1 got it 212 ms after it was due": what the routees saw
+ * of request `id` arriving late (more than 20 ms), for a report. */
+void routee_delays(uint64_t id, char *buf, size_t n);
 #define SOAK_ERROR "SoakError"
 
 /* ---- router kinds ----------------------------------------------------- */
@@ -157,6 +161,8 @@ typedef struct soak_stats {
     atomic_uint_fast64_t tells_sent, tells_received;
     atomic_uint_fast64_t alloc_failures_armed;
     atomic_uint_fast64_t excused; /* timing-only outcomes excused by stalls */
+    atomic_uint_fast64_t slow_deliveries; /* requests reaching a routee > 100 ms late */
+    atomic_uint_fast64_t slowest_delivery_ns;
 } soak_stats;
 
 /* Outcome kinds counted in soak_stats.by_kind. */
