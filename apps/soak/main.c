@@ -336,16 +336,20 @@ static ac_system *setup(void)
     return sys;
 }
 
-static void run_for(double seconds)
+static uint64_t runtime_counter(ac_system *sys, const char *name);
+
+static void run_for(ac_system *sys, double seconds)
 {
     uint64_t end = start_ns + (uint64_t)(seconds * 1e9), next_report = start_ns + 10000000000ull;
     while (soak_now_ns() < end && !atomic_load(&g_failed)) {
         soak_sleep_us(20000);
         if (soak_now_ns() >= next_report && (g_cfg.verbose || seconds >= 60)) {
             char b[40];
-            fprintf(stderr, "soak: %.0f s: %s requests, %zu in flight, RSS %.1f MB\n",
+            uint64_t live = runtime_counter(sys, "actorc_actors_started_total") -
+                            runtime_counter(sys, "actorc_actors_stopped_total");
+            fprintf(stderr, "soak: %.0f s: %s requests, %zu in flight, %llu actors, RSS %.1f MB\n",
                     (double)(soak_now_ns() - start_ns) / 1e9, grouped(atomic_load(&g_stats.requests), b),
-                    ledger_in_flight(), memory_rss_mb());
+                    ledger_in_flight(), (unsigned long long)live, memory_rss_mb());
             next_report += seconds >= 600 ? 60000000000ull : 10000000000ull;
         }
     }
@@ -411,7 +415,7 @@ static int run_workload(void)
     memory_start();
     if (g_cfg.fail_alloc > 0)
         fail_alloc_start(g_cfg.fail_alloc, g_cfg.seed);
-    run_for(g_cfg.duration_s);
+    run_for(sys, g_cfg.duration_s);
     double rss_growth = 0;
     wind_down(sys, &rss_growth);
     print_breakdown(sys);
