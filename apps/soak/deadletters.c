@@ -23,8 +23,9 @@ static void judge(const ac_msg *dl)
     uint32_t gen;
     bool is_router;
     if (!pools_parse_path(ac_ref_path(to), &slot, &gen, &is_router)) {
-        soak_violation("a dead letter (%s from %s) to %s, which is never stopped", ac_msg_type_name(msg),
-                       ac_ref_path(ac_dead_letter_sender(dl)), to ? ac_ref_path(to) : "no recipient");
+        soak_violation("a dead letter (%s from %s) to %s, which is never stopped",
+                       ac_msg_type_name(msg), ac_ref_path(ac_dead_letter_sender(dl)),
+                       to ? ac_ref_path(to) : "no recipient");
         return;
     }
     if (!pools_gen_stopish(slot, gen)) {
@@ -47,7 +48,8 @@ static void subscriber_receive(ac_ctx *ctx, ac_msg *msg)
         judge(msg);
 }
 
-static const ac_actor_def subscriber_def = {.name = "SoakDeadLetters", .receive = subscriber_receive};
+static const ac_actor_def subscriber_def = {.name = "SoakDeadLetters",
+                                            .receive = subscriber_receive};
 
 int deadletters_start(ac_system *sys)
 {
@@ -78,8 +80,9 @@ bool deadletters_verify(ac_system *sys)
         return false;
     }
     if (counted < known) {
-        soak_violation("dead letters: %llu counted, fewer than the %llu tells sent to stopped routers",
-                       (unsigned long long)counted, (unsigned long long)known);
+        soak_violation(
+            "dead letters: %llu counted, fewer than the %llu tells sent to stopped routers",
+            (unsigned long long)counted, (unsigned long long)known);
         return false;
     }
     return true;

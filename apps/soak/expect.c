@@ -150,7 +150,8 @@ static const char *check_stopped(const soak_scenario *sc, const soak_outcome *ou
     bool stopped = ac_error_is(out->error, AC_ACTOR_STOPPED_ERROR);
     bool undeliverable = ac_error_is(out->error, AC_UNDELIVERABLE_ERROR);
     if (!stopped && !(undeliverable && !is_scatter(sc)))
-        return wrong("AC_EDEAD with %s: %s", ac_error_name(out->error), ac_error_message(out->error));
+        return wrong("AC_EDEAD with %s: %s", ac_error_name(out->error),
+                     ac_error_message(out->error));
     if (out->sender)
         return wrong("AC_EDEAD with a sender (%s)", ac_ref_path(out->sender));
     return NULL;
@@ -165,7 +166,8 @@ static const char *check_one_shot(const soak_scenario *sc, const soak_outcome *o
         return check_reply(sc, out, m);
     case AC_EFAILED:
         if (!ac_error_is(out->error, SOAK_ERROR))
-            return wrong("AC_EFAILED with %s: %s", ac_error_name(out->error), ac_error_message(out->error));
+            return wrong("AC_EFAILED with %s: %s", ac_error_name(out->error),
+                         ac_error_message(out->error));
         if (!m.any_error)
             return wrong("a SoakError, though no routee was to refuse");
         return check_soak_error(sc, out->error);
@@ -187,12 +189,14 @@ static const char *check_one_shot(const soak_scenario *sc, const soak_outcome *o
 /* ---- scatter/gather ------------------------------------------------------ */
 
 /* Member i of an aggregate: what routee-(k+1) may have left behind. */
-static const char *check_member(const soak_scenario *sc, const ac_error *e, size_t i, bool all_failed)
+static const char *check_member(const soak_scenario *sc, const ac_error *e, size_t i,
+                                bool all_failed)
 {
     const char *text = ac_error_message(e);
     int k = routee_in(text);
     if (k < 0 || (sc->calm && (size_t)k != i))
-        return wrong("member %zu names no routee, or the wrong one: %s: %s", i, ac_error_name(e), text);
+        return wrong("member %zu names no routee, or the wrong one: %s: %s", i, ac_error_name(e),
+                     text);
     int b = sc->req.beh[k];
     if (ac_error_is(e, AC_ASK_TIMEOUT_ERROR)) {
         if (quiet(b) || (beh_answers(b) && excused(sc, sc->scatter_timeout_ms - sc->req.late_ms)))
@@ -247,8 +251,10 @@ static const char *check_aggregate(const soak_scenario *sc, const soak_outcome *
     const char *text = ac_error_message(e);
     size_t n = ac_error_member_count(e);
     if (!is_router(sc, out->sender))
-        return wrong("an aggregate not sent by the router (%s)", out->sender ? ac_ref_path(out->sender) : "none");
-    if (strstr(text, "has no routees left to scatter to") || strstr(text, "stopped while the scatter was still open")) {
+        return wrong("an aggregate not sent by the router (%s)",
+                     out->sender ? ac_ref_path(out->sender) : "none");
+    if (strstr(text, "has no routees left to scatter to") ||
+        strstr(text, "stopped while the scatter was still open")) {
         if (sc->calm)
             return wrong("from a calm pool: %s", text);
         return n ? wrong("%zu members in: %s", n, text) : NULL;
@@ -266,7 +272,8 @@ static const char *check_aggregate(const soak_scenario *sc, const soak_outcome *
     if (!all_failed && !strstr(text, " routees replied within"))
         return wrong("an aggregate of an unknown kind: %s", text);
     if (sc->calm && all_failed != m.any_error)
-        return wrong("\"%s\" though the routees were %s", text, m.any_error ? "to refuse" : "silent");
+        return wrong("\"%s\" though the routees were %s", text,
+                     m.any_error ? "to refuse" : "silent");
     return check_members(sc, e, all_failed);
 }
 
@@ -277,7 +284,8 @@ static const char *check_scatter(const soak_scenario *sc, const soak_outcome *ou
         return check_reply(sc, out, m);
     case AC_EFAILED:
         if (!ac_error_is(out->error, AC_AGGREGATE_ERROR))
-            return wrong("AC_EFAILED with %s: %s", ac_error_name(out->error), ac_error_message(out->error));
+            return wrong("AC_EFAILED with %s: %s", ac_error_name(out->error),
+                         ac_error_message(out->error));
         return check_aggregate(sc, out, m);
     case AC_EDEAD:
         return check_stopped(sc, out);
@@ -327,9 +335,11 @@ int expect_kind(const soak_outcome *out)
 
 void expect_describe(const soak_scenario *sc, char *buf, size_t n)
 {
-    int len = snprintf(buf, n, "%s pool-%u-g%u (%s, %u routees), %s%s, routees",
-                       strategy_name(sc->strategy), sc->slot, sc->gen, sc->calm ? "calm" : "chaotic",
-                       sc->size, mode_name(sc->mode), sc->wrapped ? " in the Broadcast wrapper" : "");
+    int len =
+        snprintf(buf, n, "%s pool-%u-g%u (%s, %u routees), %s%s, routees",
+                 strategy_name(sc->strategy), sc->slot, sc->gen, sc->calm ? "calm" : "chaotic",
+                 sc->size, mode_name(sc->mode), sc->wrapped ? " in the Broadcast wrapper" : "");
     for (int k = 0; k < sc->size && k < SOAK_MAX_ROUTEES && len > 0 && (size_t)len < n; k++)
-        len += snprintf(buf + len, n - (size_t)len, "%s%s", k ? "/" : " ", beh_name(sc->req.beh[k]));
+        len +=
+            snprintf(buf + len, n - (size_t)len, "%s%s", k ? "/" : " ", beh_name(sc->req.beh[k]));
 }

@@ -124,10 +124,12 @@ static void describe_unknown(uint64_t id, const soak_outcome *out)
         snprintf(what, sizeof what, "%s: %.100s", ac_error_name(out->error),
                  ac_error_message(out->error));
     else
-        snprintf(what, sizeof what, "a reply from %s", out->sender ? ac_ref_path(out->sender) : "nobody");
+        snprintf(what, sizeof what, "a reply from %s",
+                 out->sender ? ac_ref_path(out->sender) : "nobody");
     if (id >> SLOT_BITS && id >> SLOT_BITS < atomic_load(&next_seq))
-        soak_violation("request %llu answered twice (or after it was given up): the extra answer was %s",
-                       (unsigned long long)id, what);
+        soak_violation(
+            "request %llu answered twice (or after it was given up): the extra answer was %s",
+            (unsigned long long)id, what);
     else
         soak_violation("an answer (%s) for request %llu, which was never sent", what,
                        (unsigned long long)id);
@@ -184,7 +186,8 @@ static void reap_stripe(int s, uint64_t now, uint64_t grace_ns)
             now > e->deadline_ns + grace_ns + stalls_within(e->sc.sent_ns, now)) {
             char desc[200];
             expect_describe(&e->sc, desc, sizeof desc);
-            soak_violation("request %llu (%s) unanswered %llu ms past its deadline (grace %lld ms): a lost answer",
+            soak_violation("request %llu (%s) unanswered %llu ms past its deadline (grace %lld "
+                           "ms): a lost answer",
                            (unsigned long long)e->id, desc,
                            (unsigned long long)((now - e->deadline_ns) / 1000000),
                            (long long)g_cfg.grace_ms);

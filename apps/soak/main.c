@@ -56,8 +56,8 @@ void soak_violation(const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(first_violation, sizeof first_violation, fmt, ap);
         va_end(ap);
-        fprintf(stderr, "soak: VIOLATION after %.1f s: %s\n", (double)(soak_now_ns() - start_ns) / 1e9,
-                first_violation);
+        fprintf(stderr, "soak: VIOLATION after %.1f s: %s\n",
+                (double)(soak_now_ns() - start_ns) / 1e9, first_violation);
         atomic_store(&g_failed, true);
         atomic_store(&g_stop, true);
     }
@@ -70,44 +70,43 @@ const char *soak_first_violation(void) { return first_violation; }
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: actorc-soak [options]\n"
-            "\n"
-            "A seeded, randomized workload with fault injection, checking while it runs\n"
-            "that every ask and scatter settles exactly once with an allowed answer,\n"
-            "that tells keep their order per sender, that dead letters come only from\n"
-            "stopped actors, that resident memory stays flat after warm-up, and that\n"
-            "the system terminates clean. Exit 0: all held; 1: the first violation and\n"
-            "the seed are printed; 2: usage; 3: setup failed.\n"
-            "\n"
-            "  --duration T      how long to run: 30, 30s, 5m, 2h (default 10s)\n"
-            "  --seed S          the seed, decimal or 0x-hex (default: random, printed)\n"
-            "  --workers N       worker threads (default: one per CPU)\n"
-            "  --callers N       caller threads outside the system (default 3)\n"
-            "  --actors N        caller actors inside the system (default 4)\n"
-            "  --warmup T        warm-up before the memory baseline (default: a\n"
-            "                    quarter of the run, at most 30s)\n"
-            "  --grace-ms N      how late past its deadline an answer may come before\n"
-            "                    it counts as lost (default 2000; 5000 sanitized)\n"
-            "  --rss-pct P       allowed resident-memory growth after warm-up, in\n"
-            "                    percent (default 10; 0: not checked, the default\n"
-            "                    under ASan/TSan, whose shadow memory and quarantine\n"
-            "                    grow on their own)\n"
-            "  --rss-slack-mb M  plus this many MB (default 8)\n"
-            "  --fail-alloc F    fail a fraction F of the library's allocations\n"
-            "                    (e.g. 0.001); only in builds with the allocation-\n"
-            "                    failure hook (builds without NDEBUG)\n"
-            "  --verbose         print chaos actions and progress\n"
-            "  --help            this text\n"
-            "\n"
-            "Replaying a seed: every random choice — which router, which strategy,\n"
-            "what each routee does, which chaos action comes next, how long to pause —\n"
-            "comes from one seed, through one random stream per thread. The same\n"
-            "seed replays the same sequence of choices on every thread. It does not\n"
-            "replay the thread interleavings, which the OS decides: whether a chosen\n"
-            "action finds its target (a routee to kill, room in the ledger) and which\n"
-            "answer wins a race can differ between runs. The random router draws from\n"
-            "the library's own generator.\n");
+    fprintf(out, "usage: actorc-soak [options]\n"
+                 "\n"
+                 "A seeded, randomized workload with fault injection, checking while it runs\n"
+                 "that every ask and scatter settles exactly once with an allowed answer,\n"
+                 "that tells keep their order per sender, that dead letters come only from\n"
+                 "stopped actors, that resident memory stays flat after warm-up, and that\n"
+                 "the system terminates clean. Exit 0: all held; 1: the first violation and\n"
+                 "the seed are printed; 2: usage; 3: setup failed.\n"
+                 "\n"
+                 "  --duration T      how long to run: 30, 30s, 5m, 2h (default 10s)\n"
+                 "  --seed S          the seed, decimal or 0x-hex (default: random, printed)\n"
+                 "  --workers N       worker threads (default: one per CPU)\n"
+                 "  --callers N       caller threads outside the system (default 3)\n"
+                 "  --actors N        caller actors inside the system (default 4)\n"
+                 "  --warmup T        warm-up before the memory baseline (default: a\n"
+                 "                    quarter of the run, at most 30s)\n"
+                 "  --grace-ms N      how late past its deadline an answer may come before\n"
+                 "                    it counts as lost (default 2000; 5000 sanitized)\n"
+                 "  --rss-pct P       allowed resident-memory growth after warm-up, in\n"
+                 "                    percent (default 10; 0: not checked, the default\n"
+                 "                    under ASan/TSan, whose shadow memory and quarantine\n"
+                 "                    grow on their own)\n"
+                 "  --rss-slack-mb M  plus this many MB (default 8)\n"
+                 "  --fail-alloc F    fail a fraction F of the library's allocations\n"
+                 "                    (e.g. 0.001); only in builds with the allocation-\n"
+                 "                    failure hook (builds without NDEBUG)\n"
+                 "  --verbose         print chaos actions and progress\n"
+                 "  --help            this text\n"
+                 "\n"
+                 "Replaying a seed: every random choice — which router, which strategy,\n"
+                 "what each routee does, which chaos action comes next, how long to pause —\n"
+                 "comes from one seed, through one random stream per thread. The same\n"
+                 "seed replays the same sequence of choices on every thread. It does not\n"
+                 "replay the thread interleavings, which the OS decides: whether a chosen\n"
+                 "action finds its target (a routee to kill, room in the ledger) and which\n"
+                 "answer wins a race can differ between runs. The random router draws from\n"
+                 "the library's own generator.\n");
 }
 
 static bool parse_seconds(const char *s, double *out)
@@ -167,35 +166,53 @@ static bool apply_option(int c, const char *arg, bool *seeded)
     long v = 0;
     char *end;
     switch (c) {
-    case 'd': return parse_seconds(arg, &g_cfg.duration_s);
-    case 'W': return parse_seconds(arg, &g_cfg.warmup_s);
+    case 'd':
+        return parse_seconds(arg, &g_cfg.duration_s);
+    case 'W':
+        return parse_seconds(arg, &g_cfg.warmup_s);
     case 's':
         errno = 0;
         g_cfg.seed = strtoull(arg, &end, 0);
         return *seeded = !errno && end != arg && !*end;
-    case 'w': return parse_int(arg, 1, 64, &v) && (g_cfg.workers = (int)v);
-    case 'c': return parse_int(arg, 0, 16, &v) && ((g_cfg.outside_callers = (int)v), true);
-    case 'a': return parse_int(arg, 1, 16, &v) && (g_cfg.actor_callers = (int)v);
-    case 'g': return parse_int(arg, 0, 3600000, &v) && ((g_cfg.grace_ms = v), true);
-    case 'r': return parse_double(arg, 0, 1e6, &g_cfg.rss_pct);
-    case 'R': return parse_double(arg, 0, 1e6, &g_cfg.rss_slack_mb);
-    default: return parse_double(arg, 1e-12, 1, &g_cfg.fail_alloc); /* 'f' */
+    case 'w':
+        return parse_int(arg, 1, 64, &v) && (g_cfg.workers = (int)v);
+    case 'c':
+        return parse_int(arg, 0, 16, &v) && ((g_cfg.outside_callers = (int)v), true);
+    case 'a':
+        return parse_int(arg, 1, 16, &v) && (g_cfg.actor_callers = (int)v);
+    case 'g':
+        return parse_int(arg, 0, 3600000, &v) && ((g_cfg.grace_ms = v), true);
+    case 'r':
+        return parse_double(arg, 0, 1e6, &g_cfg.rss_pct);
+    case 'R':
+        return parse_double(arg, 0, 1e6, &g_cfg.rss_slack_mb);
+    default:
+        return parse_double(arg, 1e-12, 1, &g_cfg.fail_alloc); /* 'f' */
     }
 }
 
-static const struct option long_options[] = {
-    {"duration", required_argument, 0, 'd'},     {"seed", required_argument, 0, 's'},
-    {"workers", required_argument, 0, 'w'},      {"callers", required_argument, 0, 'c'},
-    {"actors", required_argument, 0, 'a'},       {"warmup", required_argument, 0, 'W'},
-    {"grace-ms", required_argument, 0, 'g'},     {"rss-pct", required_argument, 0, 'r'},
-    {"rss-slack-mb", required_argument, 0, 'R'}, {"fail-alloc", required_argument, 0, 'f'},
-    {"verbose", no_argument, 0, 'v'},            {"help", no_argument, 0, 'h'},
-    {0, 0, 0, 0}};
+static const struct option long_options[] = {{"duration", required_argument, 0, 'd'},
+                                             {"seed", required_argument, 0, 's'},
+                                             {"workers", required_argument, 0, 'w'},
+                                             {"callers", required_argument, 0, 'c'},
+                                             {"actors", required_argument, 0, 'a'},
+                                             {"warmup", required_argument, 0, 'W'},
+                                             {"grace-ms", required_argument, 0, 'g'},
+                                             {"rss-pct", required_argument, 0, 'r'},
+                                             {"rss-slack-mb", required_argument, 0, 'R'},
+                                             {"fail-alloc", required_argument, 0, 'f'},
+                                             {"verbose", no_argument, 0, 'v'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
 
 static int parse_options(int argc, char **argv)
 {
-    g_cfg = (soak_config){.duration_s = 10, .warmup_s = -1, .outside_callers = 3, .actor_callers = 4,
-                          .grace_ms = SOAK_SANITIZED ? 5000 : 2000, .rss_pct = SOAK_SANITIZED ? 0 : 10,
+    g_cfg = (soak_config){.duration_s = 10,
+                          .warmup_s = -1,
+                          .outside_callers = 3,
+                          .actor_callers = 4,
+                          .grace_ms = SOAK_SANITIZED ? 5000 : 2000,
+                          .rss_pct = SOAK_SANITIZED ? 0 : 10,
                           .rss_slack_mb = 8};
     bool seeded = false;
     int c, index;
@@ -264,13 +281,14 @@ static void print_breakdown(ac_system *sys)
     printf("soak: answers: %s replies, %s SoakErrors, %s timeouts, %s ActorStopped/Undeliverable, "
            "%s aggregates, %s dead-lettered tells, %s other errors\n",
            G(s->by_kind[KIND_REPLY]), G(s->by_kind[KIND_ERROR_REPLY]), G(s->by_kind[KIND_TIMEOUT]),
-           G(s->by_kind[KIND_STOPPED]), G(s->by_kind[KIND_AGGREGATE]), G(s->by_kind[KIND_DEAD_LETTER]),
-           G(s->by_kind[KIND_OTHER_ERROR]));
+           G(s->by_kind[KIND_STOPPED]), G(s->by_kind[KIND_AGGREGATE]),
+           G(s->by_kind[KIND_DEAD_LETTER]), G(s->by_kind[KIND_OTHER_ERROR]));
     printf("soak: callers: %s ask_wait, %s future+callback, %s future_wait, %s ask_in+fn, "
            "%s ask_in+message, %s tell+self; %s refused at send, %s held back\n",
-           G(s->by_mode[MODE_ASK_WAIT]), G(s->by_mode[MODE_FUTURE_CB]), G(s->by_mode[MODE_FUTURE_WAIT]),
-           G(s->by_mode[MODE_ASK_IN_FN]), G(s->by_mode[MODE_ASK_IN_MSG]), G(s->by_mode[MODE_TELL_SELF]),
-           G(s->withdrawn), G(s->backpressure));
+           G(s->by_mode[MODE_ASK_WAIT]), G(s->by_mode[MODE_FUTURE_CB]),
+           G(s->by_mode[MODE_FUTURE_WAIT]), G(s->by_mode[MODE_ASK_IN_FN]),
+           G(s->by_mode[MODE_ASK_IN_MSG]), G(s->by_mode[MODE_TELL_SELF]), G(s->withdrawn),
+           G(s->backpressure));
     char b0[40];
     printf("soak: chaos: %s router stops (%s Terminated, one each), %s routee kills, %s routers "
            "spawned, %s stopped routers probed, %s requests told a routee to fail or stop, %s "
@@ -284,8 +302,8 @@ static void print_breakdown(ac_system *sys)
            (double)atomic_load(&s->slowest_delivery_ns) / 1e6);
     printf("soak: dead letters: %s counted, %s seen and each explained by a stop, >= %s known sent "
            "to stopped routers; %s error log lines\n",
-           grouped(ac_dead_letter_count(sys), b1), G(s->dl_seen), grouped(atomic_load(&s->known_dead), b2),
-           G(log_lines[AC_LOG_ERROR]));
+           grouped(ac_dead_letter_count(sys), b1), G(s->dl_seen),
+           grouped(atomic_load(&s->known_dead), b2), G(log_lines[AC_LOG_ERROR]));
     if (g_cfg.fail_alloc > 0)
         printf("soak: allocation failures: %s armed at a fraction of %g; %s dead-letter notices "
                "dropped for want of memory\n",
@@ -299,15 +317,18 @@ static void print_summary(double rss_growth, int left_open)
     memory_levels(&base, &peak);
     snprintf(rss, sizeof rss, "RSS %+.1f%% (%.1f to %.1f MB%s)", rss_growth, base, peak,
              g_cfg.rss_pct > 0 ? "" : ", not checked");
-    printf("soak: %s requests, all answered exactly once, 0 lost, 0 duplicated, FIFO held (%s tells), "
-           "%s, terminated clean with %d asks open, seed 0x%016llx\n",
-           G(g_stats.requests), G(g_stats.tells_received), rss, left_open, (unsigned long long)g_cfg.seed);
+    printf(
+        "soak: %s requests, all answered exactly once, 0 lost, 0 duplicated, FIFO held (%s tells), "
+        "%s, terminated clean with %d asks open, seed 0x%016llx\n",
+        G(g_stats.requests), G(g_stats.tells_received), rss, left_open,
+        (unsigned long long)g_cfg.seed);
 }
 
 _Noreturn static void fail_now(void)
 {
     fflush(stdout);
-    fprintf(stderr, "soak: FAILED, seed 0x%016llx: %s\n", (unsigned long long)g_cfg.seed, soak_first_violation());
+    fprintf(stderr, "soak: FAILED, seed 0x%016llx: %s\n", (unsigned long long)g_cfg.seed,
+            soak_first_violation());
     fprintf(stderr, "soak: replay with: actorc-soak --seed 0x%016llx --duration %gs\n",
             (unsigned long long)g_cfg.seed, g_cfg.duration_s);
     fflush(stderr);
@@ -318,7 +339,9 @@ _Noreturn static void fail_now(void)
 
 static ac_system *setup(void)
 {
-    ac_system_options o = {.workers = g_cfg.workers, .log_sink = log_sink, .dead_letter_log_per_s = -1,
+    ac_system_options o = {.workers = g_cfg.workers,
+                           .log_sink = log_sink,
+                           .dead_letter_log_per_s = -1,
                            .metrics = true};
     ac_system *sys = ac_system_create("soak", &o);
     if (!sys) {
@@ -348,8 +371,9 @@ static void run_for(ac_system *sys, double seconds)
             uint64_t live = runtime_counter(sys, "actorc_actors_started_total") -
                             runtime_counter(sys, "actorc_actors_stopped_total");
             fprintf(stderr, "soak: %.0f s: %s requests, %zu in flight, %llu actors, RSS %.1f MB\n",
-                    (double)(soak_now_ns() - start_ns) / 1e9, grouped(atomic_load(&g_stats.requests), b),
-                    ledger_in_flight(), (unsigned long long)live, memory_rss_mb());
+                    (double)(soak_now_ns() - start_ns) / 1e9,
+                    grouped(atomic_load(&g_stats.requests), b), ledger_in_flight(),
+                    (unsigned long long)live, memory_rss_mb());
             next_report += seconds >= 600 ? 60000000000ull : 10000000000ull;
         }
     }
@@ -459,18 +483,23 @@ static bool relay_stderr(int fd)
 static int judge_child(int status, bool oom_seen)
 {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        printf("soak: allocation failures: every failure was returned as an error, and every promise kept\n");
+        printf("soak: allocation failures: every failure was returned as an error, and every "
+               "promise kept\n");
         return 0;
     }
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && oom_seen) {
-        printf("soak: allocation failures: the run ended with the library's honest out-of-memory abort; "
-               "until then every promise was kept (seed 0x%016llx)\n", (unsigned long long)g_cfg.seed);
+        printf("soak: allocation failures: the run ended with the library's honest out-of-memory "
+               "abort; "
+               "until then every promise was kept (seed 0x%016llx)\n",
+               (unsigned long long)g_cfg.seed);
         return 0;
     }
     if (WIFSIGNALED(status))
-        fprintf(stderr, "soak: FAILED under allocation failures, seed 0x%016llx: killed by signal %d (%s)%s\n",
-                (unsigned long long)g_cfg.seed, WTERMSIG(status), strsignal(WTERMSIG(status)),
-                oom_seen ? "" : ", without the library's out-of-memory message");
+        fprintf(
+            stderr,
+            "soak: FAILED under allocation failures, seed 0x%016llx: killed by signal %d (%s)%s\n",
+            (unsigned long long)g_cfg.seed, WTERMSIG(status), strsignal(WTERMSIG(status)),
+            oom_seen ? "" : ", without the library's out-of-memory message");
     else
         fprintf(stderr, "soak: FAILED under allocation failures, seed 0x%016llx: exit status %d\n",
                 (unsigned long long)g_cfg.seed, WEXITSTATUS(status));
@@ -511,8 +540,9 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (g_cfg.fail_alloc > 0) {
         if (!fail_alloc_available()) {
-            fprintf(stderr, "actorc-soak: --fail-alloc is not available in this build: it needs the "
-                            "library's allocation-failure hook, compiled into builds without NDEBUG\n");
+            fprintf(stderr,
+                    "actorc-soak: --fail-alloc is not available in this build: it needs the "
+                    "library's allocation-failure hook, compiled into builds without NDEBUG\n");
             return 2;
         }
         return run_failing_allocations();

@@ -72,7 +72,8 @@ bool memory_verify(double *growth_pct)
     if (g_cfg.rss_pct <= 0 || base == 0)
         return true;
     if (peak > base * (1 + g_cfg.rss_pct / 100.0) + g_cfg.rss_slack_mb) {
-        soak_violation("resident memory grew from %.1f MB after warm-up to %.1f MB (+%.1f%%), beyond +%.0f%% + %.0f MB",
+        soak_violation("resident memory grew from %.1f MB after warm-up to %.1f MB (+%.1f%%), "
+                       "beyond +%.0f%% + %.0f MB",
                        base, peak, *growth_pct, g_cfg.rss_pct, g_cfg.rss_slack_mb);
         return false;
     }

@@ -38,7 +38,7 @@ typedef struct slot {
     uint8_t strategy, size, supervision;
     uint32_t gen;
     int64_t scatter_timeout_ms;
-    ac_ref *seen_routee; /* retained: a routee of `gen` that answered */
+    ac_ref *seen_routee;             /* retained: a routee of `gen` that answered */
     _Atomic uint32_t stopish[MARKS]; /* gen + 1 of the marked generations */
 } slot;
 
@@ -52,8 +52,8 @@ static grave graves[GRAVES];
 static size_t grave_count;
 static ac_system *system_;
 
-static const char *const strategy_names[STRAT_COUNT] = {"round-robin", "random",  "broadcast",
-                                                        "smallest-mailbox", "custom", "scatter-gather"};
+static const char *const strategy_names[STRAT_COUNT] = {
+    "round-robin", "random", "broadcast", "smallest-mailbox", "custom", "scatter-gather"};
 const char *strategy_name(int s) { return s >= 0 && s < STRAT_COUNT ? strategy_names[s] : "?"; }
 
 /* Mostly one routee per message, every fifth message two: a custom
@@ -89,12 +89,18 @@ static ac_props *props_for(const slot *s)
     ac_scatter_gather_options sg = {.timeout_ms = s->scatter_timeout_ms};
     int n = s->size;
     switch (s->strategy) {
-    case STRAT_ROUND_ROBIN: return ac_router_round_robin(n, &soak_routee, &ro);
-    case STRAT_RANDOM: return ac_router_random(n, &soak_routee, &ro);
-    case STRAT_BROADCAST: return ac_router_broadcast(n, &soak_routee, &ro);
-    case STRAT_SMALLEST: return ac_router_smallest_mailbox(n, &soak_routee, &ro);
-    case STRAT_CUSTOM: return ac_router_custom(n, &soak_routee, custom_pick, NULL, &ro);
-    default: return ac_router_scatter_gather_first_completed(n, &soak_routee, &sg, &ro);
+    case STRAT_ROUND_ROBIN:
+        return ac_router_round_robin(n, &soak_routee, &ro);
+    case STRAT_RANDOM:
+        return ac_router_random(n, &soak_routee, &ro);
+    case STRAT_BROADCAST:
+        return ac_router_broadcast(n, &soak_routee, &ro);
+    case STRAT_SMALLEST:
+        return ac_router_smallest_mailbox(n, &soak_routee, &ro);
+    case STRAT_CUSTOM:
+        return ac_router_custom(n, &soak_routee, custom_pick, NULL, &ro);
+    default:
+        return ac_router_scatter_gather_first_completed(n, &soak_routee, &sg, &ro);
     }
 }
 
@@ -128,7 +134,8 @@ int pools_start(ac_system *sys, soak_rng *rng)
         pthread_mutex_init(&s->lock, NULL);
         bool calm = i < CALM_SLOTS;
         s->strategy = calm ? (uint8_t)i : (uint8_t)soak_rng_below(rng, STRAT_COUNT);
-        s->size = calm ? (i == STRAT_SCATTER || i == STRAT_BROADCAST ? 3 : 4) : (uint8_t)(1 + soak_rng_below(rng, 6));
+        s->size = calm ? (i == STRAT_SCATTER || i == STRAT_BROADCAST ? 3 : 4)
+                       : (uint8_t)(1 + soak_rng_below(rng, 6));
         s->supervision = calm ? SUP_DEFAULT : (uint8_t)soak_rng_below(rng, SUP_COUNT);
         s->scatter_timeout_ms = draw_scatter_timeout(rng);
         if (i < FIRST_EMPTY) {
@@ -163,7 +170,8 @@ void pools_mark_stopish(int index, uint32_t gen)
 
 bool pools_gen_stopish(int index, uint32_t gen)
 {
-    return index >= 0 && index < SOAK_SLOTS && atomic_load(&slots[index].stopish[gen % MARKS]) == gen + 1;
+    return index >= 0 && index < SOAK_SLOTS &&
+           atomic_load(&slots[index].stopish[gen % MARKS]) == gen + 1;
 }
 
 void pools_note_routee(int index, uint32_t gen, const ac_ref *routee)
@@ -202,7 +210,8 @@ static void probe(ac_ref *ref, int tells)
         atomic_fetch_add(&g_stats.known_dead, 1);
     else if (g_cfg.fail_alloc <= 0)
         soak_violation("an ask to the stopped router %s gave %s (%s), not ActorStoppedError",
-                       ac_ref_path(ref), ac_status_name(st), a.error ? ac_error_message(a.error) : "a reply");
+                       ac_ref_path(ref), ac_status_name(st),
+                       a.error ? ac_error_message(a.error) : "a reply");
     ac_answer_release(&a);
     for (int i = 0; i < tells; i++) {
         ac_msg *t = ac_msg_new(&soak_request_type, sizeof(soak_request));
@@ -241,7 +250,8 @@ static void stop_locked(slot *s, int index, bool pill)
     s->seen_routee = NULL;
     atomic_fetch_add(&g_stats.chaos_stops, 1);
     if (g_cfg.verbose)
-        fprintf(stderr, "soak: stop pool-%d-g%u by %s\n", index, s->gen, pill ? "poison pill" : "ac_stop");
+        fprintf(stderr, "soak: stop pool-%d-g%u by %s\n", index, s->gen,
+                pill ? "poison pill" : "ac_stop");
 }
 
 static void kill_routee_locked(slot *s, int index, bool pill)

@@ -57,8 +57,10 @@ static void note_delay(ac_ctx *ctx, uint64_t id, uint64_t due_ns, bool scheduled
     while (late > max && !atomic_compare_exchange_weak(&g_stats.slowest_delivery_ns, &max, late))
         ;
     pthread_mutex_lock(&delays_lock);
-    delays[delays_count++ % DELAYS] =
-        (delay){.id = id, .late_ns = now - due_ns, .routee = (uint8_t)(my_index(ctx) + 1), .scheduled = scheduled};
+    delays[delays_count++ % DELAYS] = (delay){.id = id,
+                                              .late_ns = now - due_ns,
+                                              .routee = (uint8_t)(my_index(ctx) + 1),
+                                              .scheduled = scheduled};
     pthread_mutex_unlock(&delays_lock);
 }
 
@@ -125,12 +127,23 @@ static void routee_receive(ac_ctx *ctx, ac_msg *msg)
     const soak_request *rq = ac_msg_data(msg);
     note_delay(ctx, rq->id, rq->sent_ns, false);
     switch (rq->beh[my_index(ctx)]) {
-    case BEH_NOW: reply_now(ctx, rq->id); break;
-    case BEH_LATE: reply_later(ctx, rq); break;
-    case BEH_ERROR: refuse(ctx, rq->id); break;
-    case BEH_FAIL: ac_fail(ctx, ac_error_new("SoakFailure", "routee told to fail")); break;
-    case BEH_STOP: ac_stop(ac_self(ctx)); break;
-    default: break; /* silent */
+    case BEH_NOW:
+        reply_now(ctx, rq->id);
+        break;
+    case BEH_LATE:
+        reply_later(ctx, rq);
+        break;
+    case BEH_ERROR:
+        refuse(ctx, rq->id);
+        break;
+    case BEH_FAIL:
+        ac_fail(ctx, ac_error_new("SoakFailure", "routee told to fail"));
+        break;
+    case BEH_STOP:
+        ac_stop(ac_self(ctx));
+        break;
+    default:
+        break; /* silent */
     }
 }
 

@@ -11,8 +11,8 @@
  * router slots and the chaos that stops and respawns them (pools.c), the
  * callers inside and outside the system (callers.c), the ordered tell
  * streams (streams.c), death watch (watch.c), the system's own stalls
- * (stalls.c), dead-letter reconciliation (deadletters.c), the resident-memory watch (memory.c), allocation-failure injection
- * (fail_alloc.c) and the run itself (main.c).
+ * (stalls.c), dead-letter reconciliation (deadletters.c), the resident-memory watch (memory.c),
+ * allocation-failure injection (fail_alloc.c) and the run itself (main.c).
  */
 #ifndef SOAK_H
 #define SOAK_H
@@ -113,7 +113,7 @@ const char *mode_name(int m);
  * and what was injected. */
 typedef struct soak_scenario {
     uint8_t strategy, size, mode;
-    bool calm; /* a pool that chaos never touches and that never fails */
+    bool calm;    /* a pool that chaos never touches and that never fails */
     bool wrapped; /* sent in the Broadcast wrapper: to every routee */
     uint8_t slot;
     uint32_t gen;
@@ -142,9 +142,9 @@ typedef struct soak_config {
     int outside_callers;
     int actor_callers;
     int64_t grace_ms;
-    double rss_pct;     /* allowed growth after warm-up; <= 0: not checked */
+    double rss_pct; /* allowed growth after warm-up; <= 0: not checked */
     double rss_slack_mb;
-    double fail_alloc;  /* fraction of allocations to fail; 0: off */
+    double fail_alloc; /* fraction of allocations to fail; 0: off */
     bool verbose;
 } soak_config;
 
@@ -154,27 +154,32 @@ typedef struct soak_stats {
     atomic_uint_fast64_t by_mode[MODE_COUNT];
     atomic_uint_fast64_t backpressure;
     atomic_uint_fast64_t chaos_stops, chaos_kills, chaos_spawns, chaos_probes;
-    atomic_uint_fast64_t stopish; /* requests that inject FAIL or STOP */
+    atomic_uint_fast64_t stopish;    /* requests that inject FAIL or STOP */
     atomic_uint_fast64_t known_dead; /* tells known to go to stopped actors */
     atomic_uint_fast64_t dl_seen, dl_attributed, dl_notices_lost;
     atomic_uint_fast64_t terminated_seen;
     atomic_uint_fast64_t tells_sent, tells_received;
     atomic_uint_fast64_t alloc_failures_armed;
-    atomic_uint_fast64_t excused; /* timing-only outcomes excused by stalls */
+    atomic_uint_fast64_t excused;         /* timing-only outcomes excused by stalls */
     atomic_uint_fast64_t slow_deliveries; /* requests reaching a routee > 100 ms late */
     atomic_uint_fast64_t slowest_delivery_ns;
 } soak_stats;
 
 /* Outcome kinds counted in soak_stats.by_kind. */
 enum {
-    KIND_REPLY = 0, KIND_ERROR_REPLY, KIND_TIMEOUT, KIND_STOPPED, KIND_AGGREGATE,
-    KIND_DEAD_LETTER, KIND_OTHER_ERROR
+    KIND_REPLY = 0,
+    KIND_ERROR_REPLY,
+    KIND_TIMEOUT,
+    KIND_STOPPED,
+    KIND_AGGREGATE,
+    KIND_DEAD_LETTER,
+    KIND_OTHER_ERROR
 };
 
 extern soak_config g_cfg;
 extern soak_stats g_stats;
-extern atomic_bool g_stop;    /* the callers and the chaos wind down */
-extern atomic_bool g_failed;  /* an invariant was violated */
+extern atomic_bool g_stop;   /* the callers and the chaos wind down */
+extern atomic_bool g_failed; /* an invariant was violated */
 
 /* Record the first violated invariant (later ones are counted, not kept)
  * and start winding down. printf-style. Any thread. */
@@ -229,7 +234,38 @@ void pools_release_graveyard(void);
 /* "…/pool-3-g7…" -> 3, 7. */
 bool pools_parse_path(const char *path, int *slot, uint32_t *gen, bool *is_router);
 
-/* ---- callers (callers.c) ---------------------------------------------- */
+/* ---- requests (requests.c) -------------------------------------------- */
+
+/* One drawn request, before it meets the slot it is for. Every field is
+ * drawn whatever the slot turns out to hold. */
+typedef struct draw {
+    int slot;
+    uint32_t beh_r[SOAK_MAX_ROUTEES];
+    uint32_t fault_r, fault_at, mode_r, wrap_r;
+    uint16_t late_ms;
+    int64_t quiet_timeout_ms;
+} draw;
+
+void draw_request(soak_rng *rng, draw *d);
+/* Fill sc->req from the draw for the slot sc describes; returns how long
+ * the answer may take. */
+int64_t apply_draw(const draw *d, soak_scenario *sc);
+/* The request message for sc (in the Broadcast wrapper if so drawn). */
+ac_msg *request_msg(const soak_scenario *sc, uint64_t id);
+/* The status an ask would report for this answer (ask.h). */
+ac_status status_of(const ac_answer *a);
+void settle_answer(uint64_t id, ac_status st, const ac_answer *a);
+/* Remember a routee that answered, for chaos to kill later. */
+void note_sender(const ac_ref *sender);
+/* The slot's router, retained, with the request registered; NULL when
+ * there is nothing to send to or no room. */
+ac_ref *prepare_request(const draw *d, int mode, soak_scenario *sc, int64_t *timeout, uint64_t *id);
+
+/* ---- callers (callers.c, caller_actors.c) ------------------------------ */
+
+int caller_actors_start(ac_system *sys);
+/* Tell one caller actor (drawn) what to send next. Driver thread. */
+void caller_actors_send_go(soak_rng *rng);
 
 int callers_start(ac_system *sys);
 /* False when a violation was flagged while a caller was still blocked. */

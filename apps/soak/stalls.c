@@ -9,10 +9,10 @@
  * breaking it. To tell the two apart, a heartbeat actor takes a tick every
  * 10 ms from a repeating timer and records each gap beyond the period as a
  * stall; the reaper records its own oversleeps too, as a stall of the
- * whole process (say, SIGSTOP) reaches it before the heartbeat's timer. A timing-only violation is excused when the stalls overlapping
- * the request's life add up to a quarter of its margin; the summary counts
- * the excused answers and the longest stall, so a run that leans on the
- * excuse shows it.
+ * whole process (say, SIGSTOP) reaches it before the heartbeat's timer. A timing-only violation is
+ * excused when the stalls overlapping the request's life add up to a quarter of its margin; the
+ * summary counts the excused answers and the longest stall, so a run that leans on the excuse shows
+ * it.
  */
 #include <pthread.h>
 

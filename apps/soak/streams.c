@@ -91,7 +91,8 @@ static const ac_actor_def source_def = {
 static const ac_actor_def sink_def = {
     .name = "SoakSink", .state_size = sizeof(sink_state), .receive = sink_receive};
 
-static ac_ref *spawn_named(ac_system *sys, const ac_actor_def *def, void *user, const char *what, int i)
+static ac_ref *spawn_named(ac_system *sys, const ac_actor_def *def, void *user, const char *what,
+                           int i)
 {
     char name[32];
     snprintf(name, sizeof name, "%s-%d", what, i);
