@@ -8,11 +8,13 @@
  * Shared declarations of its parts: the random streams (rng.c), the
  * ledger of outstanding requests and its reaper (ledger.c), what answer
  * each injected fault allows (expect.c), the routees (routee.c), the
- * router slots and the chaos that stops and respawns them (pools.c), the
- * callers inside and outside the system (callers.c), the ordered tell
- * streams (streams.c), death watch (watch.c), the system's own stalls
- * (stalls.c), dead-letter reconciliation (deadletters.c), the resident-memory watch (memory.c),
- * allocation-failure injection (fail_alloc.c) and the run itself (main.c).
+ * router slots and the chaos that stops and respawns them (pools.c), what
+ * a request is (requests.c), the callers outside the system with the
+ * driver and chaos threads (callers.c) and inside it (caller_actors.c),
+ * the ordered tell streams (streams.c), death watch (watch.c), the
+ * system's own stalls (stalls.c), dead-letter reconciliation
+ * (deadletters.c), the resident-memory watch (memory.c), allocation-
+ * failure injection (fail_alloc.c) and the run itself (main.c).
  */
 #ifndef SOAK_H
 #define SOAK_H
