@@ -19,13 +19,16 @@ PREFIX      ?= /usr/local
 DEMO_BIN    ?= $(RELEASE_DIR)/apps/hedge/actorc-hedge
 DEMO_ARGS   ?= --svg $(RELEASE_DIR)/actorc-hedge.svg
 BENCH_BIN   ?= $(RELEASE_DIR)/bench/actorc-bench
+# What `make soak` runs: DURATION=2h for hours, SEED=0x... to replay a seed.
+SOAK_BIN    ?= $(RELEASE_DIR)/apps/soak/actorc-soak
+DURATION    ?= 3m
 # Configurations `make test` builds and tests, in order (scripts/build.sh).
 TEST_CONFIGS ?= release asan tsan
 
 export BUILD_ROOT JOBS CMAKE
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all help deps build test demo bench compare install clean
+.PHONY: all help deps build test demo bench soak compare install clean
 
 all: build
 
@@ -35,6 +38,7 @@ help:
 	@echo "make test     build and test: $(TEST_CONFIGS)"
 	@echo "make demo     build and run $(DEMO_BIN)"
 	@echo "make bench    build and run the benchmark suite"
+	@echo "make soak     build and run the soak for DURATION=$(DURATION) (SEED=... replays one)"
 	@echo "make compare  compare against other actor runtimes (bench/compare)"
 	@echo "make install  install to PREFIX=$(PREFIX)"
 	@echo "make clean    remove $(BUILD_ROOT)/"
@@ -54,6 +58,9 @@ demo: build
 bench: build
 	$(BENCH_BIN) suite
 	$(BENCH_BIN) mem
+
+soak: build
+	$(SOAK_BIN) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(SOAK_ARGS)
 
 compare: build
 	bench/compare

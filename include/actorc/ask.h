@@ -8,7 +8,10 @@
  * AskTimeoutError naming the target and the timeout. Anything arriving
  * after the ask settled is dropped silently: no dead letter, no log line.
  * An ask to an actor that has stopped fails at once with an
- * ActorStoppedError (and the message counts as a dead letter).
+ * ActorStoppedError (and the message counts as a dead letter). An ask
+ * still open when its system terminates settles then, the same way, as
+ * its target stops without answering: a future's callback runs once, on
+ * the terminating thread, before ac_system_terminate returns.
  *
  * Three ways to wait:
  *   outside actors   ac_ask_wait (blocking), or ac_ask -> ac_future, which

@@ -244,9 +244,15 @@ static void timer_fire(ac__timer *t)
     ac_ref_release(&r->ref); /* the timer's reference */
 }
 
+/* The system is terminating with this ask still open: its target has
+ * stopped without answering. A future's callback is owed its one call, so
+ * the ask settles as an ask to a stopped actor does; an actor's ask needs
+ * nothing, as its asker has stopped too. */
 static void timer_discard(ac__timer *t)
 {
     reply_t *r = (reply_t *)((char *)t - offsetof(reply_t, timer));
+    if (r->kind == FOR_FUTURE && claim(r))
+        settle_error(r, ac__undeliverable_error(r->target, NULL), NULL);
     ac_ref_release(&r->ref);
 }
 

@@ -1185,6 +1185,48 @@ static void test_on_complete_after_wait(void **state)
     ac_ref_release(echo);
 }
 
+/* An ask still open when its system terminates: the target stops without
+ * answering, so the future settles with ActorStoppedError and its callback
+ * runs once, before ac_system_terminate returns. */
+typedef struct stopped_record {
+    atomic_int calls;
+    bool stopped_error;
+} stopped_record;
+
+static void stopped_cb(const ac_answer *answer, void *user)
+{
+    stopped_record *r = user;
+    r->stopped_error = !answer->reply && ac_error_is(answer->error, AC_ACTOR_STOPPED_ERROR);
+    atomic_fetch_add(&r->calls, 1);
+}
+
+static void test_on_complete_at_terminate(void **state)
+{
+    (void)state;
+    ask_data d;
+    memset(&d, 0, sizeof d);
+    ac_system *sys = ac_system_create("terminating", NULL);
+    assert_non_null(sys);
+    ac_ref *silent = ts_spawn(sys, &silent_def, &d, "silent");
+    assert_non_null(silent);
+    stopped_record r[2];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 2; i++) {
+        ac_future *f = ac_ask(silent, ac_msg_int64_new(i), 600000);
+        assert_non_null(f);
+        assert_status(ac_future_on_complete(f, stopped_cb, &r[i]), AC_OK);
+        ac_future_release(f);
+    }
+    /* Both requests handled: only the termination can settle them now. */
+    assert_eventually(ts_wait_ge(&d.requests, 2, TS_WAIT_S), "the requests to be handled");
+    assert_int_equal(atomic_load(&r[0].calls) + atomic_load(&r[1].calls), 0);
+    assert_status(ac_system_terminate(sys), AC_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(atomic_load(&r[i].calls), 1);
+        assert_true(r[i].stopped_error);
+    }
+}
+
 /* ---- bad arguments ------------------------------------------------------------ */
 
 static void noop_cb(const ac_answer *answer, void *user)
@@ -1345,6 +1387,7 @@ int main(void)
         TS_UNIT(test_ask_wait_inside_actor),
         TS_UNIT(test_on_complete),
         TS_UNIT(test_on_complete_after_wait),
+        TS_UNIT(test_on_complete_at_terminate),
         TS_UNIT(test_bad_arguments),
         TS_UNIT(test_bad_arguments_in_actor),
     };
