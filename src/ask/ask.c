@@ -251,8 +251,12 @@ static void timer_fire(ac__timer *t)
 static void timer_discard(ac__timer *t)
 {
     reply_t *r = (reply_t *)((char *)t - offsetof(reply_t, timer));
-    if (r->kind == FOR_FUTURE && claim(r))
-        settle_error(r, ac__undeliverable_error(r->target, NULL), NULL);
+    if (r->kind == FOR_FUTURE && ac__oneshot_claim(&r->ref)) {
+        ac_error *err = ac__undeliverable_error(r->target, NULL);
+        if (AC__UNLIKELY(!err))
+            ac__oom_abort("an ask's answer at termination");
+        reply_settle(&r->ref, NULL, err, NULL);
+    }
     ac_ref_release(&r->ref);
 }
 
