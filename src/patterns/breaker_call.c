@@ -340,6 +340,43 @@ ac_future *ac_breaker_ask(ac_breaker *b, ac_ref *target, ac_msg *msg, int64_t ti
     return f;
 }
 
+/* A timeout of the breaker's own call_timeout_ms, told apart from the
+ * caller's. */
+static ac_status breaker_timed_out(ac_breaker *b, ac_ref *target, uint32_t ms, ac_answer *answer)
+{
+    ac_error_release(answer->error);
+    answer->error = ac_error_new(AC_CIRCUIT_BREAKER_TIMEOUT_ERROR,
+                                 "Call through circuit breaker \"%s\" to %s timed out after %u ms",
+                                 ac_breaker_name(b), ac_ref_path(target), ms);
+    if (AC__UNLIKELY(!answer->error)) /* a call must be answered */
+        ac__oom_abort("a circuit breaker call's timeout error");
+    return AC_EFAILED; /* as an error reply of that name is */
+}
+
+/* The caller blocks here, so the call needs no machinery of its own: a
+ * plain ask with the shorter of the two timeouts, whose outcome is
+ * recorded before the answer is returned (so, as for the other calls, an
+ * answer seen implies its outcome counted). */
+static ac_status wait_through(ac_breaker *b, const ac_breaker_permit *p, ac_ref *target,
+                              ac_msg *msg, int64_t timeout_ms, ac_answer *answer)
+{
+    uint32_t t = (uint32_t)(timeout_ms ? timeout_ms : AC_ASK_DEFAULT_TIMEOUT_MS);
+    uint32_t ct = ac__breaker_call_timeout_ms(b);
+    bool breaker_timeout = ct != 0 && ct <= t;
+    ac_future *f;
+    ac_status st = ac__ask_future("ac_breaker_ask_wait", target, msg, breaker_timeout ? ct : t, &f);
+    if (st != AC_OK) {
+        ac_breaker_cancel(b, p); /* the request never went out */
+        return st;
+    }
+    st = ac_future_wait(f, -1, answer);
+    ac_future_release(f);
+    if (st == AC_ETIMEOUT && breaker_timeout)
+        st = breaker_timed_out(b, target, ct, answer);
+    ac_breaker_record(b, p, answer->error);
+    return st;
+}
+
 ac_status ac_breaker_ask_wait(ac_breaker *b, ac_ref *target, ac_msg *msg, int64_t timeout_ms,
                               ac_answer *answer)
 {
@@ -361,19 +398,7 @@ ac_status ac_breaker_ask_wait(ac_breaker *b, ac_ref *target, ac_msg *msg, int64_
         ac_msg_release(msg); /* refused: the target never sees it */
         return answer->error ? AC_EFAILED : ac__fail(AC_ENOMEM, "ac_breaker_ask_wait: out of memory");
     }
-    call *c = call_new(b, &p, target, timeout_ms, true);
-    if (!c) {
-        ac_msg_release(msg);
-        ac_breaker_cancel(b, &p);
-        return AC_ENOMEM;
-    }
-    ac_future *f;
-    ac_status asked = ask_entry("ac_breaker_ask_wait", c, msg, timeout_ms, &f);
-    if (asked != AC_OK)
-        return asked;
-    ac_status st = ac_future_wait(f, -1, answer);
-    ac_future_release(f);
-    return st;
+    return wait_through(b, &p, target, msg, timeout_ms, answer);
 }
 
 ac_status ac_breaker_ask_in(ac_ctx *ctx, ac_breaker *b, ac_ref *target, ac_msg *msg,
