@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Set actorc's benchmark figures beside CAF's and Erlang's.
 
-usage: compare.py [--markdown] actorc=FILE caf=FILE erlang=FILE
+usage: compare.py [--markdown] actorc=FILE caf=FILE erlang=FILE [baseline=FILE]
 
 Each FILE holds the raw output of one system's run.sh (any number of runs);
 every RESULT line is one per-run figure. Printed: per workload/metric, each
@@ -132,6 +132,31 @@ def table_lines(rows, markdown):
     return [line(head), line(["-" * w for w in widths])] + [line(row) for row in body]
 
 
+def baseline_lines(rows, base, markdown):
+    """actorc now beside an earlier actorc (`base`) measured in the same
+    run: each one's ratio to the best peer, and now against then."""
+    head = ["workload", "metric", "unit", "baseline", "actorc", "now/baseline",
+            "baseline/best", "actorc/best"]
+    body = []
+    for key, cells, r, best in rows:
+        now = cells["actorc"] if isinstance(cells["actorc"], float) else None
+        vals = base[0].get(key)
+        then = statistics.median(vals) if vals else None
+        if now is None or then is None:
+            continue
+        peers = [cells[p] for p in PEERS if isinstance(cells[p], float)]
+        rb = ratio(key[2], then, peers)
+        body.append(list(key) + [fmt(then), fmt(now), f"{ratio(key[2], now, [then]):.2f}",
+                                 "-" if rb is None else f"{rb:.2f}",
+                                 "-" if r is None else f"{r:.2f}"])
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        return out + ["| " + " | ".join(row) + " |" for row in body]
+    widths = [max(len(row[i]) for row in [head] + body) for i in range(len(head))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+            for row in [head, ["-" * w for w in widths]] + body]
+
+
 def main(argv):
     markdown = "--markdown" in argv
     paths = dict(a.split("=", 1) for a in argv if "=" in a)
@@ -146,8 +171,17 @@ def main(argv):
     print("ask and scatter_seq (CAF's and actorc's) are asked from a blocked thread outside")
     print("the runtime. scatter_tail and scatter_open have no peer counterpart.")
     print()
-    for line in table_lines(build_rows(data), markdown):
+    rows = build_rows(data)
+    for line in table_lines(rows, markdown):
         print(line)
+    if "baseline" in paths:
+        base = read_runs("actorc", paths["baseline"])
+        print()
+        print(f"actorc beside the baseline build, in the same run ({base[1]} runs):"
+              " now/baseline above 1.0 means better now.")
+        print()
+        for line in baseline_lines(rows, base, markdown):
+            print(line)
 
 
 if __name__ == "__main__":
