@@ -35,7 +35,7 @@ static void on_continuation(ac_ctx *ctx, const ac_answer *a, void *user)
     caller_state *st = ac_ctx_state(ctx);
     st->open_asks--;
     note_sender(a->sender);
-    settle_answer((uint64_t)(uintptr_t)user, status_of(a), a);
+    settle_answer((uint64_t)(uintptr_t)user, ac_answer_status(a), a);
 }
 
 static void on_answer_msg(caller_state *st, const ac_msg *msg)
@@ -45,7 +45,7 @@ static void on_answer_msg(caller_state *st, const ac_msg *msg)
         if (st->pending[i].ask_id == ask_id && ask_id) {
             const ac_answer *a = ac_answer_of(msg);
             note_sender(a->sender);
-            settle_answer(st->pending[i].soak_id, status_of(a), a);
+            settle_answer(st->pending[i].soak_id, ac_answer_status(a), a);
             st->pending[i].ask_id = 0;
             st->open_asks--;
             return;
@@ -135,7 +135,7 @@ static void on_tell_answer(ac_ctx *ctx, caller_state *st, const ac_msg *msg)
         note_sender(out.sender);
     } else {
         ac_answer a = {.error = ac_msg_error(msg)};
-        out.status = status_of(&a);
+        out.status = ac_answer_status(&a);
         out.error = a.error;
     }
     ledger_settle(id, &out);

@@ -52,7 +52,7 @@ static void on_future(const ac_answer *a, void *user)
 {
     uint64_t id = (uint64_t)(uintptr_t)user;
     note_sender(a->sender);
-    settle_answer(id, status_of(a), a);
+    settle_answer(id, ac_answer_status(a), a);
 }
 
 static ac_future *ask_future(const draw *d, int mode, uint64_t *id)
@@ -101,7 +101,7 @@ static int collect_one(ac_future **f, const uint64_t *ids, int n)
     ac_answer a;
     for (int i = 0; i < n; i++) {
         if (f[i] && ac_future_poll(f[i], &a)) {
-            settle_answer(ids[i], status_of(&a), &a);
+            settle_answer(ids[i], ac_answer_status(&a), &a);
             ac_answer_release(&a);
             ac_future_release(f[i]);
             f[i] = NULL;

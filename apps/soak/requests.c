@@ -81,19 +81,6 @@ ac_msg *request_msg(const soak_scenario *sc, uint64_t id)
     return m && sc->wrapped ? ac_broadcast_new(m) : m;
 }
 
-/* The status an ask would report for this answer (ask.h). */
-ac_status status_of(const ac_answer *a)
-{
-    if (!a->error)
-        return AC_OK;
-    if (ac_error_is(a->error, AC_ASK_TIMEOUT_ERROR))
-        return AC_ETIMEOUT;
-    if (ac_error_is(a->error, AC_ACTOR_STOPPED_ERROR) ||
-        ac_error_is(a->error, AC_UNDELIVERABLE_ERROR))
-        return AC_EDEAD;
-    return AC_EFAILED;
-}
-
 void settle_answer(uint64_t id, ac_status st, const ac_answer *a)
 {
     soak_outcome out = {.status = st, .reply = a->reply, .error = a->error, .sender = a->sender};

@@ -255,7 +255,6 @@ int64_t apply_draw(const draw *d, soak_scenario *sc);
 /* The request message for sc (in the Broadcast wrapper if so drawn). */
 ac_msg *request_msg(const soak_scenario *sc, uint64_t id);
 /* The status an ask would report for this answer (ask.h). */
-ac_status status_of(const ac_answer *a);
 void settle_answer(uint64_t id, ac_status st, const ac_answer *a);
 /* Remember a routee that answered, for chaos to kill later. */
 void note_sender(const ac_ref *sender);

@@ -63,6 +63,12 @@ typedef struct ac_answer {
 } ac_answer;
 
 AC_API void ac_answer_release(ac_answer *answer);
+/* The status that ac_ask_wait and ac_future_wait return for `answer`
+ * (borrowed): AC_OK for a reply, AC_ETIMEOUT for an AskTimeoutError,
+ * AC_EDEAD for an ActorStoppedError or UndeliverableError, AC_EFAILED for
+ * any other error; AC_EINVAL for NULL. For completion callbacks, which get
+ * the answer alone. Any thread. */
+AC_API ac_status ac_answer_status(const ac_answer *answer);
 
 typedef struct ac_future ac_future;
 

@@ -82,8 +82,10 @@ static void answer_copy(ac_answer *to, const ac_answer *from)
     to->sender = ac_ref_retain(from->sender);
 }
 
-static ac_status answer_status(const ac_answer *a)
+ac_status ac_answer_status(const ac_answer *a)
 {
+    if (!a)
+        return ac__fail(AC_EINVAL, "ac_answer_status: answer is NULL");
     if (!a->error)
         return AC_OK;
     if (ac_error_is(a->error, AC_ASK_TIMEOUT_ERROR))
@@ -424,7 +426,7 @@ ac_status ac_future_wait(ac_future *f, int64_t wait_ms, ac_answer *answer)
         return ac__fail(AC_EPENDING, "ac_future_wait: not settled within %lld ms",
                         (long long)wait_ms);
     answer_copy(answer, &f->answer);
-    return answer_status(answer);
+    return ac_answer_status(answer);
 }
 
 bool ac_future_poll(ac_future *f, ac_answer *answer)
@@ -487,5 +489,5 @@ ac_status ac_ask_wait(ac_ref *target, ac_msg *msg, int64_t timeout_ms, ac_answer
     *answer = f->answer;
     memset(&f->answer, 0, sizeof f->answer);
     ac_future_release(f);
-    return answer_status(answer);
+    return ac_answer_status(answer);
 }

@@ -376,6 +376,32 @@ static void test_default_timeout(void **state)
     ac_ref_release(silent);
 }
 
+/* A callback's answer maps to the status ac_ask_wait returns for it. */
+static void test_answer_status(void **state)
+{
+    (void)state;
+    struct {
+        const char *name; /* NULL: a reply */
+        ac_status want;
+    } cases[] = {{NULL, AC_OK},
+                 {AC_ASK_TIMEOUT_ERROR, AC_ETIMEOUT},
+                 {AC_ACTOR_STOPPED_ERROR, AC_EDEAD},
+                 {AC_UNDELIVERABLE_ERROR, AC_EDEAD},
+                 {AC_AGGREGATE_ERROR, AC_EFAILED},
+                 {"test.Oops", AC_EFAILED}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ac_answer a = {0};
+        if (cases[i].name)
+            a.error = ac_error_new(cases[i].name, "case %zu", i);
+        else
+            a.reply = ac_msg_int64_new(1);
+        assert_status(ac_answer_status(&a), cases[i].want);
+        ac_answer_release(&a);
+    }
+    assert_status(ac_answer_status(NULL), AC_EINVAL);
+    assert_last_error(AC_EINVAL);
+}
+
 static void test_future_wait_pending(void **state)
 {
     ts_fixture *fx = *state;
@@ -1388,6 +1414,7 @@ int main(void)
         TS_UNIT(test_on_complete),
         TS_UNIT(test_on_complete_after_wait),
         TS_UNIT(test_on_complete_at_terminate),
+        TS_UNIT(test_answer_status),
         TS_UNIT(test_bad_arguments),
         TS_UNIT(test_bad_arguments_in_actor),
     };
