@@ -5,9 +5,10 @@
 # libmicrohttpd-dev: actorc_http, the metrics endpoint, which the tests and
 # the demo use (libactorc itself builds without it); prometheus: promtool,
 # which the metrics tests use to validate the exposition; valgrind: the
-# test that a terminated system leaves no memory behind.
+# test that a terminated system leaves no memory behind; libzmq3-dev and
+# libcbor-dev: actorc_remote, remoting over ZeroMQ with CBOR frames.
 DEBIAN_PACKAGES := cmake make gcc libc6-dev pkg-config libcmocka-dev python3 \
-                   libmicrohttpd-dev prometheus valgrind
+                   libmicrohttpd-dev prometheus valgrind libzmq3-dev libcbor-dev
 
 BUILD_ROOT  ?= build
 RELEASE_DIR := $(BUILD_ROOT)/release

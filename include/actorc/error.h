@@ -37,6 +37,10 @@ typedef struct ac_error ac_error;
 /* An ask whose request could not be delivered for another reason (a pool
  * router with no routees left); the message says why. */
 #define AC_UNDELIVERABLE_ERROR "UndeliverableError"
+/* An ask whose target's node was lost (its connection dropped, its
+ * heartbeats stopped or a new incarnation of it was seen) before it
+ * answered; the message names the node and its incarnation. */
+#define AC_NODE_DOWN_ERROR "NodeDownError"
 
 /* How deep errors may nest. An error without members or cause has depth 1;
  * any other, 1 + the depth of its deepest member or cause. Creating an error

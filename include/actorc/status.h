@@ -43,7 +43,11 @@ extern "C" {
     X(AC_EFAILED, "request failed")                                           \
     X(AC_ENOTFOUND, "not found")                                              \
     X(AC_EPENDING, "not settled yet")                                         \
-    X(AC_ESYS, "system call failed")
+    X(AC_ESYS, "system call failed")                                          \
+    X(AC_EPROTO, "malformed data from a peer")                                \
+    X(AC_ECODEC, "message type has no wire codec")                            \
+    X(AC_ENODEDOWN, "node is down")                                           \
+    X(AC_ESECURITY, "refused for security")
 
 typedef enum ac_status {
 #define AC__STATUS_ENUM(name, text) name,

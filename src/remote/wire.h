@@ -1,0 +1,149 @@
+/*
+ * The wire (wire.c): one frame's envelope, in CBOR (RFC 8949) through
+ * libcbor. Encoding writes definite-length items with libcbor's
+ * cbor_encode_* into a caller's buffer; decoding walks the frame once
+ * with the streaming decoder (cbor_stream_decode), never building a tree,
+ * and points into the frame instead of copying: a decoded envelope
+ * borrows the frame's bytes and lives no longer than they do.
+ *
+ * A frame is one CBOR array:
+ *
+ *   [ version, kind, flags, corr, target_inc, target_path,
+ *     sender, type_name, deadline_us, payload_size, body ]
+ *
+ *   version      unsigned, AC__WIRE_VERSION
+ *   kind         unsigned, an ac__wire_kind
+ *   flags        unsigned, AC__WIRE_F_*
+ *   corr         unsigned 64: the correlation id of an ask, reply or
+ *                undeliverable notice; 0 otherwise
+ *   target_inc   unsigned 64: the incarnation the frame is meant for
+ *                (0: whichever the receiver is)
+ *   target_path  text: a local actor path, "/user/..." (may be empty)
+ *   sender       null, or [0, path] an actor on the sending node, or
+ *                [1, system, address, incarnation, path] an actor on
+ *                another node, or [2, system, address, incarnation, corr]
+ *                a reply target on another node (an ask forwarded on)
+ *   type_name    text: the message type's name (may be empty)
+ *   deadline_us  unsigned: what is left of the ask's timeout, 0 for none
+ *   payload_size unsigned: the payload bytes the receiver allocates
+ *   body         bytes: the payload as the type's codec wrote it
+ *
+ * HELLO frames carry the sending node in the sender field as [1, ...]
+ * (its own system, address and incarnation; path empty).
+ *
+ * Limits (ac__wire_limits) bound every length and count a decoder
+ * accepts; anything over them, truncated, of the wrong major type or with
+ * trailing bytes is refused with AC_EPROTO and a static reason.
+ * Not thread-affine: any thread may encode or decode its own frames.
+ */
+#ifndef AC_REMOTE_WIRE_H
+#define AC_REMOTE_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <actorc.h>
+
+#define AC__WIRE_VERSION 1
+
+typedef enum ac__wire_kind {
+    AC__WIRE_HELLO = 1,     /* a node introduces itself */
+    AC__WIRE_TELL,          /* a message, sender optional */
+    AC__WIRE_ASK,           /* a message whose sender is this node's reply target `corr` */
+    AC__WIRE_REPLY,         /* the answer to the receiver's reply target `corr` */
+    AC__WIRE_UNDELIVERABLE, /* the receiver's reply target `corr` will get no answer; body: why (text) */
+    AC__WIRE_WATCH,         /* sender watches target */
+    AC__WIRE_UNWATCH,       /* sender no longer watches target */
+    AC__WIRE_TERMINATED,    /* the sender (an actor on the sending node) has stopped; flags */
+    AC__WIRE_LEAVE,         /* the sending node is stopping */
+    AC__WIRE_KIND_MAX = AC__WIRE_LEAVE
+} ac__wire_kind;
+
+/* Flags. */
+#define AC__WIRE_F_NONE 0u
+
+/* A borrowed span of the frame. Text is not NUL-terminated. */
+typedef struct ac__wire_span {
+    const uint8_t *ptr;
+    size_t len;
+} ac__wire_span;
+
+typedef enum ac__wire_sender_kind {
+    AC__WIRE_SENDER_NONE = -1,
+    AC__WIRE_SENDER_LOCAL = 0,  /* an actor on the sending node: path */
+    AC__WIRE_SENDER_ACTOR = 1,  /* an actor on a third node: system, address, incarnation, path */
+    AC__WIRE_SENDER_REPLY = 2   /* a reply target on a third node: system, address, incarnation, corr */
+} ac__wire_sender_kind;
+
+typedef struct ac__wire_sender {
+    ac__wire_sender_kind kind;
+    ac__wire_span system, address, path;
+    uint64_t incarnation, corr;
+} ac__wire_sender;
+
+typedef struct ac__wire_env {
+    uint32_t version;
+    ac__wire_kind kind;
+    uint32_t flags;
+    uint64_t corr;
+    uint64_t target_inc;
+    ac__wire_span target_path;
+    ac__wire_sender sender;
+    ac__wire_span type_name;
+    uint64_t deadline_us;
+    uint64_t payload_size;
+    ac__wire_span body;
+} ac__wire_env;
+
+/* What a decoder accepts. */
+typedef struct ac__wire_limits {
+    size_t max_frame;       /* bytes of one frame */
+    size_t max_text;        /* bytes of one text item (paths, names, systems) */
+    size_t max_body;        /* bytes of the body */
+    uint64_t max_payload;   /* payload_size */
+} ac__wire_limits;
+
+/* The defaults: 1 MiB frames, 1 KiB texts, bodies up to the frame. */
+extern const ac__wire_limits ac__wire_default_limits;
+
+/* Encode `env` (version is set to AC__WIRE_VERSION) into buf[0..cap).
+ * Returns the bytes it needs: when that exceeds cap, nothing usable was
+ * written; call again with a bigger buffer. */
+size_t ac__wire_encode(const ac__wire_env *env, uint8_t *buf, size_t cap);
+
+/* Decode one frame. AC_OK and *env (borrowing from buf), or AC_EPROTO
+ * with *why set to a static reason ("truncated", "depth", "text too
+ * long", "unknown kind", "unsupported version", "trailing bytes", ...).
+ * Never reads past buf[len-1]. */
+int ac__wire_decode(const uint8_t *buf, size_t len, const ac__wire_limits *limits,
+                    ac__wire_env *env, const char **why);
+
+/* ---- payload codecs --------------------------------------------------- */
+
+/* The codec of a message type: the type's own encode/decode hooks, or a
+ * built-in one for actorc.String, actorc.Bytes, actorc.Int64 and
+ * actorc.Error. Encoding writes the body; payload_size is what the
+ * receiving side allocates (ac_msg_new(type, payload_size)) before
+ * decoding into it. */
+
+/* Does `type` have a codec? */
+bool ac__wire_has_codec(const ac_msg_type *type);
+/* Encode msg's payload: the body bytes needed (as ac__wire_encode), and
+ * *payload_size. 0 with *payload_size 0 is a valid empty body; a type
+ * with no codec: SIZE_MAX. */
+size_t ac__wire_encode_payload(const ac_msg *msg, uint8_t *buf, size_t cap, uint64_t *payload_size);
+/* A new message of `type` from body (one reference, the caller's), or
+ * NULL with *why (bad body, out of limits, no codec). */
+ac_msg *ac__wire_decode_payload(const ac_msg_type *type, const uint8_t *body, size_t len,
+                                uint64_t payload_size, const ac__wire_limits *limits,
+                                const char **why);
+
+/* Errors on the wire: a CBOR tag AC__WIRE_ERROR_TAG over
+ * [name, message, [members...], cause-or-null]. Decoding caps depth at
+ * AC_ERROR_MAX_DEPTH and the total count of errors at `max_errors`. */
+#define AC__WIRE_ERROR_TAG 27001u
+size_t ac__wire_encode_error(const ac_error *err, uint8_t *buf, size_t cap);
+ac_error *ac__wire_decode_error(const uint8_t *buf, size_t len, size_t max_errors, const char **why);
+
+#endif
