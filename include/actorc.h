@@ -19,6 +19,7 @@
 #include "actorc/supervision.h"
 #include "actorc/timer.h"
 #include "actorc/ask.h"
+#include "actorc/remote.h"
 #include "actorc/router.h"
 #include "actorc/scatter_gather.h"
 #include "actorc/metrics.h"

@@ -125,7 +125,9 @@ AC_API ac_msg *ac_poison_pill(void);
 
 /* Watch `target`: when it stops, the current actor receives an
  * ac_msg_type_terminated message (sender: target) — at once if target is
- * already stopped. Watching twice delivers one Terminated. AC_ENOMEM when
+ * already stopped. Watching twice delivers one Terminated. `target` may be
+ * a remote ref (actorc/remote.h): its Terminated also comes when its node
+ * is lost, flagged (ac_terminated_node_lost). AC_ENOMEM when
  * the watch cannot be set up: nothing is watched then. Inside an actor. */
 AC_API ac_status ac_watch(ac_ctx *ctx, ac_ref *target);
 /* Stop watching: no Terminated for `target` is delivered afterwards.
@@ -136,6 +138,12 @@ AC_API extern const ac_msg_type ac_msg_type_terminated;  /* "actorc.Terminated" 
 AC_API extern const ac_msg_type ac_msg_type_poison_pill; /* "actorc.PoisonPill" */
 /* The actor a Terminated message is about (borrowed), or NULL. */
 AC_API ac_ref *ac_terminated_ref(const ac_msg *msg);
+/* Did the Terminated come because the actor's node was lost (its
+ * connection dropped, its heartbeats stopped, a new incarnation of it
+ * appeared) rather than because the actor stopped? False for local
+ * actors, and for a message that is not a Terminated (with the last
+ * error saying so). */
+AC_API bool ac_terminated_node_lost(const ac_msg *msg);
 
 /* What a dead-letter subscriber receives (see ac_dead_letters_subscribe). */
 AC_API extern const ac_msg_type ac_msg_type_dead_letter; /* "actorc.DeadLetter" */

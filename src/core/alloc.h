@@ -17,6 +17,8 @@
 #define AC_CORE_ALLOC_H
 
 #include <stdbool.h>
+
+#include "actorc/export.h"
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +28,8 @@
 #else
 #define AC__ALLOC_HOOK 1
 /* Should this allocation fail? Counts it. Any thread. */
-bool ac__alloc_should_fail(void);
+/* Exported (as ac__oom_abort) for actorc's optional libraries: see AC__SPI. */
+AC_API bool ac__alloc_should_fail(void);
 /* Make the n-th allocation from now fail (1: the next one), once; 0
  * disarms. Any thread; meant for tests. */
 void ac__alloc_fail_after(long n);
@@ -63,7 +66,7 @@ static inline char *ac__strdup(const char *s)
 
 /* An allocation whose failure cannot be reported failed: print
  * "actorc: out of memory: <what>" and abort. */
-_Noreturn void ac__oom_abort(const char *what);
+AC_API _Noreturn void ac__oom_abort(const char *what);
 
 /* malloc/free with per-thread caches for blocks up to 256 bytes. The size
  * passed to free must be the size passed to alloc. Any thread. */

@@ -22,13 +22,18 @@
  * them straight off the thread pointer, also in the shared library. */
 #define AC__TLS_FAST __attribute__((tls_model("initial-exec")))
 
+/* Exported, though internal: what actorc's own optional libraries
+ * (actorc_remote) link from libactorc, which hides everything else. Not
+ * API: no promise to any other program. */
+#define AC__SPI AC_API
+
 /* Always-on invariant check: a violation would corrupt state. */
 #define AC__ASSERT(cond)                                                      \
     do {                                                                      \
         if (AC__UNLIKELY(!(cond)))                                            \
             ac__assert_fail(#cond, __FILE__, __LINE__);                       \
     } while (0)
-_Noreturn void ac__assert_fail(const char *expr, const char *file, int line);
+AC__SPI _Noreturn void ac__assert_fail(const char *expr, const char *file, int line);
 
 /* Debug-only invariant check, for checks on hot paths: on in the Debug
  * (sanitizer) builds, compiled out where NDEBUG is defined. */
@@ -41,8 +46,8 @@ _Noreturn void ac__assert_fail(const char *expr, const char *file, int line);
 /* ---- errors (status.c) ------------------------------------------------ */
 
 /* Record a failure for this thread and return `status`. */
-ac_status ac__fail(ac_status status, const char *fmt, ...) AC_PRINTF(2, 3);
+AC__SPI ac_status ac__fail(ac_status status, const char *fmt, ...) AC_PRINTF(2, 3);
 /* As ac__fail, for functions returning a pointer: returns NULL. */
-void *ac__fail_null(ac_status status, const char *fmt, ...) AC_PRINTF(2, 3);
+AC__SPI void *ac__fail_null(ac_status status, const char *fmt, ...) AC_PRINTF(2, 3);
 
 #endif

@@ -4,7 +4,9 @@
  * function run in the receiver's turn). The poison pill is immortal and
  * static: sending it allocates nothing beyond an envelope when shared.
  */
+#include "core/alloc.h"
 #include "core/core_msgs.h"
+#include "core/extension.h"
 #include "core/last_error.h"
 #include "core/ref.h"
 
@@ -62,6 +64,27 @@ ac_ref *ac_terminated_ref(const ac_msg *msg)
                              "ac_terminated_ref: message is %s, not a Terminated",
                              msg ? msg->type->name : "NULL");
     return ((const ac__terminated_payload *)(const void *)msg->payload)->who;
+}
+
+bool ac_terminated_node_lost(const ac_msg *msg)
+{
+    ac__clear_status();
+    if (!msg || msg->type != &ac_msg_type_terminated)
+        return ac__fail(msg ? AC_ETYPE : AC_EINVAL,
+                        "ac_terminated_node_lost: message is %s, not a Terminated",
+                        msg ? msg->type->name : "NULL") == AC_OK;
+    return ((const ac__terminated_payload *)(const void *)msg->payload)->node_lost;
+}
+
+ac_msg *ac__ext_terminated_new(ac_ref *who, bool node_lost)
+{
+    ac_msg *m = ac_msg_new(&ac_msg_type_terminated, sizeof(ac__terminated_payload));
+    if (AC__UNLIKELY(!m)) /* a watcher waits for it */
+        ac__oom_abort("a Terminated message");
+    ac__terminated_payload *p = (ac__terminated_payload *)(void *)m->payload;
+    p->who = ac_ref_retain(who);
+    p->node_lost = node_lost;
+    return m;
 }
 
 static const dead_letter_payload *dead_letter_of(const ac_msg *msg, const char *fn)

@@ -11,6 +11,7 @@
 /* A Terminated message's payload. */
 typedef struct ac__terminated_payload {
     ac_ref *who; /* retained */
+    bool node_lost;
 } ac__terminated_payload;
 
 /* A message that runs a function in its receiver's turn instead of

@@ -19,6 +19,7 @@
  */
 #include "core/alloc.h"
 #include "core/core_msgs.h"
+#include "core/extension.h"
 #include "core/hooks.h"
 #include "core/lifecycle.h"
 #include "core/supervision_internal.h"
@@ -59,18 +60,30 @@ static void send_terminated(ac__actor *dead, ac_ref *watcher)
     ac_tell(watcher, m, &dead->ref);
 }
 
+/* A ref that is not an actor but can be watched (ac__ref_ops.watch). */
+static bool watchable(const ac_ref *target)
+{
+    return target && target->ops->watch && target->ops->unwatch;
+}
+
 ac_status ac_watch(ac_ctx *ctx, ac_ref *target)
 {
     if (!ctx)
         return ac__fail(AC_EINVAL, "ac_watch: ctx is NULL");
     ac__actor *t = ac__actor_of(target);
-    if (!t)
+    if (!t && !watchable(target))
         return ac__fail(AC_EINVAL, "ac_watch: %s", target ? "not an actor ref" : "target is NULL");
     ac__cell_ext *ext = ac__cell_ext_of(ctx->self);
     if (!ext)
         return ac__fail(AC_ENOMEM, "ac_watch: out of memory");
     if (t == ctx->self || ac__refset_contains(&ext->watching, target))
         return AC_OK;
+    if (!t) {
+        if (ac__refset_add(&ext->watching, target) != AC_OK)
+            return ac__fail(AC_ENOMEM, "ac_watch: out of memory");
+        target->ops->watch(target, &ctx->self->ref);
+        return AC_OK;
+    }
     ac__sysmsg *m = ac__sysmsg_new(AC__SYS_WATCH, &ctx->self->ref, NULL);
     if (!m || ac__refset_add(&ext->watching, target) != AC_OK) {
         if (m)
@@ -86,17 +99,39 @@ ac_status ac_unwatch(ac_ctx *ctx, ac_ref *target)
     if (!ctx)
         return ac__fail(AC_EINVAL, "ac_unwatch: ctx is NULL");
     ac__actor *t = ac__actor_of(target);
-    if (!t)
+    if (!t && !watchable(target))
         return ac__fail(AC_EINVAL, "ac_unwatch: %s",
                         target ? "not an actor ref" : "target is NULL");
     if (!ctx->self->ext || !ac__refset_contains(&ctx->self->ext->watching, target))
         return AC_OK;
+    if (!t) {
+        target->ops->unwatch(target, &ctx->self->ref);
+        ac__refset_remove(&ctx->self->ext->watching, target);
+        return AC_OK;
+    }
     ac__sysmsg *m = ac__sysmsg_new(AC__SYS_UNWATCH, &ctx->self->ref, NULL);
     if (!m)
         return ac__fail(AC_ENOMEM, "ac_unwatch: out of memory");
     ac__refset_remove(&ctx->self->ext->watching, target);
     ac__actor_push_sysmsg(t, m);
     return AC_OK;
+}
+
+/* Watches on behalf of a watcher that is not a local actor (a remote
+ * one, through its ref): the target's own watcher set holds it, and it is
+ * told Terminated like any other watcher. */
+void ac__ext_watch_as(ac_ref *target, ac_ref *watcher)
+{
+    ac__actor *t = ac__actor_of(target);
+    if (t && watcher)
+        ac__actor_push_sys(t, AC__SYS_WATCH, watcher);
+}
+
+void ac__ext_unwatch_as(ac_ref *target, ac_ref *watcher)
+{
+    ac__actor *t = ac__actor_of(target);
+    if (t && watcher)
+        ac__actor_push_sys(t, AC__SYS_UNWATCH, watcher);
 }
 
 /* ---- failure --------------------------------------------------------- */
@@ -257,8 +292,14 @@ static void finish_stop(ac__actor *a)
         for (uint32_t i = 0; i < ext->watchers.count; i++)
             send_terminated(a, ext->watchers.items[i]);
         ac__refset_clear(&ext->watchers);
-        for (uint32_t i = 0; i < ext->watching.count; i++)
-            ac__actor_push_sys(ac__actor_of(ext->watching.items[i]), AC__SYS_UNWATCH, &a->ref);
+        for (uint32_t i = 0; i < ext->watching.count; i++) {
+            ac_ref *w = ext->watching.items[i];
+            ac__actor *t = ac__actor_of(w);
+            if (t)
+                ac__actor_push_sys(t, AC__SYS_UNWATCH, &a->ref);
+            else
+                w->ops->unwatch(w, &a->ref);
+        }
         ac__refset_clear(&ext->watching);
         if (ext->user_data_free) {
             ext->user_data_free(a->user_data);

@@ -11,7 +11,8 @@
 
 typedef enum ac__ref_kind {
     AC__REF_ACTOR = 1,
-    AC__REF_REPLY        /* one-shot reply refs (ask, scatter slots) */
+    AC__REF_REPLY,       /* one-shot reply refs (ask, scatter slots) */
+    AC__REF_FOREIGN      /* kinds defined outside the core (remote refs) */
 } ac__ref_kind;
 
 typedef struct ac__ref_ops {
@@ -25,6 +26,17 @@ typedef struct ac__ref_ops {
      * `recipient`, because it had stopped (why == NULL) or for the reason
      * `why`. Lets an ask fail fast. */
     void (*undeliverable)(ac_ref *self, ac_ref *recipient, const char *why);
+    /* Optional: may this ref take `msg` at all? Called by ac_tell before
+     * deliver; a refusal (recorded with ac__fail) makes the send fail
+     * with that status and the message a dead letter. For refs that can
+     * refuse what others take (a remote ref: a type with no codec). */
+    ac_status (*admit)(ac_ref *self, const ac_msg *msg);
+    /* Optional, for refs that are not actors but can be watched (remote
+     * refs): `watcher` (a local actor, in its own turn) starts or stops
+     * watching. The ref tells the watcher Terminated (ac__ext_terminated_new)
+     * when what it stands for is gone. Without them ac_watch refuses. */
+    void (*watch)(ac_ref *self, ac_ref *watcher);
+    void (*unwatch)(ac_ref *self, ac_ref *watcher);
 } ac__ref_ops;
 
 struct ac_ref {
@@ -33,7 +45,7 @@ struct ac_ref {
     ac_system *system;
 };
 
-void ac__ref_init(ac_ref *ref, const ac__ref_ops *ops, ac_system *system);
+AC__SPI void ac__ref_init(ac_ref *ref, const ac__ref_ops *ops, ac_system *system);
 /* Drop n references at once. */
 void ac__ref_release_n(ac_ref *ref, unsigned n);
 
@@ -51,9 +63,9 @@ typedef struct ac__refset {
     uint32_t count, cap;
 } ac__refset;
 
-bool ac__refset_contains(const ac__refset *s, const ac_ref *r);
-int ac__refset_add(ac__refset *s, ac_ref *r); /* retains; no duplicates */
-bool ac__refset_remove(ac__refset *s, const ac_ref *r); /* releases */
-void ac__refset_clear(ac__refset *s);           /* releases all */
+AC__SPI bool ac__refset_contains(const ac__refset *s, const ac_ref *r);
+AC__SPI int ac__refset_add(ac__refset *s, ac_ref *r); /* retains; no duplicates */
+AC__SPI bool ac__refset_remove(ac__refset *s, const ac_ref *r); /* releases */
+AC__SPI void ac__refset_clear(ac__refset *s);           /* releases all */
 
 #endif

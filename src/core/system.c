@@ -264,11 +264,13 @@ ac_status ac_system_terminate(ac_system *system)
         pthread_cond_wait(&system->guardian_dead_cond, &system->guardian_lock);
     pthread_mutex_unlock(&system->guardian_lock);
 
+    ac__ext_parts_run(system, false);
     ac__timers_stop(system->timers);
     ac__scheduler_stop(system->sched);
     ac__timers_destroy(system->timers);
     system->timers = NULL;
     free_every_cell(system);
+    ac__ext_parts_run(system, true);
     system_free(system);
     /* acq_rel: pairs with the other systems' decrements, so the last one
      * trims after every other teardown's frees. */

@@ -27,8 +27,9 @@ struct ac_system {
     ac__timers *timers;
     ac__actor *guardian;
 
-    /* Guards the guardian's children and `terminating`. */
+    /* Guards the guardian's children, `terminating` and `parts`. */
     pthread_mutex_t guardian_lock;
+    struct ac__ext_part *parts; /* attached optional parts (extension.h) */
     atomic_bool terminating;
     pthread_cond_t guardian_dead_cond;
     bool guardian_dead;
@@ -57,6 +58,8 @@ void ac__dead_letter_why(ac_system *sys, ac__node *node, ac_ref *recipient, cons
 /* The error an ask gets for a request that was not delivered:
  * ActorStoppedError (why == NULL) or UndeliverableError. */
 ac_error *ac__undeliverable_error(const ac_ref *recipient, const char *why);
+/* Terminate: run every attached part's stop, or (free_them) its free. */
+void ac__ext_parts_run(ac_system *sys, bool free_them);
 /* Called by the guardian when it has stopped. */
 void ac__system_guardian_stopped(ac_system *sys);
 

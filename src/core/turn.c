@@ -17,6 +17,8 @@
  * here in one file, so the compiler sees it whole; what a turn hands to
  * lifecycle.c (stop, failure, system messages) is off that path.
  */
+#include <stdio.h>
+
 #include "core/alloc.h"
 #include "core/core_msgs.h"
 #include "core/hooks.h"
@@ -120,6 +122,25 @@ void ac__actor_push_sysmsg(ac__actor *a, ac__sysmsg *m)
     ac__actor_schedule(a);
 }
 
+/* A send to a ref that may refuse it: a refused message is a dead letter
+ * (its sender told, if it is an ask) and the send fails with the refusal. */
+static AC__NOINLINE ac_status tell_admitted(ac_ref *target, ac_msg *msg, ac_ref *sender)
+{
+    ac_status st = target->ops->admit(target, msg);
+    ac__node *node = ac__node_make(msg, sender);
+    if (AC__UNLIKELY(!node))
+        return AC_ENOMEM; /* msg released, error recorded by ac__node_make */
+    if (st == AC_OK) {
+        target->ops->deliver(target, node);
+        return AC_OK;
+    }
+    /* Keep the refusal's text: the dead letter may log and overwrite it. */
+    char why[256];
+    snprintf(why, sizeof why, "%s", ac_last_error());
+    ac__dead_letter_why(target->system, node, target, why);
+    return ac__fail(st, "%s", why);
+}
+
 ac_status ac_tell(ac_ref *target, ac_msg *msg, ac_ref *sender)
 {
     if (AC__UNLIKELY(!msg))
@@ -130,6 +151,8 @@ ac_status ac_tell(ac_ref *target, ac_msg *msg, ac_ref *sender)
         ac_msg_release(msg);
         return st;
     }
+    if (AC__UNLIKELY(target->ops->admit != NULL))
+        return tell_admitted(target, msg, sender);
     ac__node *node = ac__node_make(msg, sender);
     if (AC__UNLIKELY(!node))
         return AC_ENOMEM; /* msg released, error recorded by ac__node_make */

@@ -1,0 +1,176 @@
+/*
+ * Remoting: actor systems in different processes, on different hosts,
+ * talk over ZeroMQ with CBOR frames. In the optional library actorc_remote
+ * (CMake: find_package(actorc COMPONENTS remote), actorc::actorc_remote;
+ * pkg-config: actorc-remote).
+ *
+ * A system joins the network by starting a node on it:
+ *
+ *     ac_node_options o = {.bind = "tcp://127.0.0.1:7001"};
+ *     ac_node *node = ac_node_start(system, &o);
+ *     ac_ref *r = ac_node_resolve(node, "actorc://replicas@127.0.0.1:7002/user/replica");
+ *     ac_ask_wait(r, ac_msg_str_new("hello"), 1000, &answer);
+ *
+ * A node is (system name, address, incarnation): the incarnation is a
+ * random 64-bit number chosen at start, so a process restarted on the same
+ * port is a different node, and refs to the old one never reach the new
+ * one. Remote actors' paths read actorc://<system>@<host>:<port>/user/...;
+ * local paths keep their form, actorc://<system>/user/....
+ *
+ * A remote ref behaves like any ref: ac_tell, ac_forward, ac_ask_wait,
+ * ac_ask, ac_ask_in, ac_watch, ac_reply to it, routers hold it as a
+ * routee. Senders travel: the receiving actor sees a sender it can reply
+ * to, forward with or keep, and an ask's reply comes from the replying
+ * actor's own remote ref. What crosses the wire is what has a codec: the
+ * built-in String, Bytes, Int64 and Error messages, and a type whose
+ * descriptor has encode and decode hooks (msg.h); types are matched by
+ * name, so the receiving node registers them (ac_node_register_type). A
+ * send of a type without a codec to a remote ref fails (AC_ECODEC) and the
+ * message becomes a dead letter.
+ *
+ * Failure: when the connection to a node's incarnation is lost (it
+ * dropped: the process died; its heartbeats stopped: it hangs; or a new
+ * incarnation of it said hello), every ask still waiting for that node
+ * fails at once with a NodeDownError, every watch of its actors delivers
+ * Terminated flagged node-lost (ac_terminated_node_lost), and its refs
+ * become dead: what is sent to them is a dead letter. A later
+ * ac_node_resolve of the same address connects afresh.
+ *
+ * Security: with CURVE keys (ac_node_options.curve) traffic is encrypted
+ * and only the listed public keys are let in. Binding an address other
+ * than loopback without keys is refused unless `insecure` says so.
+ *
+ * Threads: one transport thread per node owns its ZeroMQ sockets; sends
+ * never block on the network (a peer that falls behind gets at most
+ * `max_queue` frames queued, then sends to it are dead letters). All
+ * functions may be called from any thread.
+ */
+#ifndef ACTORC_REMOTE_H
+#define ACTORC_REMOTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "actorc/actor.h"
+#include "actorc/export.h"
+#include "actorc/msg.h"
+#include "actorc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ac_node ac_node;
+
+/* CURVE keys, in ZeroMQ's Z85 form (40 characters for a 32-byte key).
+ * Every node of a cluster serves with one shared server key pair and
+ * connects with a key pair of its own; a node lets in only the client
+ * public keys it lists (and its own), so a peer with an unknown key gets
+ * nothing through. Make pairs with ac_node_curve_keypair (or the
+ * `actorc-keygen` tool); keep secret keys in files only their owner can
+ * read (ac_node_curve_read_key). */
+typedef struct ac_node_curve {
+    const char *server_public_key;
+    const char *server_secret_key;
+    const char *public_key; /* this node's own pair */
+    const char *secret_key;
+    /* Public keys of the nodes let in (besides this one). */
+    const char *const *allowed;
+    size_t allowed_count;
+} ac_node_curve;
+
+#define AC_NODE_DEFAULT_HEARTBEAT_IVL_MS 200
+#define AC_NODE_DEFAULT_HEARTBEAT_TIMEOUT_MS 1000
+#define AC_NODE_DEFAULT_CONNECT_TIMEOUT_MS 2000
+#define AC_NODE_DEFAULT_MAX_FRAME (1u << 20)
+#define AC_NODE_DEFAULT_MAX_QUEUE 100000
+
+typedef struct ac_node_options {
+    /* ZeroMQ endpoint to bind: "tcp://<ipv4>:<port>"; port 0 (or "*")
+     * lets the OS choose (ac_node_address tells which). Required. */
+    const char *bind;
+    /* "<host>:<port>" other nodes reach this one at; NULL: the bound
+     * address. */
+    const char *advertise;
+    /* NULL: no encryption (loopback only, unless insecure). */
+    const ac_node_curve *curve;
+    /* Allow binding a non-loopback address without CURVE keys. */
+    bool insecure;
+    /* Heartbeats on every connection: a peer silent for timeout_ms is
+     * lost. 0: the defaults (200 ms, 1,000 ms); negative refused. */
+    int heartbeat_ivl_ms;
+    int heartbeat_timeout_ms;
+    /* A peer that has not said hello within connect_timeout_ms of the
+     * first send to it is lost. 0: the default (2,000 ms). */
+    int connect_timeout_ms;
+    /* Largest frame sent or accepted, bytes; 0: the default (1 MiB). */
+    size_t max_frame;
+    /* Frames queued per peer before sends to it are dead letters; 0: the
+     * default (100,000). */
+    size_t max_queue;
+} ac_node_options;
+
+/* Start a node on `system` (one per system). NULL with the last error on
+ * bad options (naming the option), an endpoint that cannot be bound, a
+ * non-loopback bind without keys or `insecure`, a system that has one, or
+ * a terminating system. The node lives until ac_node_stop or the system's
+ * termination. */
+AC_API ac_node *ac_node_start(ac_system *system, const ac_node_options *options);
+/* Stop the node: peers are told it leaves, its refs become dead, asks
+ * waiting on other nodes fail with NodeDownError. The handle stays valid
+ * (and stopped) until the system is terminated. */
+AC_API ac_status ac_node_stop(ac_node *node);
+/* The system's node, or NULL. */
+AC_API ac_node *ac_system_node(ac_system *system);
+
+/* "<host>:<port>" (the advertised address), its incarnation, and the
+ * ZeroMQ endpoint actually bound. */
+AC_API const char *ac_node_address(const ac_node *node);
+AC_API uint64_t ac_node_incarnation(const ac_node *node);
+AC_API const char *ac_node_endpoint(const ac_node *node);
+
+/* A ref (the caller's reference) to the actor at `path`:
+ * actorc://<system>@<host>:<port>/user/... for a remote actor (a path of
+ * this node's own address resolves to the local actor), or a local path.
+ * Resolving does not wait for the network: a remote ref is made at once,
+ * and what is sent to it goes out when the peer answers (or fails with
+ * NodeDownError when it does not). NULL with AC_EINVAL for a malformed
+ * path, AC_ENOTFOUND for a local path with no actor. */
+AC_API ac_ref *ac_node_resolve(ac_node *node, const char *path);
+
+/* Let messages of `type` arrive (matched by type->name). The built-in
+ * String, Bytes, Int64 and Error types are registered. AC_ECODEC for a
+ * type without encode and decode hooks; AC_EEXIST for another type of
+ * the same name. */
+AC_API ac_status ac_node_register_type(ac_node *node, const ac_msg_type *type);
+
+/* Is `ref` a remote ref? (User code never needs to ask; tests and tools
+ * may.) */
+AC_API bool ac_ref_is_remote(const ac_ref *ref);
+
+/* A new CURVE key pair in Z85 (each buffer at least 41 bytes). AC_ESYS
+ * when ZeroMQ has no CURVE. */
+AC_API ac_status ac_node_curve_keypair(char public_key[41], char secret_key[41]);
+/* Read a key (40 Z85 characters, then optional white space) from a file
+ * into out (41 bytes, NUL-terminated). AC_ENOTFOUND for a file that cannot
+ * be read, AC_EINVAL for one that holds no valid key. */
+AC_API ac_status ac_node_curve_read_key(const char *file, char out[41]);
+
+/* What a node counts (also exported as metrics when they are on). */
+typedef struct ac_node_stats {
+    uint64_t frames_out, frames_in, bytes_out, bytes_in;
+    uint64_t decode_errors;  /* malformed frames and bodies dropped */
+    uint64_t nodes_down;     /* peers lost */
+    uint64_t asks_failed_by_node_loss;
+    uint64_t dropped_backpressure; /* sends refused: a peer fell behind */
+    uint64_t dropped_stale;  /* frames from unknown or earlier incarnations */
+    uint64_t pending_asks;   /* correlation entries now */
+    uint64_t peers;          /* peers not lost, now */
+} ac_node_stats;
+AC_API ac_status ac_node_stats_get(ac_node *node, ac_node_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1494 @@
+/*
+ * A node: the API (remote.h) and its transport thread.
+ *
+ * Sockets. The node binds one ROUTER; for every peer it keeps one DEALER
+ * connected to the peer's ROUTER, its routing id this node's incarnation.
+ * Frames to a peer leave on its DEALER, frames from it arrive on the
+ * ROUTER, so each peer connection carries one direction. A new DEALER
+ * says HELLO first; a HELLO from a node we have no DEALER to makes one
+ * (liveness is watched on DEALERs: their monitors report a dropped
+ * connection, their heartbeats a silent peer).
+ *
+ * Rules. A peer is lost for good when its DEALER's connection drops, its
+ * heartbeats time out, its handshake fails, it does not say hello within
+ * the connect timeout, it says it leaves, or a hello from a new
+ * incarnation at its address arrives. A lost peer's pending asks fail with
+ * NodeDownError at once, its watched actors' watchers get Terminated
+ * flagged node-lost, and what is sent to its refs is a dead letter. A
+ * malformed frame is dropped (counted, logged at most once a second) and
+ * the connection kept: one bad frame says nothing of the next. A frame
+ * from an unknown routing id, or meant for an earlier incarnation of this
+ * node, is dropped too (an ask among them is answered undeliverable).
+ * Backpressure: at most max_queue frames wait for one peer; a send beyond
+ * that is refused (AC_EFAILED) and its message is a dead letter.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "remote/node_internal.h"
+
+#define PART_KEY "actorc.remote.node"
+#define WATCH_PATH "/system/watch"
+#define HOUSEKEEPING_NS 20000000ll /* 20 ms */
+
+bool ac__rreply_parts(const ac_ref *ref, ac__peer **peer, uint64_t *corr);
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* ---- peers ------------------------------------------------------------ */
+
+void ac__peer_release(ac__peer *p)
+{
+    if (!p)
+        return;
+    /* acq_rel: every holder's use happens before the free. */
+    if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    ac__refset_clear(&p->watched);
+    free(p->inbound_watch);
+    free(p->address);
+    free(p->system);
+    free(p->down_why);
+    free(p);
+}
+
+/* A new peer in the table (under the lock). */
+static ac__peer *peer_new(ac_node *node, const char *address, size_t len, const char *system,
+                          size_t system_len, ac__peer_state state)
+{
+    ac__peer *p = ac__calloc(1, sizeof *p);
+    char *a = p ? ac__malloc(len + 1) : NULL;
+    char *s = a && system ? ac__malloc(system_len + 1) : NULL;
+    if (!a || (system && !s)) {
+        free(s);
+        free(a);
+        free(p);
+        return NULL;
+    }
+    memcpy(a, address, len);
+    a[len] = '\0';
+    if (s) {
+        memcpy(s, system, system_len);
+        s[system_len] = '\0';
+    }
+    atomic_init(&p->refs, 1); /* the table's */
+    atomic_init(&p->state, (int)state);
+    p->id = ++node->next_peer_id;
+    p->address = a;
+    p->system = s;
+    p->next = node->peers;
+    node->peers = p;
+    return p;
+}
+
+static ac__peer *peer_by_address(ac_node *node, const char *address, size_t len)
+{
+    for (ac__peer *p = node->peers; p; p = p->next)
+        if (strlen(p->address) == len && memcmp(p->address, address, len) == 0)
+            return p;
+    return NULL;
+}
+
+ac__peer *ac__peer_for(ac_node *node, const char *address, size_t len, const char *system,
+                       size_t system_len)
+{
+    pthread_mutex_lock(&node->lock);
+    ac__peer *p = NULL;
+    if (!atomic_load_explicit(&node->stopping, memory_order_relaxed)) {
+        p = peer_by_address(node, address, len);
+        if (!p)
+            p = peer_new(node, address, len, system, system_len, AC__PEER_CONNECTING);
+        if (p)
+            ac__peer_retain(p);
+    }
+    pthread_mutex_unlock(&node->lock);
+    return p;
+}
+
+ac_error *ac__node_down_error(const ac__peer *peer, const char *why)
+{
+    ac_error *e = ac_error_new(AC_NODE_DOWN_ERROR, "Node actorc://%s@%s (incarnation %016" PRIx64
+                                                   ") is down: %s",
+                               peer->system ? peer->system : "", peer->address, peer->incarnation,
+                               why ? why : "connection lost");
+    if (!e)
+        ac__oom_abort("a NodeDownError");
+    return e;
+}
+
+/* ---- types -------------------------------------------------------------- */
+
+static const ac_msg_type *type_named(ac_node *node, const uint8_t *name, size_t len)
+{
+    const ac_msg_type *t = NULL;
+    pthread_mutex_lock(&node->lock);
+    for (size_t i = 0; i < node->type_count; i++)
+        if (strlen(node->types[i]->name) == len && memcmp(node->types[i]->name, name, len) == 0) {
+            t = node->types[i];
+            break;
+        }
+    pthread_mutex_unlock(&node->lock);
+    return t;
+}
+
+static ac_status add_type(ac_node *node, const ac_msg_type *type)
+{
+    ac_status st = AC_OK;
+    pthread_mutex_lock(&node->lock);
+    for (size_t i = 0; i < node->type_count; i++)
+        if (strcmp(node->types[i]->name, type->name) == 0) {
+            st = node->types[i] == type
+                     ? AC_OK
+                     : ac__fail(AC_EEXIST, "ac_node_register_type: another type is named \"%s\"",
+                                type->name);
+            pthread_mutex_unlock(&node->lock);
+            return st;
+        }
+    if (node->type_count == node->type_cap) {
+        size_t cap = node->type_cap ? node->type_cap * 2 : 16;
+        const ac_msg_type **t = ac__realloc(node->types, cap * sizeof *t);
+        if (!t) {
+            pthread_mutex_unlock(&node->lock);
+            return ac__fail(AC_ENOMEM, "ac_node_register_type: out of memory");
+        }
+        node->types = t;
+        node->type_cap = cap;
+    }
+    node->types[node->type_count++] = type;
+    pthread_mutex_unlock(&node->lock);
+    return st;
+}
+
+ac_status ac_node_register_type(ac_node *node, const ac_msg_type *type)
+{
+    if (!node || !type || !type->name)
+        return ac__fail(AC_EINVAL, "ac_node_register_type: %s is NULL",
+                        !node ? "node" : !type ? "type" : "type->name");
+    if (!ac__wire_has_codec(type))
+        return ac__fail(AC_ECODEC,
+                        "ac_node_register_type: %s has no wire codec (give it encode and decode "
+                        "hooks)",
+                        type->name);
+    return add_type(node, type);
+}
+
+/* ---- encoding --------------------------------------------------------- */
+
+ac_status ac__node_encode_msg(const ac_msg *msg, ac__wire_env *env, uint8_t **body_out)
+{
+    uint8_t small[256];
+    uint64_t size = 0;
+    *body_out = NULL;
+    size_t need = ac__wire_encode_payload(msg, small, sizeof small, &size);
+    if (need == SIZE_MAX)
+        return ac__fail(AC_ECODEC, "%s has no wire codec", ac_msg_type_name(msg));
+    uint8_t *body = ac__malloc(need ? need : 1);
+    if (!body)
+        return ac__fail(AC_ENOMEM, "out of memory encoding a %s", ac_msg_type_name(msg));
+    if (need <= sizeof small) {
+        memcpy(body, small, need);
+    } else if (ac__wire_encode_payload(msg, body, need, &size) != need) {
+        free(body);
+        return ac__fail(AC_ECODEC, "the codec of %s is not stable (two sizes for one payload)",
+                        ac_msg_type_name(msg));
+    }
+    const char *name = ac_msg_type_name(msg);
+    env->type_name = (ac__wire_span){(const uint8_t *)name, strlen(name)};
+    env->payload_size = size;
+    env->body = (ac__wire_span){body, need};
+    *body_out = body;
+    return AC_OK;
+}
+
+static ac__wire_span span_of(const char *s) { return (ac__wire_span){(const uint8_t *)s, s ? strlen(s) : 0}; }
+
+void ac__node_encode_sender(ac_node *node, ac__peer *peer, ac_ref *sender, ac__wire_env *env,
+                            uint64_t corr)
+{
+    (void)corr;
+    ac__peer *rp;
+    uint64_t rc;
+    env->sender = (ac__wire_sender){.kind = AC__WIRE_SENDER_NONE};
+    if (!sender)
+        return;
+    if (sender->ops->kind == AC__REF_ACTOR) {
+        env->sender.kind = AC__WIRE_SENDER_LOCAL;
+        env->sender.path = span_of(ac__local_part(ac_ref_path(sender)));
+        return;
+    }
+    if (sender->ops == &ac__rref_ops) {
+        const ac__rref *r = (const ac__rref *)sender;
+        if (r->peer == node->self) {
+            env->sender.kind = AC__WIRE_SENDER_LOCAL;
+            env->sender.path = span_of(r->path);
+            return;
+        }
+        /* An actor of another node (perhaps the receiver's own). Its
+         * system and incarnation are read without the lock: set once,
+         * before any frame of the peer is handled. */
+        env->sender.kind = AC__WIRE_SENDER_ACTOR;
+        env->sender.system = span_of(r->peer->system);
+        env->sender.address = span_of(r->peer->address);
+        env->sender.incarnation = r->peer->incarnation;
+        env->sender.path = span_of(r->path);
+        (void)peer;
+        return;
+    }
+    if (ac__rreply_parts(sender, &rp, &rc)) {
+        env->sender.kind = AC__WIRE_SENDER_REPLY;
+        env->sender.system = span_of(rp->system);
+        env->sender.address = span_of(rp->address);
+        env->sender.incarnation = rp->incarnation;
+        env->sender.corr = rc;
+        return;
+    }
+    /* A local one-shot reply target sent as the sender of a plain tell
+     * (not an ask: that is encoded as ASK) has no name on the wire. */
+}
+
+/* ---- the outgoing queue ----------------------------------------------- */
+
+static void out_push(ac_node *node, ac__out *o)
+{
+    atomic_store_explicit(&o->next, NULL, memory_order_relaxed);
+    /* seq_cst: publishes o (release), orders after the previous pusher's
+     * link (acquire), and pairs with the transport's check of the queue
+     * before it sleeps (see wake). */
+    ac__out *prev = atomic_exchange_explicit(&node->out_head, o, memory_order_seq_cst);
+    atomic_store_explicit(&prev->next, o, memory_order_release);
+}
+
+/* The next frame, or NULL (also while a push is half done). Transport
+ * thread only. */
+static ac__out *out_pop(ac_node *node)
+{
+    ac__out *tail = node->out_tail;
+    /* Acquire pairs with out_push's release store of next. */
+    ac__out *next = atomic_load_explicit(&tail->next, memory_order_acquire);
+    if (tail == &node->out_stub) {
+        if (!next)
+            return NULL;
+        node->out_tail = next;
+        tail = next;
+        next = atomic_load_explicit(&tail->next, memory_order_acquire);
+    }
+    if (next) {
+        node->out_tail = next;
+        return tail;
+    }
+    if (tail != atomic_load_explicit(&node->out_head, memory_order_acquire))
+        return NULL; /* a push is between its exchange and its link */
+    out_push(node, &node->out_stub);
+    next = atomic_load_explicit(&tail->next, memory_order_acquire);
+    if (next) {
+        node->out_tail = next;
+        return tail;
+    }
+    return NULL;
+}
+
+static void wake(ac_node *node)
+{
+    /* seq_cst: pairs with the transport's store of sleeping and its
+     * re-check of the queue (one of the two sees the other). */
+    if (atomic_load_explicit(&node->sleeping, memory_order_seq_cst)) {
+        uint64_t one = 1;
+        ssize_t n = write(node->wake_fd, &one, sizeof one);
+        (void)n; /* EAGAIN: the counter is full, so a wake is pending */
+    }
+}
+
+ac_status ac__node_send(ac_node *node, ac__peer *peer, const ac__wire_env *env)
+{
+    if (atomic_load_explicit(&peer->state, memory_order_acquire) == AC__PEER_DOWN)
+        return ac__fail(AC_ENODEDOWN, "node %s is down", peer->address);
+    if (atomic_load_explicit(&node->stopping, memory_order_acquire))
+        return ac__fail(AC_ENODEDOWN, "this node is stopping");
+    if (atomic_load_explicit(&peer->queued, memory_order_relaxed) >= node->options.max_queue) {
+        atomic_fetch_add_explicit(&node->m.dropped_backpressure, 1, memory_order_relaxed);
+        return ac__fail(AC_EFAILED, "%zu frames already wait for node %s: it falls behind",
+                        node->options.max_queue, peer->address);
+    }
+    uint8_t small[512];
+    size_t need = ac__wire_encode(env, small, sizeof small);
+    if (need > node->options.max_frame)
+        return ac__fail(AC_EINVAL, "a frame of %zu bytes is over the limit of %zu", need,
+                        node->options.max_frame);
+    ac__out *o = ac__malloc(sizeof *o + need);
+    if (!o)
+        return ac__fail(AC_ENOMEM, "out of memory for a frame to %s", peer->address);
+    o->buf = (uint8_t *)(o + 1);
+    o->len = need;
+    if (need <= sizeof small)
+        memcpy(o->buf, small, need);
+    else
+        ac__wire_encode(env, o->buf, need);
+    o->peer = ac__peer_retain(peer);
+    atomic_fetch_add_explicit(&peer->queued, 1, memory_order_relaxed);
+    out_push(node, o);
+    wake(node);
+    return AC_OK;
+}
+
+/* ---- the transport thread: logging, losing peers ------------------------ */
+
+static void log_limited(ac_node *node, int64_t *last_ns, const char *fmt, ...) AC_PRINTF(3, 4);
+static void log_limited(ac_node *node, int64_t *last_ns, const char *fmt, ...)
+{
+    int64_t t = now_ns();
+    if (*last_ns && t - *last_ns < 1000000000ll)
+        return;
+    *last_ns = t;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    ac_system_log(node->system, AC_LOG_WARN, "node %s: %s", node->address, line);
+}
+
+static void close_dealer(ac__peer *p)
+{
+    if (p->monitor) {
+        zmq_close(p->monitor);
+        p->monitor = NULL;
+    }
+    if (p->dealer) {
+        zmq_close(p->dealer);
+        p->dealer = NULL;
+    }
+}
+
+/* Lose `peer` for good (transport thread). */
+static void peer_down(ac_node *node, ac__peer *peer, const char *why)
+{
+    pthread_mutex_lock(&node->lock);
+    if (atomic_load_explicit(&peer->state, memory_order_relaxed) == AC__PEER_DOWN ||
+        peer == node->self) {
+        pthread_mutex_unlock(&node->lock);
+        return;
+    }
+    /* Release: a sender that sees DOWN sees what came before it. */
+    atomic_store_explicit(&peer->state, AC__PEER_DOWN, memory_order_release);
+    for (ac__peer **pp = &node->peers; *pp; pp = &(*pp)->next)
+        if (*pp == peer) {
+            *pp = peer->next;
+            break;
+        }
+    peer->down_why = ac__strdup(why);
+    pthread_mutex_unlock(&node->lock);
+    close_dealer(peer);
+    atomic_fetch_add_explicit(&node->m.node_down, 1, memory_order_relaxed);
+    ac_system_log(node->system, AC_LOG_WARN,
+                  "node %s: lost node actorc://%s@%s (incarnation %016" PRIx64 "): %s",
+                  node->address, peer->system ? peer->system : "", peer->address,
+                  peer->incarnation, why);
+    ac_error *err = ac__node_down_error(peer, why);
+    size_t n = ac__corr_fail_peer(node, peer, err);
+    ac_error_release(err);
+    atomic_fetch_add_explicit(&node->m.asks_failed_by_node_loss, n, memory_order_relaxed);
+    ac__rref_peer_lost(node, peer);
+    ac__peer_release(peer); /* the table's */
+}
+
+/* ---- the transport thread: sockets -------------------------------------- */
+
+static void set_int(void *s, int opt, int v) { zmq_setsockopt(s, opt, &v, sizeof v); }
+
+static bool open_dealer(ac_node *node, ac__peer *p)
+{
+    char endpoint[300], mon[64];
+    void *d = zmq_socket(node->zctx, ZMQ_DEALER);
+    if (!d)
+        return false;
+    set_int(d, ZMQ_LINGER, 0);
+    set_int(d, ZMQ_SNDHWM, (int)(node->options.max_queue > INT32_MAX ? INT32_MAX : node->options.max_queue));
+    set_int(d, ZMQ_HEARTBEAT_IVL, node->options.heartbeat_ivl_ms);
+    set_int(d, ZMQ_HEARTBEAT_TIMEOUT, node->options.heartbeat_timeout_ms);
+    set_int(d, ZMQ_HEARTBEAT_TTL, node->options.heartbeat_timeout_ms);
+    set_int(d, ZMQ_RECONNECT_IVL, -1); /* a lost connection is a lost peer */
+    int64_t maxmsg = (int64_t)node->options.max_frame;
+    zmq_setsockopt(d, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    zmq_setsockopt(d, ZMQ_ROUTING_ID, &node->incarnation, sizeof node->incarnation);
+    if (node->curve) {
+        zmq_setsockopt(d, ZMQ_CURVE_SERVERKEY, node->curve_server_public, 41);
+        zmq_setsockopt(d, ZMQ_CURVE_PUBLICKEY, node->curve_public, 41);
+        zmq_setsockopt(d, ZMQ_CURVE_SECRETKEY, node->curve_secret, 41);
+    }
+    snprintf(mon, sizeof mon, "inproc://ac-monitor-%016" PRIx64 "-%" PRIu64, node->incarnation, p->id);
+    if (zmq_socket_monitor(d, mon,
+                           ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
+        zmq_close(d);
+        return false;
+    }
+    void *m = zmq_socket(node->zctx, ZMQ_PAIR);
+    if (!m || zmq_connect(m, mon) != 0) {
+        if (m)
+            zmq_close(m);
+        zmq_close(d);
+        return false;
+    }
+    snprintf(endpoint, sizeof endpoint, "tcp://%s", p->address);
+    if (zmq_connect(d, endpoint) != 0) {
+        zmq_close(m);
+        zmq_close(d);
+        return false;
+    }
+    p->dealer = d;
+    p->monitor = m;
+    p->connect_deadline_ns = now_ns() + (int64_t)node->options.connect_timeout_ms * 1000000ll;
+    /* Hello first. */
+    ac__wire_env hello = {.kind = AC__WIRE_HELLO};
+    hello.sender = (ac__wire_sender){.kind = AC__WIRE_SENDER_ACTOR,
+                                     .system = span_of(node->system_name),
+                                     .address = span_of(node->address),
+                                     .incarnation = node->incarnation};
+    uint8_t buf[512];
+    size_t n = ac__wire_encode(&hello, buf, sizeof buf);
+    if (n <= sizeof buf && zmq_send(d, buf, n, ZMQ_DONTWAIT) == (int)n)
+        p->hello_sent = true;
+    return true;
+}
+
+static void send_frame(ac_node *node, ac__peer *p, const uint8_t *buf, size_t len)
+{
+    if (!p->dealer && !open_dealer(node, p)) {
+        peer_down(node, p, "cannot open a connection to it");
+        return;
+    }
+    if (zmq_send(p->dealer, buf, len, ZMQ_DONTWAIT) != (int)len) {
+        atomic_fetch_add_explicit(&node->m.dropped_backpressure, 1, memory_order_relaxed);
+        return;
+    }
+    atomic_fetch_add_explicit(&node->m.frames_out, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&node->m.bytes_out, len, memory_order_relaxed);
+}
+
+static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
+                         const void *routing_id, size_t id_len);
+
+/* Send what is queued. Returns how many frames it took. */
+static size_t drain_out(ac_node *node)
+{
+    size_t n = 0;
+    ac__out *o;
+    while ((o = out_pop(node)) != NULL) {
+        ac__peer *p = o->peer;
+        atomic_fetch_sub_explicit(&p->queued, 1, memory_order_relaxed);
+        if (p == node->self)
+            handle_frame(node, p, o->buf, o->len, NULL, 0);
+        else if (atomic_load_explicit(&p->state, memory_order_relaxed) != AC__PEER_DOWN)
+            send_frame(node, p, o->buf, o->len);
+        ac__peer_release(p);
+        free(o);
+        n++;
+    }
+    return n;
+}
+
+/* ---- the transport thread: frames that arrive --------------------------- */
+
+static int64_t last_decode_log, last_stale_log;
+
+/* Answer an ask (from `p`, id corr) that will get no reply: why. */
+static void answer_undeliverable(ac_node *node, ac__peer *p, uint64_t corr, const char *why)
+{
+    ac__wire_env u = {.kind = AC__WIRE_UNDELIVERABLE, .corr = corr};
+    u.body = span_of(why);
+    u.sender.kind = AC__WIRE_SENDER_NONE;
+    (void)ac__node_send(node, p, &u);
+}
+
+/* The ref a frame's sender stands for (the caller's reference), or NULL. */
+static ac_ref *sender_ref(ac_node *node, ac__peer *from, const ac__wire_env *env)
+{
+    const ac__wire_sender *s = &env->sender;
+    switch (s->kind) {
+    case AC__WIRE_SENDER_LOCAL: {
+        ac__rref *r = ac__rref_get(node, from, (const char *)s->path.ptr, s->path.len);
+        return r ? &r->ref : NULL;
+    }
+    case AC__WIRE_SENDER_ACTOR:
+    case AC__WIRE_SENDER_REPLY: {
+        ac__peer *p = ac__peer_for(node, (const char *)s->address.ptr, s->address.len,
+                                   (const char *)s->system.ptr, s->system.len);
+        if (!p)
+            return NULL;
+        ac_ref *ref = NULL;
+        if (s->kind == AC__WIRE_SENDER_ACTOR) {
+            if (p == node->self) {
+                ref = ac__ext_lookup_top(node->system, (const char *)s->path.ptr, s->path.len);
+            }
+            if (!ref) {
+                ac__rref *r = ac__rref_get(node, p, (const char *)s->path.ptr, s->path.len);
+                ref = r ? &r->ref : NULL;
+            }
+        } else {
+            ref = ac__rreply_new(node, p, s->corr);
+        }
+        ac__peer_release(p);
+        return ref;
+    }
+    default:
+        return NULL;
+    }
+}
+
+/* A message frame (TELL, ASK) for a local actor. */
+static void handle_message(ac_node *node, ac__peer *from, const ac__wire_env *env)
+{
+    char why[320];
+    const ac_msg_type *type = type_named(node, env->type_name.ptr, env->type_name.len);
+    ac_msg *msg = NULL;
+    const char *err = NULL;
+    if (!type) {
+        snprintf(why, sizeof why, "the message type \"%.*s\" is not known on node %s",
+                 (int)(env->type_name.len > 200 ? 200 : env->type_name.len),
+                 (const char *)env->type_name.ptr, node->address);
+    } else if (!(msg = ac__wire_decode_payload(type, env->body.ptr, env->body.len,
+                                               env->payload_size, &node->limits, &err))) {
+        snprintf(why, sizeof why, "a %s could not be decoded on node %s: %s", type->name,
+                 node->address, err ? err : "bad body");
+        atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+    }
+    ac_ref *sender = env->kind == AC__WIRE_ASK ? ac__rreply_new(node, from, env->corr)
+                                               : sender_ref(node, from, env);
+    if (!msg) {
+        /* The sender's reply target hears why; a plain tell is logged. */
+        if (sender && sender->ops->undeliverable)
+            sender->ops->undeliverable(sender, NULL, why);
+        else
+            log_limited(node, &last_decode_log, "dropped a message from %s: %s", from->address, why);
+        ac_ref_release(sender);
+        return;
+    }
+    (void)ac__ext_deliver_path(node->system, (const char *)env->target_path.ptr,
+                               env->target_path.len, msg, sender);
+    ac_ref_release(sender);
+}
+
+static void handle_reply(ac_node *node, ac__peer *from, const ac__wire_env *env)
+{
+    ac_ref *reply = ac__corr_take(node, env->corr);
+    if (!reply)
+        return; /* late or duplicate: silently, as locally */
+    const ac_msg_type *type = type_named(node, env->type_name.ptr, env->type_name.len);
+    const char *err = NULL;
+    ac_msg *msg = type ? ac__wire_decode_payload(type, env->body.ptr, env->body.len,
+                                                 env->payload_size, &node->limits, &err)
+                       : NULL;
+    if (!msg) {
+        char why[320];
+        snprintf(why, sizeof why, "its reply (a %.*s) %s",
+                 (int)(env->type_name.len > 200 ? 200 : env->type_name.len),
+                 (const char *)env->type_name.ptr,
+                 type ? "could not be decoded" : "is of a type not known here");
+        if (type)
+            atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+        reply->ops->undeliverable(reply, NULL, why);
+        ac_ref_release(reply);
+        return;
+    }
+    ac_ref *sender = sender_ref(node, from, env);
+    ac_tell(reply, msg, sender);
+    ac_ref_release(sender);
+    ac_ref_release(reply);
+}
+
+static void handle_undeliverable(ac_node *node, const ac__wire_env *env)
+{
+    ac_ref *reply = ac__corr_take(node, env->corr);
+    if (!reply)
+        return;
+    char why[320];
+    snprintf(why, sizeof why, "%.*s", (int)(env->body.len > 300 ? 300 : env->body.len),
+             (const char *)env->body.ptr);
+    reply->ops->undeliverable(reply, NULL, (env->flags & 1u) ? NULL : why);
+    ac_ref_release(reply);
+}
+
+/* Watches other nodes hold on our actors: (target, watcher) pairs on the
+ * peer, so that its loss ends them. */
+static void handle_watch(ac_node *node, ac__peer *from, const ac__wire_env *env, bool on)
+{
+    ac_ref *target = ac__ext_lookup_top(node->system, (const char *)env->target_path.ptr,
+                                        env->target_path.len);
+    ac__rref *w = ac__rref_get(node, from, WATCH_PATH, strlen(WATCH_PATH));
+    if (!w) {
+        ac_ref_release(target);
+        return;
+    }
+    if (!target) {
+        if (on) { /* nothing there: Terminated at once, as for a stopped actor */
+            ac__wire_env t = {.kind = AC__WIRE_TERMINATED, .target_path = span_of(WATCH_PATH)};
+            t.sender = (ac__wire_sender){.kind = AC__WIRE_SENDER_LOCAL, .path = env->target_path};
+            (void)ac__node_send(node, from, &t);
+        }
+        ac_ref_release(&w->ref);
+        return;
+    }
+    bool changed = false;
+    pthread_mutex_lock(&node->lock);
+    size_t i;
+    for (i = 0; i < from->inbound_count; i++)
+        if (from->inbound_watch[2 * i] == target)
+            break;
+    if (on && i == from->inbound_count) {
+        if (from->inbound_count == from->inbound_cap) {
+            size_t cap = from->inbound_cap ? from->inbound_cap * 2 : 8;
+            ac_ref **t = ac__realloc(from->inbound_watch, 2 * cap * sizeof *t);
+            if (!t)
+                ac__oom_abort("a remote watch");
+            from->inbound_watch = t;
+            from->inbound_cap = cap;
+        }
+        from->inbound_watch[2 * i] = ac_ref_retain(target);
+        from->inbound_watch[2 * i + 1] = ac_ref_retain(&w->ref);
+        from->inbound_count++;
+        changed = true;
+    } else if (!on && i < from->inbound_count) {
+        ac_ref_release(from->inbound_watch[2 * i]);
+        ac_ref_release(from->inbound_watch[2 * i + 1]);
+        from->inbound_count--;
+        from->inbound_watch[2 * i] = from->inbound_watch[2 * from->inbound_count];
+        from->inbound_watch[2 * i + 1] = from->inbound_watch[2 * from->inbound_count + 1];
+        changed = true;
+    }
+    pthread_mutex_unlock(&node->lock);
+    if (changed && on)
+        ac__ext_watch_as(target, &w->ref);
+    else if (changed)
+        ac__ext_unwatch_as(target, &w->ref);
+    ac_ref_release(target);
+    ac_ref_release(&w->ref);
+}
+
+static ac__peer *peer_by_routing_id(ac_node *node, const void *id, size_t len)
+{
+    uint64_t inc;
+    if (len != sizeof inc)
+        return NULL;
+    memcpy(&inc, id, sizeof inc);
+    ac__peer *found = NULL;
+    pthread_mutex_lock(&node->lock);
+    for (ac__peer *p = node->peers; p; p = p->next)
+        if (p != node->self && p->incarnation == inc &&
+            atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_UP) {
+            found = ac__peer_retain(p);
+            break;
+        }
+    pthread_mutex_unlock(&node->lock);
+    return found;
+}
+
+static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id, size_t id_len)
+{
+    const ac__wire_sender *s = &env->sender;
+    uint64_t inc;
+    if (s->kind != AC__WIRE_SENDER_ACTOR || id_len != sizeof inc || s->address.len == 0 ||
+        s->address.len > 255 || s->system.len > 64) {
+        atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+        return;
+    }
+    memcpy(&inc, id, sizeof inc);
+    if (inc != s->incarnation || inc == node->incarnation) {
+        atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+        return;
+    }
+    ac__peer *old = NULL, *p;
+    pthread_mutex_lock(&node->lock);
+    p = peer_by_address(node, (const char *)s->address.ptr, s->address.len);
+    if (p == node->self) { /* someone claims our address */
+        pthread_mutex_unlock(&node->lock);
+        atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+        return;
+    }
+    if (p && p->incarnation != 0 && p->incarnation != inc) {
+        old = ac__peer_retain(p); /* a new incarnation at the address: the old one is gone */
+        p = NULL;
+    }
+    bool fresh = false;
+    if (!p) {
+        /* Made now, so that the old one's loss (below) cannot be looked up
+         * by a new send first. */
+        pthread_mutex_unlock(&node->lock);
+        if (old) {
+            peer_down(node, old, "a new incarnation of it said hello");
+            ac__peer_release(old);
+        }
+        pthread_mutex_lock(&node->lock);
+        p = peer_by_address(node, (const char *)s->address.ptr, s->address.len);
+        if (!p) {
+            p = peer_new(node, (const char *)s->address.ptr, s->address.len,
+                         (const char *)s->system.ptr, s->system.len, AC__PEER_CONNECTING);
+            fresh = true;
+        }
+        if (!p) {
+            pthread_mutex_unlock(&node->lock);
+            return;
+        }
+    }
+    if (!p->system && s->system.len) {
+        p->system = ac__malloc(s->system.len + 1);
+        if (p->system) {
+            memcpy(p->system, s->system.ptr, s->system.len);
+            p->system[s->system.len] = '\0';
+        }
+    }
+    p->incarnation = inc;
+    /* Release: senders that see UP see the incarnation. */
+    atomic_store_explicit(&p->state, AC__PEER_UP, memory_order_release);
+    pthread_mutex_unlock(&node->lock);
+    (void)fresh;
+    if (!p->dealer && !open_dealer(node, p))
+        peer_down(node, p, "cannot open a connection to it");
+}
+
+static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
+                         const void *routing_id, size_t id_len)
+{
+    ac__wire_env env;
+    const char *why = NULL;
+    if (ac__wire_decode(buf, len, &node->limits, &env, &why) != AC_OK) {
+        atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+        log_limited(node, &last_decode_log, "dropped a malformed frame of %zu bytes%s%s: %s", len,
+                    from ? " from " : "", from ? from->address : "", why ? why : "malformed");
+        return;
+    }
+    if (env.kind == AC__WIRE_HELLO) {
+        if (!from || from != node->self)
+            handle_hello(node, &env, routing_id, id_len);
+        return;
+    }
+    if (!from) {
+        atomic_fetch_add_explicit(&node->m.dropped_stale, 1, memory_order_relaxed);
+        log_limited(node, &last_stale_log, "dropped a frame from a node that has not said hello");
+        return;
+    }
+    if (env.target_inc != 0 && env.target_inc != node->incarnation) {
+        atomic_fetch_add_explicit(&node->m.dropped_stale, 1, memory_order_relaxed);
+        if (env.kind == AC__WIRE_ASK)
+            answer_undeliverable(node, from, env.corr, "it was meant for an earlier incarnation");
+        return;
+    }
+    switch (env.kind) {
+    case AC__WIRE_TELL:
+    case AC__WIRE_ASK:
+        handle_message(node, from, &env);
+        break;
+    case AC__WIRE_REPLY:
+        handle_reply(node, from, &env);
+        break;
+    case AC__WIRE_UNDELIVERABLE:
+        handle_undeliverable(node, &env);
+        break;
+    case AC__WIRE_WATCH:
+        handle_watch(node, from, &env, true);
+        break;
+    case AC__WIRE_UNWATCH:
+        handle_watch(node, from, &env, false);
+        break;
+    case AC__WIRE_TERMINATED:
+        if (env.sender.kind == AC__WIRE_SENDER_LOCAL)
+            ac__rref_terminated(node, from, (const char *)env.sender.path.ptr, env.sender.path.len);
+        break;
+    case AC__WIRE_LEAVE:
+        peer_down(node, from, "it left");
+        break;
+    default:
+        break;
+    }
+}
+
+/* Take what waits on the ROUTER, at most `budget` frames. */
+static size_t drain_in(ac_node *node, size_t budget)
+{
+    size_t n = 0;
+    zmq_msg_t id, body;
+    zmq_msg_init(&id);
+    zmq_msg_init(&body);
+    while (n < budget) {
+        if (zmq_msg_recv(&id, node->router, ZMQ_DONTWAIT) < 0)
+            break;
+        if (!zmq_msg_more(&id) || zmq_msg_recv(&body, node->router, ZMQ_DONTWAIT) < 0)
+            continue;
+        while (zmq_msg_more(&body)) { /* one frame per message: drop extra parts */
+            zmq_msg_t extra;
+            zmq_msg_init(&extra);
+            zmq_msg_recv(&extra, node->router, ZMQ_DONTWAIT);
+            zmq_msg_close(&extra);
+            atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+        }
+        size_t len = zmq_msg_size(&body);
+        atomic_fetch_add_explicit(&node->m.frames_in, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&node->m.bytes_in, len, memory_order_relaxed);
+        ac__peer *from = peer_by_routing_id(node, zmq_msg_data(&id), zmq_msg_size(&id));
+        handle_frame(node, from, zmq_msg_data(&body), len, zmq_msg_data(&id), zmq_msg_size(&id));
+        ac__peer_release(from);
+        n++;
+    }
+    zmq_msg_close(&id);
+    zmq_msg_close(&body);
+    return n;
+}
+
+/* Events of one peer's DEALER. */
+static void drain_monitor(ac_node *node, ac__peer *p)
+{
+    while (p->monitor) {
+        zmq_msg_t ev, addr;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, p->monitor, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return;
+        }
+        uint16_t event = 0;
+        if (zmq_msg_size(&ev) >= 2)
+            memcpy(&event, zmq_msg_data(&ev), sizeof event);
+        bool more = zmq_msg_more(&ev);
+        zmq_msg_close(&ev);
+        if (more) {
+            zmq_msg_init(&addr);
+            zmq_msg_recv(&addr, p->monitor, 0);
+            zmq_msg_close(&addr);
+        }
+        switch (event) {
+        case ZMQ_EVENT_DISCONNECTED:
+            peer_down(node, p, "its connection dropped (or its heartbeats stopped)");
+            return;
+        case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+            peer_down(node, p, "it refused this node's key");
+            return;
+        case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+        case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+            peer_down(node, p, "the handshake with it failed");
+            return;
+        default:
+            break;
+        }
+    }
+}
+
+/* ---- the transport thread: CURVE admission (ZAP) ------------------------ */
+
+static bool key_allowed(ac_node *node, const uint8_t *key32)
+{
+    char z85[41];
+    if (!zmq_z85_encode(z85, key32, 32))
+        return false;
+    if (strcmp(z85, node->curve_public) == 0)
+        return true;
+    for (size_t i = 0; i < node->allowed_count; i++)
+        if (strcmp(z85, node->allowed[i]) == 0)
+            return true;
+    return false;
+}
+
+/* One ZAP request (RFC 27): version, request id, domain, address,
+ * identity, mechanism, credentials... answered 200 or 400. */
+static void drain_zap(ac_node *node)
+{
+    for (;;) {
+        zmq_msg_t part[8];
+        int n = 0;
+        bool more = true;
+        while (more && n < 8) {
+            zmq_msg_init(&part[n]);
+            if (zmq_msg_recv(&part[n], node->zap, n == 0 ? ZMQ_DONTWAIT : 0) < 0) {
+                zmq_msg_close(&part[n]);
+                if (n == 0)
+                    return;
+                break;
+            }
+            more = zmq_msg_more(&part[n]);
+            n++;
+        }
+        while (more) { /* too many parts: drain them */
+            zmq_msg_t x;
+            zmq_msg_init(&x);
+            zmq_msg_recv(&x, node->zap, 0);
+            more = zmq_msg_more(&x);
+            zmq_msg_close(&x);
+        }
+        bool ok = n >= 7 && zmq_msg_size(&part[5]) == 5 &&
+                  memcmp(zmq_msg_data(&part[5]), "CURVE", 5) == 0 && zmq_msg_size(&part[6]) == 32 &&
+                  key_allowed(node, zmq_msg_data(&part[6]));
+        if (n >= 2) {
+            zmq_send(node->zap, "1.0", 3, ZMQ_SNDMORE);
+            zmq_send(node->zap, zmq_msg_data(&part[1]), zmq_msg_size(&part[1]), ZMQ_SNDMORE);
+            zmq_send(node->zap, ok ? "200" : "400", 3, ZMQ_SNDMORE);
+            zmq_send(node->zap, ok ? "OK" : "key not allowed", ok ? 2 : 15, ZMQ_SNDMORE);
+            zmq_send(node->zap, "", 0, ZMQ_SNDMORE);
+            zmq_send(node->zap, "", 0, 0);
+        }
+        if (!ok)
+            ac_system_log(node->system, AC_LOG_WARN, "node %s: refused a peer whose key is not allowed",
+                          node->address);
+        for (int i = 0; i < n; i++)
+            zmq_msg_close(&part[i]);
+    }
+}
+
+/* ---- the transport thread: the loop ------------------------------------ */
+
+static void housekeeping(ac_node *node)
+{
+    ac__corr_sweep(node);
+    int64_t t = now_ns();
+    for (;;) {
+        ac__peer *late = NULL;
+        pthread_mutex_lock(&node->lock);
+        for (ac__peer *p = node->peers; p; p = p->next)
+            if (p != node->self && p->dealer &&
+                atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING &&
+                t > p->connect_deadline_ns) {
+                late = p;
+                break;
+            }
+        pthread_mutex_unlock(&node->lock);
+        if (!late)
+            break;
+        char why[96];
+        snprintf(why, sizeof why, "it did not answer within %d ms", node->options.connect_timeout_ms);
+        peer_down(node, late, why);
+    }
+}
+
+#define MAX_POLL 256
+
+static void *transport_main(void *arg)
+{
+    ac_node *node = arg;
+    zmq_pollitem_t items[MAX_POLL];
+    ac__peer *owners[MAX_POLL];
+    int64_t next_house = now_ns() + HOUSEKEEPING_NS;
+    for (;;) {
+        size_t did = drain_out(node);
+        did += drain_in(node, 256);
+        if (node->zap)
+            drain_zap(node);
+        if (atomic_load_explicit(&node->stopping, memory_order_acquire) && did == 0)
+            break;
+        int64_t t = now_ns();
+        if (t >= next_house) {
+            housekeeping(node);
+            next_house = t + HOUSEKEEPING_NS;
+        }
+        /* Poll: the ROUTER, the wake-up, ZAP and every DEALER's monitor. */
+        int n = 0;
+        items[n++] = (zmq_pollitem_t){.socket = node->router, .events = ZMQ_POLLIN};
+        items[n++] = (zmq_pollitem_t){.fd = node->wake_fd, .events = ZMQ_POLLIN};
+        if (node->zap)
+            items[n++] = (zmq_pollitem_t){.socket = node->zap, .events = ZMQ_POLLIN};
+        int fixed = n;
+        pthread_mutex_lock(&node->lock);
+        for (ac__peer *p = node->peers; p && n < MAX_POLL; p = p->next)
+            if (p->monitor) {
+                owners[n] = ac__peer_retain(p);
+                items[n++] = (zmq_pollitem_t){.socket = p->monitor, .events = ZMQ_POLLIN};
+            }
+        pthread_mutex_unlock(&node->lock);
+        long timeout_ms = 0;
+        if (did == 0) {
+            /* seq_cst: pairs with wake()'s load (see there). */
+            atomic_store_explicit(&node->sleeping, true, memory_order_seq_cst);
+            bool queued = node->out_tail != &node->out_stub ||
+                          atomic_load_explicit(&node->out_head, memory_order_seq_cst) != &node->out_stub;
+            timeout_ms = queued ? 0 : (long)((next_house - now_ns()) / 1000000ll) + 1;
+            if (timeout_ms < 0)
+                timeout_ms = 0;
+        }
+        zmq_poll(items, n, timeout_ms);
+        atomic_store_explicit(&node->sleeping, false, memory_order_relaxed);
+        if (items[1].revents & ZMQ_POLLIN) {
+            uint64_t v;
+            ssize_t r = read(node->wake_fd, &v, sizeof v);
+            (void)r;
+        }
+        for (int i = fixed; i < n; i++) {
+            if (items[i].revents & ZMQ_POLLIN)
+                drain_monitor(node, owners[i]);
+            ac__peer_release(owners[i]);
+        }
+    }
+    /* Stopping: tell every peer, then lose them all. */
+    for (;;) {
+        ac__peer *p = NULL;
+        pthread_mutex_lock(&node->lock);
+        for (ac__peer *q = node->peers; q; q = q->next)
+            if (q != node->self) {
+                p = ac__peer_retain(q);
+                break;
+            }
+        pthread_mutex_unlock(&node->lock);
+        if (!p)
+            break;
+        if (p->dealer && atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_UP) {
+            ac__wire_env leave = {.kind = AC__WIRE_LEAVE};
+            leave.sender.kind = AC__WIRE_SENDER_NONE;
+            uint8_t buf[64];
+            size_t len = ac__wire_encode(&leave, buf, sizeof buf);
+            if (len <= sizeof buf) {
+                set_int(p->dealer, ZMQ_LINGER, 100);
+                zmq_send(p->dealer, buf, len, ZMQ_DONTWAIT);
+            }
+        }
+        peer_down(node, p, "this node stopped");
+        ac__peer_release(p);
+    }
+    ac__out *o;
+    while ((o = out_pop(node)) != NULL) {
+        ac__peer_release(o->peer);
+        free(o);
+    }
+    return NULL;
+}
+
+/* ---- the API ------------------------------------------------------------ */
+
+static bool valid_z85_key(const char *k)
+{
+    uint8_t bin[32];
+    return k && strlen(k) == 40 && zmq_z85_decode(bin, k) != NULL;
+}
+
+/* Split "tcp://host:port": host into host (cap bytes), port text. */
+static bool split_tcp(const char *endpoint, char *host, size_t cap, const char **port)
+{
+    if (strncmp(endpoint, "tcp://", 6) != 0)
+        return false;
+    const char *h = endpoint + 6;
+    const char *colon = strrchr(h, ':');
+    if (!colon || colon == h || (size_t)(colon - h) >= cap || !colon[1])
+        return false;
+    memcpy(host, h, (size_t)(colon - h));
+    host[colon - h] = '\0';
+    *port = colon + 1;
+    return true;
+}
+
+static bool loopback(const char *host)
+{
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "localhost") == 0 ||
+           strcmp(host, "[::1]") == 0 || strcmp(host, "::1") == 0;
+}
+
+static ac_status check_options(const ac_node_options *o)
+{
+    char host[256];
+    const char *port;
+    if (!o->bind)
+        return ac__fail(AC_EINVAL, "ac_node_start: options.bind is NULL (e.g. \"tcp://127.0.0.1:0\")");
+    if (!split_tcp(o->bind, host, sizeof host, &port))
+        return ac__fail(AC_EINVAL, "ac_node_start: options.bind \"%.200s\" is not tcp://<host>:<port>",
+                        o->bind);
+    char *end;
+    if (strcmp(port, "*") != 0) {
+        errno = 0;
+        long p = strtol(port, &end, 10);
+        if (errno || *end || p < 0 || p > 65535)
+            return ac__fail(AC_EINVAL, "ac_node_start: options.bind \"%.200s\" has a bad port", o->bind);
+    }
+    if (strcmp(host, "*") == 0 || strcmp(host, "0.0.0.0") == 0) {
+        if (!o->advertise)
+            return ac__fail(AC_EINVAL, "ac_node_start: options.bind \"%.200s\" binds every "
+                                       "interface: say which address others reach this node "
+                                       "at in options.advertise",
+                            o->bind);
+    }
+    if (!loopback(host) && !o->curve && !o->insecure)
+        return ac__fail(AC_ESECURITY,
+                        "ac_node_start: options.bind \"%.200s\" is not a loopback address and "
+                        "options.curve is NULL: traffic would be open to the network. Give CURVE "
+                        "keys, or set options.insecure to accept that",
+                        o->bind);
+    if (o->advertise) {
+        const char *colon = strrchr(o->advertise, ':');
+        if (!colon || colon == o->advertise || !colon[1] || strlen(o->advertise) > 255 ||
+            strchr(o->advertise, '/') || strchr(o->advertise, '@'))
+            return ac__fail(AC_EINVAL, "ac_node_start: options.advertise \"%.200s\" is not <host>:<port>",
+                            o->advertise);
+    }
+    if (o->heartbeat_ivl_ms < 0 || o->heartbeat_timeout_ms < 0 || o->connect_timeout_ms < 0)
+        return ac__fail(AC_EINVAL, "ac_node_start: options.%s is negative",
+                        o->heartbeat_ivl_ms < 0       ? "heartbeat_ivl_ms"
+                        : o->heartbeat_timeout_ms < 0 ? "heartbeat_timeout_ms"
+                                                      : "connect_timeout_ms");
+    if (o->max_frame > (size_t)INT32_MAX)
+        return ac__fail(AC_EINVAL, "ac_node_start: options.max_frame %zu is over 2 GiB", o->max_frame);
+    if (o->curve) {
+        const ac_node_curve *c = o->curve;
+        const char *bad = !valid_z85_key(c->server_public_key)   ? "server_public_key"
+                          : !valid_z85_key(c->server_secret_key) ? "server_secret_key"
+                          : !valid_z85_key(c->public_key)        ? "public_key"
+                          : !valid_z85_key(c->secret_key)        ? "secret_key"
+                                                                 : NULL;
+        if (bad)
+            return ac__fail(AC_EINVAL, "ac_node_start: options.curve->%s is not a Z85 key (40 characters)",
+                            bad);
+        if (c->allowed_count && !c->allowed)
+            return ac__fail(AC_EINVAL, "ac_node_start: options.curve->allowed is NULL");
+        for (size_t i = 0; i < c->allowed_count; i++)
+            if (!valid_z85_key(c->allowed[i]))
+                return ac__fail(AC_EINVAL, "ac_node_start: options.curve->allowed[%zu] is not a Z85 key",
+                                i);
+        if (!zmq_has("curve"))
+            return ac__fail(AC_ESYS, "ac_node_start: this libzmq has no CURVE");
+    }
+    return AC_OK;
+}
+
+static void node_stop_part(void *ctx);
+static void node_free_part(void *ctx);
+
+static void node_free(ac_node *node)
+{
+    if (node->zap)
+        zmq_close(node->zap);
+    if (node->router)
+        zmq_close(node->router);
+    if (node->zctx)
+        zmq_ctx_term(node->zctx);
+    if (node->wake_fd >= 0)
+        close(node->wake_fd);
+    /* What is left: the self peer, entries of asks nobody settled. */
+    for (size_t i = 0; i < node->corr_cap; i++)
+        for (ac__corr *c = node->corrs[i]; c;) {
+            ac__corr *next = c->chain;
+            ac_ref_release(c->reply);
+            free(c);
+            c = next;
+        }
+    free(node->corrs);
+    free(node->rrefs);
+    while (node->peers) {
+        ac__peer *p = node->peers;
+        node->peers = p->next;
+        ac__peer_release(p);
+    }
+    for (size_t i = 0; i < node->allowed_count; i++)
+        free(node->allowed[i]);
+    free(node->allowed);
+    free(node->types);
+    free(node->system_name);
+    free(node->address);
+    free(node->endpoint);
+    pthread_mutex_destroy(&node->lock);
+    free(node);
+}
+
+static ac_status bind_router(ac_node *node, const ac_node_options *o)
+{
+    char host[256], endpoint[300];
+    const char *port;
+    split_tcp(o->bind, host, sizeof host, &port);
+    snprintf(endpoint, sizeof endpoint, "tcp://%s:%s", host, strcmp(port, "0") == 0 ? "*" : port);
+    node->router = zmq_socket(node->zctx, ZMQ_ROUTER);
+    if (!node->router)
+        return ac__fail(AC_ESYS, "ac_node_start: cannot make a socket: %s", zmq_strerror(zmq_errno()));
+    set_int(node->router, ZMQ_LINGER, 0);
+    set_int(node->router, ZMQ_ROUTER_HANDOVER, 1);
+    set_int(node->router, ZMQ_RCVHWM, 0);
+    int64_t maxmsg = (int64_t)node->options.max_frame;
+    zmq_setsockopt(node->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    set_int(node->router, ZMQ_HEARTBEAT_IVL, node->options.heartbeat_ivl_ms);
+    set_int(node->router, ZMQ_HEARTBEAT_TIMEOUT, node->options.heartbeat_timeout_ms);
+    if (node->curve) {
+        node->zap = zmq_socket(node->zctx, ZMQ_REP);
+        if (!node->zap || zmq_bind(node->zap, "inproc://zeromq.zap.01") != 0)
+            return ac__fail(AC_ESYS, "ac_node_start: cannot start the key check: %s",
+                            zmq_strerror(zmq_errno()));
+        set_int(node->router, ZMQ_CURVE_SERVER, 1);
+        zmq_setsockopt(node->router, ZMQ_CURVE_SECRETKEY, node->curve_server_secret, 41);
+        zmq_setsockopt(node->router, ZMQ_ZAP_DOMAIN, "actorc", 6);
+    }
+    if (zmq_bind(node->router, endpoint) != 0)
+        return ac__fail(AC_ESYS, "ac_node_start: cannot bind %.200s: %s", o->bind,
+                        zmq_strerror(zmq_errno()));
+    char last[300];
+    size_t len = sizeof last;
+    if (zmq_getsockopt(node->router, ZMQ_LAST_ENDPOINT, last, &len) != 0)
+        return ac__fail(AC_ESYS, "ac_node_start: cannot read the bound endpoint");
+    node->endpoint = ac__strdup(last);
+    const char *adv = o->advertise;
+    node->address = ac__strdup(adv ? adv : last + 6);
+    if (!node->endpoint || !node->address)
+        return ac__fail(AC_ENOMEM, "ac_node_start: out of memory");
+    return AC_OK;
+}
+
+ac_node *ac_node_start(ac_system *system, const ac_node_options *options)
+{
+    ac_clear_error();
+    if (!system || !options)
+        return ac__fail_null(AC_EINVAL, "ac_node_start: %s is NULL", system ? "options" : "system");
+    if (check_options(options) != AC_OK)
+        return NULL;
+    ac_node *node = ac__calloc(1, sizeof *node);
+    if (!node)
+        return ac__fail_null(AC_ENOMEM, "ac_node_start: out of memory");
+    node->wake_fd = -1;
+    pthread_mutex_init(&node->lock, NULL);
+    node->system = system;
+    node->options = *options;
+    ac_node_options *o = &node->options;
+    o->bind = o->advertise = NULL; /* not kept */
+    o->curve = NULL;
+    if (!o->heartbeat_ivl_ms)
+        o->heartbeat_ivl_ms = AC_NODE_DEFAULT_HEARTBEAT_IVL_MS;
+    if (!o->heartbeat_timeout_ms)
+        o->heartbeat_timeout_ms = AC_NODE_DEFAULT_HEARTBEAT_TIMEOUT_MS;
+    if (!o->connect_timeout_ms)
+        o->connect_timeout_ms = AC_NODE_DEFAULT_CONNECT_TIMEOUT_MS;
+    if (!o->max_frame)
+        o->max_frame = AC_NODE_DEFAULT_MAX_FRAME;
+    if (!o->max_queue)
+        o->max_queue = AC_NODE_DEFAULT_MAX_QUEUE;
+    node->limits = ac__wire_default_limits;
+    node->limits.max_frame = o->max_frame;
+    node->limits.max_body = o->max_frame;
+    node->limits.max_payload = o->max_frame;
+    atomic_init(&node->next_corr, 1);
+    atomic_init(&node->out_head, &node->out_stub);
+    node->out_tail = &node->out_stub;
+    if (options->curve) {
+        const ac_node_curve *c = options->curve;
+        node->curve = true;
+        snprintf(node->curve_public, sizeof node->curve_public, "%s", c->public_key);
+        snprintf(node->curve_secret, sizeof node->curve_secret, "%s", c->secret_key);
+        snprintf(node->curve_server_public, sizeof node->curve_server_public, "%s", c->server_public_key);
+        snprintf(node->curve_server_secret, sizeof node->curve_server_secret, "%s", c->server_secret_key);
+        node->allowed = c->allowed_count ? ac__calloc(c->allowed_count, sizeof *node->allowed) : NULL;
+        if (c->allowed_count && !node->allowed)
+            goto oom;
+        for (size_t i = 0; i < c->allowed_count; i++) {
+            if (!(node->allowed[i] = ac__strdup(c->allowed[i])))
+                goto oom;
+            node->allowed_count++;
+        }
+    }
+    do {
+        if (getrandom(&node->incarnation, sizeof node->incarnation, 0) != sizeof node->incarnation) {
+            ac__fail(AC_ESYS, "ac_node_start: no random incarnation: %s", strerror(errno));
+            goto fail;
+        }
+    } while (node->incarnation == 0);
+    node->system_name = ac__strdup(ac_system_name(system));
+    node->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    node->zctx = zmq_ctx_new();
+    if (!node->system_name)
+        goto oom;
+    if (node->wake_fd < 0 || !node->zctx) {
+        ac__fail(AC_ESYS, "ac_node_start: %s", node->wake_fd < 0 ? strerror(errno) : "no ZeroMQ context");
+        goto fail;
+    }
+    zmq_ctx_set(node->zctx, ZMQ_BLOCKY, 0);
+    if (bind_router(node, options) != AC_OK)
+        goto fail;
+    pthread_mutex_lock(&node->lock);
+    node->self = peer_new(node, node->address, strlen(node->address), node->system_name,
+                          strlen(node->system_name), AC__PEER_UP);
+    if (node->self)
+        node->self->incarnation = node->incarnation;
+    pthread_mutex_unlock(&node->lock);
+    if (!node->self)
+        goto oom;
+    static const ac_msg_type *const builtin[] = {&ac_msg_type_str, &ac_msg_type_bytes,
+                                                 &ac_msg_type_int64, &ac_msg_type_error};
+    for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
+        if (add_type(node, builtin[i]) != AC_OK)
+            goto fail;
+    node->part = (ac__ext_part){.key = PART_KEY, .stop = node_stop_part, .free = node_free_part, .ctx = node};
+    if (ac__ext_attach(system, &node->part) != AC_OK) {
+        if (ac_last_status() == AC_EEXIST)
+            ac__fail(AC_EEXIST, "ac_node_start: system %s already has a node", ac_system_name(system));
+        goto fail;
+    }
+    int rc = pthread_create(&node->thread, NULL, transport_main, node);
+    if (rc != 0) {
+        ac__ext_detach(system, &node->part);
+        ac__fail(AC_ESYS, "ac_node_start: cannot start the transport thread: %s", strerror(rc));
+        goto fail;
+    }
+    node->thread_started = true;
+    ac_system_log(system, AC_LOG_INFO, "node %s up: actorc://%s@%s, incarnation %016" PRIx64,
+                  node->endpoint, node->system_name, node->address, node->incarnation);
+    return node;
+oom:
+    ac__fail(AC_ENOMEM, "ac_node_start: out of memory");
+fail: {
+    ac_status st = ac_last_status();
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", ac_last_error());
+    node_free(node);
+    ac_set_error(st, "%s", msg);
+    return NULL;
+}
+}
+
+static void node_stop_part(void *ctx)
+{
+    ac_node *node = ctx;
+    if (node->stopped)
+        return;
+    atomic_store_explicit(&node->stopping, true, memory_order_release);
+    uint64_t one = 1;
+    ssize_t n = write(node->wake_fd, &one, sizeof one);
+    (void)n;
+    if (node->thread_started)
+        pthread_join(node->thread, NULL);
+    node->stopped = true;
+    /* Asks this node sent to itself, still open. */
+    ac_error *err = ac__node_down_error(node->self, "this node stopped");
+    ac__corr_fail_peer(node, node->self, err);
+    ac_error_release(err);
+}
+
+static void node_free_part(void *ctx) { node_free(ctx); }
+
+/* ac_node_stop may race a terminate: both end in node_stop_part, which the
+ * part list runs once more harmlessly (stopped is set by the first). */
+static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
+
+ac_status ac_node_stop(ac_node *node)
+{
+    if (!node)
+        return ac__fail(AC_EINVAL, "ac_node_stop: node is NULL");
+    pthread_mutex_lock(&stop_lock);
+    node_stop_part(node);
+    pthread_mutex_unlock(&stop_lock);
+    return AC_OK;
+}
+
+ac_node *ac_system_node(ac_system *system) { return ac__ext_find(system, PART_KEY); }
+
+const char *ac_node_address(const ac_node *node) { return node ? node->address : ""; }
+uint64_t ac_node_incarnation(const ac_node *node) { return node ? node->incarnation : 0; }
+const char *ac_node_endpoint(const ac_node *node) { return node ? node->endpoint : ""; }
+
+ac_ref *ac_node_resolve(ac_node *node, const char *path)
+{
+    ac_clear_error();
+    if (!node || !path)
+        return ac__fail_null(AC_EINVAL, "ac_node_resolve: %s is NULL", node ? "path" : "node");
+    if (strncmp(path, "actorc://", 9) != 0)
+        return ac__fail_null(AC_EINVAL, "ac_node_resolve: \"%.200s\" is not an actorc:// path", path);
+    const char *sys = path + 9;
+    const char *slash = strchr(sys, '/');
+    if (!slash)
+        return ac__fail_null(AC_EINVAL, "ac_node_resolve: \"%.200s\" names no actor", path);
+    const char *at = memchr(sys, '@', (size_t)(slash - sys));
+    const char *local = slash;
+    size_t local_len = strlen(local);
+    if (local_len <= 6 || strncmp(local, "/user/", 6) != 0 || strstr(local, "//") ||
+        local[local_len - 1] == '/')
+        return ac__fail_null(AC_EINVAL, "ac_node_resolve: \"%.200s\" is not a path under /user", path);
+    if (!at) { /* a local path: this system's */
+        size_t n = (size_t)(slash - sys);
+        if (n != strlen(node->system_name) || memcmp(sys, node->system_name, n) != 0)
+            return ac__fail_null(AC_EINVAL, "ac_node_resolve: \"%.200s\" is not of system %s and "
+                                            "names no node (actorc://<system>@<host>:<port>/...)",
+                                 path, node->system_name);
+        at = NULL;
+    }
+    const char *addr = at ? at + 1 : node->address;
+    size_t addr_len = at ? (size_t)(slash - addr) : strlen(node->address);
+    size_t sys_len = at ? (size_t)(at - sys) : (size_t)(slash - sys);
+    const char *colon = memchr(addr, ':', addr_len);
+    if (sys_len == 0 || sys_len > 64 || addr_len == 0 || addr_len > 255 || !colon ||
+        colon == addr || colon == addr + addr_len - 1)
+        return ac__fail_null(AC_EINVAL, "ac_node_resolve: \"%.200s\" is not "
+                                        "actorc://<system>@<host>:<port>/user/...",
+                             path);
+    bool own = addr_len == strlen(node->address) && memcmp(addr, node->address, addr_len) == 0;
+    if (own) {
+        ac_ref *r = ac__ext_lookup_top(node->system, local, local_len);
+        if (r)
+            return r;
+        if (!strchr(local + 6, '/'))
+            return ac__fail_null(AC_ENOTFOUND, "ac_node_resolve: no actor at %.200s", path);
+    }
+    ac__peer *p = ac__peer_for(node, addr, addr_len, sys, sys_len);
+    if (!p)
+        return ac__fail_null(AC_ETERMINATED, "ac_node_resolve: node %s is stopping", node->address);
+    ac__rref *r = ac__rref_get(node, p, local, local_len);
+    ac__peer_release(p);
+    if (!r)
+        return ac__fail_null(AC_ENOMEM, "ac_node_resolve: out of memory");
+    if (!own)
+        wake(node); /* nothing to send yet; the connection comes with the first frame */
+    return &r->ref;
+}
+
+ac_status ac_node_curve_keypair(char public_key[41], char secret_key[41])
+{
+    if (!public_key || !secret_key)
+        return ac__fail(AC_EINVAL, "ac_node_curve_keypair: a buffer is NULL");
+    if (!zmq_has("curve") || zmq_curve_keypair(public_key, secret_key) != 0)
+        return ac__fail(AC_ESYS, "ac_node_curve_keypair: this libzmq has no CURVE");
+    return AC_OK;
+}
+
+ac_status ac_node_curve_read_key(const char *file, char out[41])
+{
+    if (!file || !out)
+        return ac__fail(AC_EINVAL, "ac_node_curve_read_key: %s is NULL", file ? "out" : "file");
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return ac__fail(AC_ENOTFOUND, "ac_node_curve_read_key: cannot read %.200s: %s", file,
+                        strerror(errno));
+    char buf[128];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+        buf[--n] = '\0';
+    if (!valid_z85_key(buf))
+        return ac__fail(AC_EINVAL, "ac_node_curve_read_key: %.200s holds no Z85 key (40 characters)",
+                        file);
+    memcpy(out, buf, 41);
+    return AC_OK;
+}
+
+ac_status ac_node_stats_get(ac_node *node, ac_node_stats *out)
+{
+    if (!node || !out)
+        return ac__fail(AC_EINVAL, "ac_node_stats_get: %s is NULL", node ? "out" : "node");
+    const ac__node_metrics *m = &node->m;
+    *out = (ac_node_stats){
+        .frames_out = atomic_load_explicit(&m->frames_out, memory_order_relaxed),
+        .frames_in = atomic_load_explicit(&m->frames_in, memory_order_relaxed),
+        .bytes_out = atomic_load_explicit(&m->bytes_out, memory_order_relaxed),
+        .bytes_in = atomic_load_explicit(&m->bytes_in, memory_order_relaxed),
+        .decode_errors = atomic_load_explicit(&m->decode_errors, memory_order_relaxed),
+        .nodes_down = atomic_load_explicit(&m->node_down, memory_order_relaxed),
+        .asks_failed_by_node_loss = atomic_load_explicit(&m->asks_failed_by_node_loss, memory_order_relaxed),
+        .dropped_backpressure = atomic_load_explicit(&m->dropped_backpressure, memory_order_relaxed),
+        .dropped_stale = atomic_load_explicit(&m->dropped_stale, memory_order_relaxed),
+    };
+    pthread_mutex_lock(&node->lock);
+    out->pending_asks = node->corr_count;
+    for (ac__peer *p = node->peers; p; p = p->next)
+        if (p != node->self)
+            out->peers++;
+    pthread_mutex_unlock(&node->lock);
+    return AC_OK;
+}

@@ -1,0 +1,196 @@
+/*
+ * A node's insides (node.c: the API and the transport thread; refs.c:
+ * remote refs, reply targets of other nodes, the correlation table).
+ *
+ * Threads. The transport thread owns every ZeroMQ socket. Any thread
+ * encodes a frame and queues it (an MPSC queue plus an eventfd the
+ * transport polls, written only when the transport sleeps). The node's
+ * lock guards the tables: peers by address, interned remote refs, the
+ * correlation table, the types; a peer's `state` is atomic so that a send
+ * can refuse a lost peer without the lock.
+ */
+#ifndef AC_REMOTE_NODE_INTERNAL_H
+#define AC_REMOTE_NODE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "ask/oneshot.h"
+#include "core/alloc.h"
+#include "core/extension.h"
+#include "remote/wire.h"
+
+typedef struct ac__peer ac__peer;
+typedef struct ac__rref ac__rref;
+
+typedef enum ac__peer_state {
+    AC__PEER_CONNECTING, /* resolved or heard of; no hello from it yet */
+    AC__PEER_UP,         /* its hello came: incarnation known */
+    AC__PEER_DOWN        /* lost, for good: its refs are dead */
+} ac__peer_state;
+
+/* One incarnation of another node (before its hello: of an address). */
+struct ac__peer {
+    atomic_uint refs; /* the node's table holds one while not DOWN; each rref one */
+    atomic_int state; /* ac__peer_state */
+    uint64_t id;      /* this node's number for it (monitor endpoints, logs) */
+    char *address;    /* "host:port", immutable */
+    /* Under the node lock: */
+    char *system;         /* from its hello or the path that named it */
+    uint64_t incarnation; /* 0 until its hello */
+    ac__refset watched;   /* rrefs to its actors some local actor watches */
+    /* Watches its actors hold on ours: (local target, rref watcher) pairs. */
+    ac_ref **inbound_watch; /* 2 * inbound_count entries */
+    size_t inbound_count, inbound_cap;
+    /* The transport thread's: */
+    void *dealer, *monitor;
+    bool hello_sent;
+    int64_t connect_deadline_ns; /* while CONNECTING */
+    atomic_size_t queued;        /* frames on their way to it */
+    struct ac__peer *next;       /* the node's list of peers not DOWN */
+    char *down_why;              /* set when lost (under the lock) */
+};
+
+/* A remote ref: an actor at `path` on `peer`. Interned: one per (peer,
+ * path) while referenced, so a watch and its Terminated meet. */
+struct ac__rref {
+    ac_ref ref;
+    ac_node *node;
+    ac__peer *peer; /* retained */
+    char *path;     /* "/user/..." */
+    char *full;     /* "actorc://<system>@<address>/user/..." */
+    uint64_t hash;
+    ac__refset watchers; /* local actors watching it; under the node lock */
+    struct ac__rref *chain; /* intern table bucket */
+};
+
+/* A frame on its way out. */
+typedef struct ac__out {
+    _Atomic(struct ac__out *) next;
+    ac__peer *peer; /* retained */
+    size_t len;
+    uint8_t *buf; /* malloc'd; len bytes */
+} ac__out;
+
+/* A pending ask: a local reply target waiting on another node. */
+typedef struct ac__corr {
+    uint64_t corr;
+    ac_ref *reply; /* retained; a one-shot ref */
+    ac__peer *peer; /* not retained: compared, never dereferenced */
+    struct ac__corr *chain;
+} ac__corr;
+
+typedef struct ac__node_metrics {
+    atomic_uint_fast64_t frames_out, frames_in, bytes_out, bytes_in;
+    atomic_uint_fast64_t decode_errors, node_down, asks_failed_by_node_loss;
+    atomic_uint_fast64_t dropped_backpressure, dropped_stale;
+} ac__node_metrics;
+
+struct ac_node {
+    ac_system *system;
+    ac__ext_part part;
+    char *system_name;
+    char *address;  /* "host:port" advertised */
+    char *endpoint; /* bound */
+    uint64_t incarnation;
+    ac_node_options options; /* copied; pointers into it not kept */
+    ac__wire_limits limits;
+    bool curve;
+    char curve_public[41], curve_secret[41], curve_server_public[41], curve_server_secret[41];
+    char **allowed;
+    size_t allowed_count;
+
+    void *zctx, *router, *zap;
+    pthread_t thread;
+    bool thread_started;
+    int wake_fd;
+    atomic_bool sleeping;
+    atomic_bool stopping; /* ac_node_stop or terminate began */
+    bool stopped;         /* the transport thread is joined */
+
+    /* Outgoing frames: Vyukov's intrusive MPSC queue. */
+    _Atomic(ac__out *) out_head;
+    ac__out *out_tail;
+    ac__out out_stub;
+
+    pthread_mutex_t lock;
+    ac__peer *peers; /* not DOWN; the first is this node itself */
+    ac__peer *self;  /* this node as a peer: frames to it are handled as arrived */
+    uint64_t next_peer_id;
+    ac__rref **rrefs;
+    size_t rref_count, rref_cap;
+    ac__corr **corrs;
+    size_t corr_count, corr_cap;
+    atomic_uint_fast64_t next_corr;
+    const ac_msg_type **types;
+    size_t type_count, type_cap;
+
+    ac__node_metrics m;
+};
+
+/* ---- refs.c ---------------------------------------------------------- */
+
+extern const ac__ref_ops ac__rref_ops;
+extern const ac__ref_ops ac__rreply_ops;
+
+/* The interned remote ref for (peer, path), retained; made when there is
+ * none. Under no lock. Aborts when out of memory only if `must`; else
+ * NULL. */
+ac__rref *ac__rref_get(ac_node *node, ac__peer *peer, const char *path, size_t len);
+/* A reply target of another node (peer, corr), the caller's reference. */
+ac_ref *ac__rreply_new(ac_node *node, ac__peer *peer, uint64_t corr);
+
+/* Correlation table (under the node lock unless said). */
+uint64_t ac__corr_add(ac_node *node, ac_ref *reply, ac__peer *peer); /* takes the node lock */
+ac_ref *ac__corr_take(ac_node *node, uint64_t corr); /* takes the lock; the entry's ref or NULL */
+/* Drop the entries whose reply target has settled (a timeout settles
+ * without us). Takes the lock. */
+void ac__corr_sweep(ac_node *node);
+/* Fail every entry waiting on `peer` with err (borrowed). Takes the
+ * lock. */
+size_t ac__corr_fail_peer(ac_node *node, ac__peer *peer, ac_error *err);
+size_t ac__corr_count(ac_node *node);
+
+/* Interned refs of a peer (after it is down): its watched refs' watchers
+ * are told node-lost. Transport thread. */
+void ac__rref_peer_lost(ac_node *node, ac__peer *peer);
+/* A TERMINATED frame from `peer` about its actor at path. */
+void ac__rref_terminated(ac_node *node, ac__peer *peer, const char *path, size_t len);
+
+/* ---- node.c ---------------------------------------------------------- */
+
+void ac__peer_release(ac__peer *peer);
+static inline ac__peer *ac__peer_retain(ac__peer *p)
+{
+    atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+    return p;
+}
+/* The peer for a node's address ("host:port"), retained: the live one,
+ * or a new CONNECTING one. NULL only when the node is stopping. */
+ac__peer *ac__peer_for(ac_node *node, const char *address, size_t len, const char *system,
+                       size_t system_len);
+/* Queue a frame to peer (env encoded here). AC_OK, or a failure
+ * recorded with ac__fail (peer down, queue full, out of memory, frame too
+ * big). The body is env->body. */
+ac_status ac__node_send(ac_node *node, ac__peer *peer, const ac__wire_env *env);
+/* Encode msg's payload into env->body (a buffer the caller frees with
+ * free()), env->type_name, env->payload_size. AC_ECODEC when its type
+ * has none. */
+ac_status ac__node_encode_msg(const ac_msg *msg, ac__wire_env *env, uint8_t **body_out);
+/* Fill env->sender for `sender` as seen from `peer`. */
+void ac__node_encode_sender(ac_node *node, ac__peer *peer, ac_ref *sender, ac__wire_env *env,
+                            uint64_t corr);
+/* The error a lost peer's asks get. Never NULL (aborts when out of memory). */
+ac_error *ac__node_down_error(const ac__peer *peer, const char *why);
+
+/* The local part of a node's refs: "actorc://<system>/..." -> "/...". */
+static inline const char *ac__local_part(const char *path)
+{
+    const char *p = path;
+    if (__builtin_strncmp(p, "actorc://", 9) == 0) {
+        const char *slash = __builtin_strchr(p + 9, '/');
+        return slash ? slash : "";
+    }
+    return p;
+}
+
+#endif
