@@ -43,7 +43,7 @@ sanitizer_env() {
             echo "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
             echo "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" ;;
         tsan)
-            echo "TSAN_OPTIONS=halt_on_error=1 second_deadlock_stack=1${TSAN_OPTIONS:+ $TSAN_OPTIONS}" ;;
+            echo "TSAN_OPTIONS=halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp${TSAN_OPTIONS:+ $TSAN_OPTIONS}" ;;
     esac
 }
 

@@ -239,21 +239,25 @@ void ac__node_encode_sender(ac_node *node, ac__peer *peer, ac_ref *sender, ac__w
             return;
         }
         /* An actor of another node (perhaps the receiver's own). Its
-         * system and incarnation are read without the lock: set once,
-         * before any frame of the peer is handled. */
+         * system (set once, never freed before the peer) and incarnation
+         * are the hello's, under the lock. */
         env->sender.kind = AC__WIRE_SENDER_ACTOR;
+        pthread_mutex_lock(&node->lock);
         env->sender.system = span_of(r->peer->system);
-        env->sender.address = span_of(r->peer->address);
         env->sender.incarnation = r->peer->incarnation;
+        pthread_mutex_unlock(&node->lock);
+        env->sender.address = span_of(r->peer->address);
         env->sender.path = span_of(r->path);
         (void)peer;
         return;
     }
     if (ac__rreply_parts(sender, &rp, &rc)) {
         env->sender.kind = AC__WIRE_SENDER_REPLY;
+        pthread_mutex_lock(&node->lock);
         env->sender.system = span_of(rp->system);
-        env->sender.address = span_of(rp->address);
         env->sender.incarnation = rp->incarnation;
+        pthread_mutex_unlock(&node->lock);
+        env->sender.address = span_of(rp->address);
         env->sender.corr = rc;
         return;
     }
@@ -861,8 +865,11 @@ static void drain_monitor(ac_node *node, ac__peer *p)
             return;
         }
         uint16_t event = 0;
-        if (zmq_msg_size(&ev) >= 2)
+        uint32_t value = 0;
+        if (zmq_msg_size(&ev) >= 6) {
             memcpy(&event, zmq_msg_data(&ev), sizeof event);
+            memcpy(&value, (char *)zmq_msg_data(&ev) + 2, sizeof value);
+        }
         bool more = zmq_msg_more(&ev);
         zmq_msg_close(&ev);
         if (more) {
@@ -878,9 +885,13 @@ static void drain_monitor(ac_node *node, ac__peer *p)
             peer_down(node, p, "it refused this node's key");
             return;
         case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
-        case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
-            peer_down(node, p, "the handshake with it failed");
+        case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL: {
+            char why[96];
+            snprintf(why, sizeof why, "the handshake with it failed (%s)",
+                     event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ? strerror((int)value) : "protocol");
+            peer_down(node, p, why);
             return;
+        }
         default:
             break;
         }

@@ -1,0 +1,167 @@
+/*
+ * Node processes for the remote tests (rt_proc.h).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rt_proc.h"
+
+extern char **environ;
+
+#define MAX_PROCS 64
+static pid_t live[MAX_PROCS];
+static bool hooked;
+
+static void kill_all(void)
+{
+    for (int i = 0; i < MAX_PROCS; i++)
+        if (live[i] > 0) {
+            kill(live[i], SIGCONT);
+            kill(live[i], SIGKILL);
+            waitpid(live[i], NULL, 0);
+            live[i] = 0;
+        }
+}
+
+static void on_fatal(int sig)
+{
+    for (int i = 0; i < MAX_PROCS; i++)
+        if (live[i] > 0)
+            kill(live[i], SIGKILL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void remember(pid_t pid)
+{
+    if (!hooked) {
+        hooked = true;
+        atexit(kill_all);
+        signal(SIGABRT, on_fatal);
+        signal(SIGSEGV, on_fatal);
+        signal(SIGINT, on_fatal);
+        signal(SIGTERM, on_fatal);
+        signal(SIGALRM, on_fatal);
+    }
+    for (int i = 0; i < MAX_PROCS; i++)
+        if (live[i] == 0) {
+            live[i] = pid;
+            return;
+        }
+}
+
+static void forget(pid_t pid)
+{
+    for (int i = 0; i < MAX_PROCS; i++)
+        if (live[i] == pid)
+            live[i] = 0;
+}
+
+bool rt_start(rt_proc *p, const char *const *args)
+{
+    int in[2], out[2];
+    memset(p, 0, sizeof *p);
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+        return false;
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = ACTORC_TEST_NODE;
+    for (int i = 0; args && args[i] && n < 31; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    int rc = posix_spawn(&p->pid, ACTORC_TEST_NODE, &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(in[0]);
+    close(out[1]);
+    if (rc != 0) {
+        close(in[1]);
+        close(out[0]);
+        fprintf(stderr, "rt_start: cannot start %s: %s\n", ACTORC_TEST_NODE, strerror(rc));
+        return false;
+    }
+    remember(p->pid);
+    p->in_fd = in[1];
+    p->out_fd = out[0];
+    /* The READY line, within 10 s (sanitizer builds start slowly). */
+    char line[256];
+    size_t len = 0;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long left = 10000 - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+        struct pollfd pf = {.fd = p->out_fd, .events = POLLIN};
+        if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
+            break;
+        ssize_t r = read(p->out_fd, line + len, 1);
+        if (r <= 0)
+            break;
+        if (line[len] == '\n') {
+            line[len] = '\0';
+            if (sscanf(line, "READY %127s %31s", p->address, p->incarnation) == 2)
+                return true;
+            len = 0;
+            continue;
+        }
+        if (++len == sizeof line - 1)
+            len = 0;
+    }
+    fprintf(stderr, "rt_start: %s did not say READY\n", ACTORC_TEST_NODE);
+    rt_end(p, SIGKILL);
+    return false;
+}
+
+void rt_end(rt_proc *p, int sig)
+{
+    if (p->pid <= 0)
+        return;
+    if (sig) {
+        kill(p->pid, SIGCONT);
+        kill(p->pid, sig);
+    }
+    if (p->in_fd > 0)
+        close(p->in_fd);
+    p->in_fd = -1;
+    int status;
+    for (int i = 0; i < 1000; i++) { /* 10 s */
+        if (waitpid(p->pid, &status, WNOHANG) == p->pid)
+            goto reaped;
+        struct timespec ms = {0, 10000000};
+        nanosleep(&ms, NULL);
+    }
+    kill(p->pid, SIGKILL);
+    waitpid(p->pid, &status, 0);
+reaped:
+    forget(p->pid);
+    if (p->out_fd > 0)
+        close(p->out_fd);
+    p->out_fd = -1;
+    p->pid = 0;
+}
+
+void rt_signal(rt_proc *p, int sig)
+{
+    if (p->pid > 0)
+        kill(p->pid, sig);
+}
+
+const char *rt_path(const rt_proc *p, const char *system, const char *path, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "actorc://%s@%s%s", system, p->address, path);
+    return buf;
+}
