@@ -43,6 +43,13 @@
 
 bool ac__rreply_parts(const ac_ref *ref, ac__peer **peer, uint64_t *corr);
 
+/* Count one of the node's events, in its stats and (when on) its metric. */
+#define COUNT(node, field, counter, n)                                                        \
+    do {                                                                                      \
+        atomic_fetch_add_explicit(&(node)->m.field, (n), memory_order_relaxed);               \
+        ac_counter_add((node)->counter, (n));                                                 \
+    } while (0)
+
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -324,7 +331,7 @@ ac_status ac__node_send(ac_node *node, ac__peer *peer, const ac__wire_env *env)
     if (atomic_load_explicit(&node->stopping, memory_order_acquire))
         return ac__fail(AC_ENODEDOWN, "this node is stopping");
     if (atomic_load_explicit(&peer->queued, memory_order_relaxed) >= node->options.max_queue) {
-        atomic_fetch_add_explicit(&node->m.dropped_backpressure, 1, memory_order_relaxed);
+        COUNT(node, dropped_backpressure, c_dropped_backpressure, 1);
         return ac__fail(AC_EFAILED, "%zu frames already wait for node %s: it falls behind",
                         node->options.max_queue, peer->address);
     }
@@ -348,6 +355,61 @@ ac_status ac__node_send(ac_node *node, ac__peer *peer, const ac__wire_env *env)
     wake(node);
     return AC_OK;
 }
+
+/* ---- metrics ------------------------------------------------------------ */
+
+/* The per-peer families and the node's counters, registered at start when
+ * the system's metrics are on. */
+static void metrics_register(ac_node *node)
+{
+    if (!ac_metrics_enabled(node->system))
+        return;
+    static const char *const peer_label[] = {"peer"};
+    ac_metric_options po = {.label_names = peer_label, .label_count = 1, .max_series = 1000};
+    po.help = "Frames sent to a peer node.";
+    node->f_frames_out = ac_metrics_counter(node->system, "actorc_remote_frames_sent_total", &po);
+    po.help = "Bytes of frames sent to a peer node.";
+    node->f_bytes_out = ac_metrics_counter(node->system, "actorc_remote_bytes_sent_total", &po);
+    po.help = "Frames received from a peer node.";
+    node->f_frames_in = ac_metrics_counter(node->system, "actorc_remote_frames_received_total", &po);
+    po.help = "Bytes of frames received from a peer node.";
+    node->f_bytes_in = ac_metrics_counter(node->system, "actorc_remote_bytes_received_total", &po);
+    ac_metric_options o = {.help = "Malformed frames and bodies dropped."};
+    node->c_decode_errors = ac_counter_series(
+        ac_metrics_counter(node->system, "actorc_remote_decode_errors_total", &o), NULL);
+    o.help = "Peer nodes lost (connection dropped, heartbeats stopped, new incarnation, left).";
+    node->c_nodes_down = ac_counter_series(
+        ac_metrics_counter(node->system, "actorc_remote_nodes_down_total", &o), NULL);
+    o.help = "Asks failed with NodeDownError because their node was lost.";
+    node->c_asks_failed = ac_counter_series(
+        ac_metrics_counter(node->system, "actorc_remote_asks_failed_node_down_total", &o), NULL);
+    static const char *const reason_label[] = {"reason"};
+    ac_metric_options ro = {.help = "Frames not sent or not handled, by reason.",
+                            .label_names = reason_label, .label_count = 1};
+    ac_metric_family *dropped = ac_metrics_counter(node->system, "actorc_remote_frames_dropped_total", &ro);
+    static const char *const bp[] = {"backpressure"}, *const stale[] = {"stale"};
+    node->c_dropped_backpressure = ac_counter_series(dropped, bp);
+    node->c_dropped_stale = ac_counter_series(dropped, stale);
+    ac_clear_error();
+}
+
+/* The series of one peer (transport thread, once it is known). */
+static void metrics_peer(ac_node *node, ac__peer *p)
+{
+    if (p->metered || !node->f_frames_out)
+        return;
+    p->metered = true;
+    char label[320];
+    pthread_mutex_lock(&node->lock);
+    snprintf(label, sizeof label, "%s@%s", p->system ? p->system : "", p->address);
+    pthread_mutex_unlock(&node->lock);
+    const char *v[] = {label};
+    p->m_frames_out = ac_counter_series(node->f_frames_out, v);
+    p->m_bytes_out = ac_counter_series(node->f_bytes_out, v);
+    p->m_frames_in = ac_counter_series(node->f_frames_in, v);
+    p->m_bytes_in = ac_counter_series(node->f_bytes_in, v);
+}
+
 
 /* ---- the transport thread: logging, losing peers ------------------------ */
 
@@ -397,7 +459,7 @@ static void peer_down(ac_node *node, ac__peer *peer, const char *why)
     peer->down_why = ac__strdup(why);
     pthread_mutex_unlock(&node->lock);
     close_dealer(peer);
-    atomic_fetch_add_explicit(&node->m.node_down, 1, memory_order_relaxed);
+    COUNT(node, node_down, c_nodes_down, 1);
     ac_system_log(node->system, AC_LOG_WARN,
                   "node %s: lost node actorc://%s@%s (incarnation %016" PRIx64 "): %s",
                   node->address, peer->system ? peer->system : "", peer->address,
@@ -405,7 +467,7 @@ static void peer_down(ac_node *node, ac__peer *peer, const char *why)
     ac_error *err = ac__node_down_error(peer, why);
     size_t n = ac__corr_fail_peer(node, peer, err);
     ac_error_release(err);
-    atomic_fetch_add_explicit(&node->m.asks_failed_by_node_loss, n, memory_order_relaxed);
+    COUNT(node, asks_failed_by_node_loss, c_asks_failed, n);
     ac__rref_peer_lost(node, peer);
     ac__peer_release(peer); /* the table's */
 }
@@ -479,11 +541,14 @@ static void send_frame(ac_node *node, ac__peer *p, const uint8_t *buf, size_t le
         return;
     }
     if (zmq_send(p->dealer, buf, len, ZMQ_DONTWAIT) != (int)len) {
-        atomic_fetch_add_explicit(&node->m.dropped_backpressure, 1, memory_order_relaxed);
+        COUNT(node, dropped_backpressure, c_dropped_backpressure, 1);
         return;
     }
     atomic_fetch_add_explicit(&node->m.frames_out, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&node->m.bytes_out, len, memory_order_relaxed);
+    metrics_peer(node, p);
+    ac_counter_inc(p->m_frames_out);
+    ac_counter_add(p->m_bytes_out, len);
 }
 
 static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
@@ -571,7 +636,7 @@ static void handle_message(ac_node *node, ac__peer *from, const ac__wire_env *en
                                                env->payload_size, &node->limits, &err))) {
         snprintf(why, sizeof why, "a %s could not be decoded on node %s: %s", type->name,
                  node->address, err ? err : "bad body");
-        atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+        COUNT(node, decode_errors, c_decode_errors, 1);
     }
     ac_ref *sender = env->kind == AC__WIRE_ASK ? ac__rreply_new(node, from, env->corr)
                                                : sender_ref(node, from, env);
@@ -606,7 +671,7 @@ static void handle_reply(ac_node *node, ac__peer *from, const ac__wire_env *env)
                  (const char *)env->type_name.ptr,
                  type ? "could not be decoded" : "is of a type not known here");
         if (type)
-            atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+            COUNT(node, decode_errors, c_decode_errors, 1);
         reply->ops->undeliverable(reply, NULL, why);
         ac_ref_release(reply);
         return;
@@ -709,12 +774,12 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
     uint64_t inc;
     if (s->kind != AC__WIRE_SENDER_ACTOR || id_len != sizeof inc || s->address.len == 0 ||
         s->address.len > 255 || s->system.len > 64) {
-        atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+        COUNT(node, decode_errors, c_decode_errors, 1);
         return;
     }
     memcpy(&inc, id, sizeof inc);
     if (inc != s->incarnation || inc == node->incarnation) {
-        atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+        COUNT(node, decode_errors, c_decode_errors, 1);
         return;
     }
     ac__peer *old = NULL, *p;
@@ -722,7 +787,7 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
     p = peer_by_address(node, (const char *)s->address.ptr, s->address.len);
     if (p == node->self) { /* someone claims our address */
         pthread_mutex_unlock(&node->lock);
-        atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+        COUNT(node, decode_errors, c_decode_errors, 1);
         return;
     }
     if (p && p->incarnation != 0 && p->incarnation != inc) {
@@ -772,7 +837,7 @@ static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size
     ac__wire_env env;
     const char *why = NULL;
     if (ac__wire_decode(buf, len, &node->limits, &env, &why) != AC_OK) {
-        atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+        COUNT(node, decode_errors, c_decode_errors, 1);
         log_limited(node, &last_decode_log, "dropped a malformed frame of %zu bytes%s%s: %s", len,
                     from ? " from " : "", from ? from->address : "", why ? why : "malformed");
         return;
@@ -783,12 +848,12 @@ static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size
         return;
     }
     if (!from) {
-        atomic_fetch_add_explicit(&node->m.dropped_stale, 1, memory_order_relaxed);
+        COUNT(node, dropped_stale, c_dropped_stale, 1);
         log_limited(node, &last_stale_log, "dropped a frame from a node that has not said hello");
         return;
     }
     if (env.target_inc != 0 && env.target_inc != node->incarnation) {
-        atomic_fetch_add_explicit(&node->m.dropped_stale, 1, memory_order_relaxed);
+        COUNT(node, dropped_stale, c_dropped_stale, 1);
         if (env.kind == AC__WIRE_ASK)
             answer_undeliverable(node, from, env.corr, "it was meant for an earlier incarnation");
         return;
@@ -839,12 +904,17 @@ static size_t drain_in(ac_node *node, size_t budget)
             zmq_msg_init(&extra);
             zmq_msg_recv(&extra, node->router, ZMQ_DONTWAIT);
             zmq_msg_close(&extra);
-            atomic_fetch_add_explicit(&node->m.decode_errors, 1, memory_order_relaxed);
+            COUNT(node, decode_errors, c_decode_errors, 1);
         }
         size_t len = zmq_msg_size(&body);
         atomic_fetch_add_explicit(&node->m.frames_in, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&node->m.bytes_in, len, memory_order_relaxed);
         ac__peer *from = peer_by_routing_id(node, zmq_msg_data(&id), zmq_msg_size(&id));
+        if (from) {
+            metrics_peer(node, from);
+            ac_counter_inc(from->m_frames_in);
+            ac_counter_add(from->m_bytes_in, len);
+        }
         handle_frame(node, from, zmq_msg_data(&body), len, zmq_msg_data(&id), zmq_msg_size(&id));
         ac__peer_release(from);
         n++;
@@ -1322,6 +1392,7 @@ ac_node *ac_node_start(ac_system *system, const ac_node_options *options)
     pthread_mutex_unlock(&node->lock);
     if (!node->self)
         goto oom;
+    metrics_register(node);
     static const ac_msg_type *const builtin[] = {&ac_msg_type_str, &ac_msg_type_bytes,
                                                  &ac_msg_type_int64, &ac_msg_type_error};
     for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)

@@ -48,6 +48,10 @@ struct ac__peer {
     atomic_size_t queued;        /* frames on their way to it */
     struct ac__peer *next;       /* the node's list of peers not DOWN */
     char *down_why;              /* set when lost (under the lock) */
+    /* Metric series of this peer (NULL when metrics are off); the
+     * transport thread's. */
+    ac_counter *m_frames_out, *m_bytes_out, *m_frames_in, *m_bytes_in;
+    bool metered;
 };
 
 /* A remote ref: an actor at `path` on `peer`. Interned: one per (peer,
@@ -125,6 +129,10 @@ struct ac_node {
     size_t type_count, type_cap;
 
     ac__node_metrics m;
+    /* Metric families, when metrics were on at start (else NULL). */
+    ac_metric_family *f_frames_out, *f_bytes_out, *f_frames_in, *f_bytes_in;
+    ac_counter *c_decode_errors, *c_nodes_down, *c_asks_failed, *c_dropped_backpressure,
+        *c_dropped_stale;
 };
 
 /* ---- refs.c ---------------------------------------------------------- */

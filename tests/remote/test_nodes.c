@@ -672,6 +672,52 @@ static void test_many_asks_leave_no_entries(void **state)
     ac_ref_release(slow);
 }
 
+/* ---- metrics --------------------------------------------------------------- */
+
+static void test_metrics_per_peer(void **state)
+{
+    (void)state;
+    static const char *const args[] = {NULL};
+    /* A fixture whose system has metrics on before its node starts. */
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->sys = ac_system_create("client", &(ac_system_options){.workers = 2});
+    assert_int_equal(ac_metrics_enable(f->sys), AC_OK);
+    f->node = ac_node_start(f->sys, &(ac_node_options){.bind = "tcp://127.0.0.1:0"});
+    assert_non_null(f->node);
+    assert_true(rt_start(&f->peer, args));
+    ac_ref *echo = resolve(f, "/user/echo");
+    for (int i = 0; i < 10; i++)
+        ask_echo(echo, "m", 10000);
+    char peer[200];
+    snprintf(peer, sizeof peer, "replicas@%s", f->peer.address);
+    const char *v[] = {peer};
+    ac_metric_value mv;
+    assert_int_equal(ac_metrics_read(f->sys, "actorc_remote_frames_sent_total", v, 1, &mv), AC_OK);
+    assert_true(mv.value >= 10);
+    assert_int_equal(ac_metrics_read(f->sys, "actorc_remote_frames_received_total", v, 1, &mv), AC_OK);
+    assert_true(mv.value >= 10);
+    assert_int_equal(ac_metrics_read(f->sys, "actorc_remote_bytes_sent_total", v, 1, &mv), AC_OK);
+    assert_true(mv.value >= 10 * 20);
+    ac_ref *slow = resolve(f, "/user/slow");
+    ac_future *fu = ac_ask(slow, ac_msg_str_new("x"), 30000);
+    ac_ref_release(slow);
+    sleep_ms(50);
+    rt_end(&f->peer, SIGKILL);
+    ac_answer a = {0};
+    assert_int_equal(ac_future_wait(fu, 20000, &a), AC_EFAILED);
+    ac_answer_release(&a);
+    ac_future_release(fu);
+    assert_int_equal(ac_metrics_read(f->sys, "actorc_remote_nodes_down_total", NULL, 0, &mv), AC_OK);
+    assert_true(mv.value == 1);
+    assert_int_equal(ac_metrics_read(f->sys, "actorc_remote_asks_failed_node_down_total", NULL, 0, &mv),
+                     AC_OK);
+    assert_true(mv.value == 1);
+    ac_ref_release(echo);
+    void *st = f;
+    teardown(&st);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -688,6 +734,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_restart_on_same_port_is_a_new_incarnation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remote_death_watch_both_ways, setup, teardown),
         cmocka_unit_test(test_curve_admits_listed_keys_only),
+        cmocka_unit_test(test_metrics_per_peer),
         cmocka_unit_test_setup_teardown(test_many_asks_leave_no_entries, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
