@@ -22,6 +22,18 @@ install_into "$prefix"
 
 exports "$libdir/libactorc.so"
 links "$libdir/libactorc.so" '!microhttpd'
+links "$libdir/libactorc.so" '!libzmq'
+# Remoting, when this build has it: the node alone, linking the runtime.
+if [ -e "$libdir/libactorc-remote.so" ]; then
+    for f in libactorc-remote.a pkgconfig/actorc-remote.pc cmake/actorc/actorcRemoteTargets.cmake; do
+        [ -e "$libdir/$f" ] || fail "$f not in $libdir"
+    done
+    leaked=$(nm -D --defined-only "$libdir/libactorc-remote.so" | awk '{print $NF}' |
+        grep -v -E '^(_init|_fini|_edata|_end|__bss_start)$' | grep -v -E '^ac_(node_|ref_is_remote$|system_node$)' || true)
+    [ -z "$leaked" ] || fail "libactorc-remote.so exports more than ac_node_*, ac_system_node and ac_ref_is_remote: $leaked"
+    links "$libdir/libactorc-remote.so" 'libactorc\.so' 'libzmq' 'libcbor'
+    step "libactorc-remote: the node alone, linking libactorc, libzmq and libcbor"
+fi
 if [ "$http" = ON ]; then
     for f in libactorc-http.so libactorc-http.a pkgconfig/actorc-http.pc \
              cmake/actorc/actorcHttpTargets.cmake; do
