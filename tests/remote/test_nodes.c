@@ -672,6 +672,31 @@ static void test_many_asks_leave_no_entries(void **state)
     ac_ref_release(slow);
 }
 
+static void test_key_files(void **state)
+{
+    (void)state;
+    char pub[41], sec[41], back[41];
+    assert_int_equal(ac_node_curve_keypair(pub, sec), AC_OK);
+    assert_int_equal(strlen(pub), 40);
+    char path[] = "/tmp/actorc-key-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "%s\n", sec);
+    fclose(f);
+    assert_int_equal(ac_node_curve_read_key(path, back), AC_OK);
+    assert_string_equal(back, sec);
+    f = fopen(path, "w");
+    fprintf(f, "not a key\n");
+    fclose(f);
+    assert_int_equal(ac_node_curve_read_key(path, back), AC_EINVAL);
+    assert_non_null(strstr(ac_last_error(), "no Z85 key"));
+    unlink(path);
+    assert_int_equal(ac_node_curve_read_key(path, back), AC_ENOTFOUND);
+    assert_int_equal(ac_node_curve_read_key(NULL, back), AC_EINVAL);
+    assert_int_equal(ac_node_curve_keypair(NULL, sec), AC_EINVAL);
+}
+
 /* ---- metrics --------------------------------------------------------------- */
 
 static void test_metrics_per_peer(void **state)
@@ -735,6 +760,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_remote_death_watch_both_ways, setup, teardown),
         cmocka_unit_test(test_curve_admits_listed_keys_only),
         cmocka_unit_test(test_metrics_per_peer),
+        cmocka_unit_test(test_key_files),
         cmocka_unit_test_setup_teardown(test_many_asks_leave_no_entries, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
