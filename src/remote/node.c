@@ -440,6 +440,8 @@ static void close_dealer(ac__peer *p)
     }
 }
 
+static void backlog_flush(ac_node *node, ac__peer *p);
+
 /* Lose `peer` for good (transport thread). */
 static void peer_down(ac_node *node, ac__peer *peer, const char *why)
 {
@@ -459,6 +461,7 @@ static void peer_down(ac_node *node, ac__peer *peer, const char *why)
     peer->down_why = ac__strdup(why);
     pthread_mutex_unlock(&node->lock);
     close_dealer(peer);
+    backlog_flush(node, peer); /* DOWN: drops them */
     COUNT(node, node_down, c_nodes_down, 1);
     ac_system_log(node->system, AC_LOG_WARN,
                   "node %s: lost node actorc://%s@%s (incarnation %016" PRIx64 "): %s",
@@ -534,21 +537,54 @@ static bool open_dealer(ac_node *node, ac__peer *p)
     return true;
 }
 
-static void send_frame(ac_node *node, ac__peer *p, const uint8_t *buf, size_t len)
+/* Hand one frame to peer's DEALER: true when it took it (or the peer is
+ * lost and it is dropped), false when the DEALER is full. */
+static bool send_frame(ac_node *node, ac__peer *p, const uint8_t *buf, size_t len)
 {
     if (!p->dealer && !open_dealer(node, p)) {
         peer_down(node, p, "cannot open a connection to it");
-        return;
+        return true;
     }
-    if (zmq_send(p->dealer, buf, len, ZMQ_DONTWAIT) != (int)len) {
-        COUNT(node, dropped_backpressure, c_dropped_backpressure, 1);
-        return;
-    }
+    if (zmq_send(p->dealer, buf, len, ZMQ_DONTWAIT) != (int)len)
+        return zmq_errno() != EAGAIN;
     atomic_fetch_add_explicit(&node->m.frames_out, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&node->m.bytes_out, len, memory_order_relaxed);
     metrics_peer(node, p);
     ac_counter_inc(p->m_frames_out);
     ac_counter_add(p->m_bytes_out, len);
+    return true;
+}
+
+static void out_done(ac__out *o)
+{
+    atomic_fetch_sub_explicit(&o->peer->queued, 1, memory_order_relaxed);
+    ac__peer_release(o->peer);
+    free(o);
+}
+
+static void backlog_append(ac__peer *p, ac__out *o)
+{
+    atomic_store_explicit(&o->next, NULL, memory_order_relaxed);
+    if (p->backlog_tail)
+        atomic_store_explicit(&p->backlog_tail->next, o, memory_order_relaxed);
+    else
+        p->backlog_head = o;
+    p->backlog_tail = o;
+}
+
+/* Send what waits in peer's backlog, as far as its DEALER takes it. */
+static void backlog_flush(ac_node *node, ac__peer *p)
+{
+    while (p->backlog_head) {
+        ac__out *o = p->backlog_head;
+        bool down = atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_DOWN;
+        if (!down && !send_frame(node, p, o->buf, o->len))
+            return;
+        p->backlog_head = atomic_load_explicit(&o->next, memory_order_relaxed);
+        if (!p->backlog_head)
+            p->backlog_tail = NULL;
+        out_done(o);
+    }
 }
 
 static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
@@ -561,14 +597,16 @@ static size_t drain_out(ac_node *node)
     ac__out *o;
     while ((o = out_pop(node)) != NULL) {
         ac__peer *p = o->peer;
-        atomic_fetch_sub_explicit(&p->queued, 1, memory_order_relaxed);
-        if (p == node->self)
-            handle_frame(node, p, o->buf, o->len, NULL, 0);
-        else if (atomic_load_explicit(&p->state, memory_order_relaxed) != AC__PEER_DOWN)
-            send_frame(node, p, o->buf, o->len);
-        ac__peer_release(p);
-        free(o);
         n++;
+        if (p == node->self) {
+            handle_frame(node, p, o->buf, o->len, NULL, 0);
+        } else if (atomic_load_explicit(&p->state, memory_order_relaxed) != AC__PEER_DOWN) {
+            if (p->backlog_head || !send_frame(node, p, o->buf, o->len)) {
+                backlog_append(p, o); /* kept in order behind what waits */
+                continue;
+            }
+        }
+        out_done(o);
     }
     return n;
 }
@@ -1081,11 +1119,16 @@ static void *transport_main(void *arg)
             items[n++] = (zmq_pollitem_t){.socket = node->zap, .events = ZMQ_POLLIN};
         int fixed = n;
         pthread_mutex_lock(&node->lock);
-        for (ac__peer *p = node->peers; p && n < MAX_POLL; p = p->next)
+        for (ac__peer *p = node->peers; p && n < MAX_POLL - 1; p = p->next) {
             if (p->monitor) {
                 owners[n] = ac__peer_retain(p);
                 items[n++] = (zmq_pollitem_t){.socket = p->monitor, .events = ZMQ_POLLIN};
             }
+            if (p->backlog_head && p->dealer) {
+                owners[n] = ac__peer_retain(p);
+                items[n++] = (zmq_pollitem_t){.socket = p->dealer, .events = ZMQ_POLLOUT};
+            }
+        }
         pthread_mutex_unlock(&node->lock);
         long timeout_ms = 0;
         if (did == 0) {
@@ -1107,6 +1150,8 @@ static void *transport_main(void *arg)
         for (int i = fixed; i < n; i++) {
             if (items[i].revents & ZMQ_POLLIN)
                 drain_monitor(node, owners[i]);
+            if (items[i].revents & ZMQ_POLLOUT)
+                backlog_flush(node, owners[i]);
             ac__peer_release(owners[i]);
         }
     }

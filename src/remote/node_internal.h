@@ -45,7 +45,10 @@ struct ac__peer {
     void *dealer, *monitor;
     bool hello_sent;
     int64_t connect_deadline_ns; /* while CONNECTING */
-    atomic_size_t queued;        /* frames on their way to it */
+    atomic_size_t queued;        /* frames on their way to it (queue + backlog) */
+    /* Frames its DEALER would not take yet (at its high-water mark), in
+     * order; sent when it is writable again. */
+    struct ac__out *backlog_head, *backlog_tail;
     struct ac__peer *next;       /* the node's list of peers not DOWN */
     char *down_why;              /* set when lost (under the lock) */
     /* Metric series of this peer (NULL when metrics are off); the

@@ -175,10 +175,19 @@ static void fail_reply(ac_ref *reply, ac__rref *r, const char *why)
     ac_tell(reply, m, &r->ref);
 }
 
+/* Refused before delivery, so that the send fails: a type with no codec,
+ * and a peer that has max_queue frames waiting already (backpressure). A
+ * lost peer is not refused here: an ask to it gets its NodeDownError. */
 static ac_status rref_admit(ac_ref *self, const ac_msg *msg)
 {
-    if (msg->type == &ac_msg_type_terminated || msg->type == &ac_msg_type_poison_pill ||
-        ac__wire_has_codec(msg->type))
+    ac__rref *r = rref_of(self);
+    if (atomic_load_explicit(&r->peer->queued, memory_order_relaxed) >= r->node->options.max_queue) {
+        atomic_fetch_add_explicit(&r->node->m.dropped_backpressure, 1, memory_order_relaxed);
+        ac_counter_inc(r->node->c_dropped_backpressure);
+        return ac__fail(AC_EFAILED, "%zu frames already wait for node %s: it falls behind",
+                        r->node->options.max_queue, r->peer->address);
+    }
+    if (msg->type == &ac_msg_type_terminated || ac__wire_has_codec(msg->type))
         return AC_OK;
     return ac__fail(AC_ECODEC,
                     "cannot send %s to %s: the type has no wire codec (give its descriptor "

@@ -672,6 +672,37 @@ static void test_many_asks_leave_no_entries(void **state)
     ac_ref_release(slow);
 }
 
+/* A peer that stops reading: at most max_queue frames wait for it, then
+ * sends are refused, counted, and their messages are dead letters. */
+static void test_backpressure_is_bounded(void **state)
+{
+    (void)state;
+    static const char *const args[] = {"--hb", "5000", "20000", NULL};
+    ac_node_options o = {.max_queue = 64, .heartbeat_ivl_ms = 5000, .heartbeat_timeout_ms = 20000};
+    fixture *f = fixture_new(args, &o);
+    ac_ref *echo = resolve(f, "/user/echo");
+    ask_echo(echo, "up", 10000);
+    rt_signal(&f->peer, SIGSTOP);
+    static uint8_t blob[16384];
+    uint64_t dead0 = ac_dead_letter_count(f->sys);
+    int refused = 0;
+    for (int i = 0; i < 20000 && refused == 0; i++)
+        refused += ac_tell(echo, ac_msg_bytes_new(blob, sizeof blob), NULL) != AC_OK;
+    for (int i = 0; i < 1000; i++)
+        refused += ac_tell(echo, ac_msg_bytes_new(blob, sizeof blob), NULL) != AC_OK;
+    ac_node_stats s;
+    ac_node_stats_get(f->node, &s);
+    print_message("%d sends refused, %llu frames dropped for backpressure\n", refused,
+                  (unsigned long long)s.dropped_backpressure);
+    assert_true(refused > 0);
+    assert_true(s.dropped_backpressure >= (uint64_t)refused);
+    assert_true(ac_dead_letter_count(f->sys) >= dead0 + (uint64_t)refused);
+    rt_signal(&f->peer, SIGCONT);
+    ac_ref_release(echo);
+    void *st = f;
+    teardown(&st);
+}
+
 static void test_key_files(void **state)
 {
     (void)state;
@@ -761,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_curve_admits_listed_keys_only),
         cmocka_unit_test(test_metrics_per_peer),
         cmocka_unit_test(test_key_files),
+        cmocka_unit_test(test_backpressure_is_bounded),
         cmocka_unit_test_setup_teardown(test_many_asks_leave_no_entries, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
