@@ -1285,8 +1285,20 @@ static ac_status check_options(const ac_node_options *o)
 static void node_stop_part(void *ctx);
 static void node_free_part(void *ctx);
 
+/* Drop what waits in the outgoing queue (the transport is gone). */
+static void drop_queued(ac_node *node)
+{
+    ac__out *o;
+    while ((o = out_pop(node)) != NULL) {
+        atomic_fetch_sub_explicit(&o->peer->queued, 1, memory_order_relaxed);
+        ac__peer_release(o->peer);
+        free(o);
+    }
+}
+
 static void node_free(ac_node *node)
 {
+    drop_queued(node);
     if (node->zap)
         zmq_close(node->zap);
     if (node->router)
@@ -1471,11 +1483,18 @@ fail: {
 }
 }
 
+/* ac_node_stop and a terminate may meet: the first stops, the second
+ * finds it stopped. */
+static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void node_stop_part(void *ctx)
 {
     ac_node *node = ctx;
-    if (node->stopped)
+    pthread_mutex_lock(&stop_lock);
+    if (node->stopped) {
+        pthread_mutex_unlock(&stop_lock);
         return;
+    }
     atomic_store_explicit(&node->stopping, true, memory_order_release);
     uint64_t one = 1;
     ssize_t n = write(node->wake_fd, &one, sizeof one);
@@ -1483,25 +1502,22 @@ static void node_stop_part(void *ctx)
     if (node->thread_started)
         pthread_join(node->thread, NULL);
     node->stopped = true;
-    /* Asks this node sent to itself, still open. */
+    pthread_mutex_unlock(&stop_lock);
+    /* Frames queued after the transport's last look, and asks still open
+     * (to itself, or queued too late): nothing will answer them now. */
+    drop_queued(node);
     ac_error *err = ac__node_down_error(node->self, "this node stopped");
-    ac__corr_fail_peer(node, node->self, err);
+    ac__corr_fail_peer(node, NULL, err);
     ac_error_release(err);
 }
 
 static void node_free_part(void *ctx) { node_free(ctx); }
 
-/* ac_node_stop may race a terminate: both end in node_stop_part, which the
- * part list runs once more harmlessly (stopped is set by the first). */
-static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
-
 ac_status ac_node_stop(ac_node *node)
 {
     if (!node)
         return ac__fail(AC_EINVAL, "ac_node_stop: node is NULL");
-    pthread_mutex_lock(&stop_lock);
     node_stop_part(node);
-    pthread_mutex_unlock(&stop_lock);
     return AC_OK;
 }
 

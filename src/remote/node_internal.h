@@ -156,8 +156,8 @@ ac_ref *ac__corr_take(ac_node *node, uint64_t corr); /* takes the lock; the entr
 /* Drop the entries whose reply target has settled (a timeout settles
  * without us). Takes the lock. */
 void ac__corr_sweep(ac_node *node);
-/* Fail every entry waiting on `peer` with err (borrowed). Takes the
- * lock. */
+/* Fail every entry waiting on `peer` (NULL: on any) with err
+ * (borrowed). Takes the lock. */
 size_t ac__corr_fail_peer(ac_node *node, ac__peer *peer, ac_error *err);
 size_t ac__corr_count(ac_node *node);
 

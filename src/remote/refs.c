@@ -633,7 +633,7 @@ static bool pick_settled(const ac__corr *c, const void *arg)
     return settled(c->reply);
 }
 
-static bool pick_peer(const ac__corr *c, const void *arg) { return c->peer == arg; }
+static bool pick_peer(const ac__corr *c, const void *arg) { return !arg || c->peer == arg; }
 
 void ac__corr_sweep(ac_node *node)
 {

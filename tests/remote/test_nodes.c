@@ -728,6 +728,72 @@ static void test_key_files(void **state)
     assert_int_equal(ac_node_curve_keypair(NULL, sec), AC_EINVAL);
 }
 
+/* ---- collisions -------------------------------------------------------------- */
+
+typedef struct collide_arg {
+    ac_ref *echo;
+    int seed, ok, timeouts, down, other;
+} collide_arg;
+
+static void *collide_thread(void *p)
+{
+    collide_arg *c = p;
+    unsigned r = (unsigned)c->seed;
+    for (int i = 0; i < 3000; i++) {
+        r = r * 1103515245u + 12345u;
+        ac_answer a = {0};
+        /* Timeouts about one round trip: replies and deadlines meet. */
+        ac_status st = ac_ask_wait(c->echo, ac_msg_str_new("c"), 1 + (int64_t)(r >> 16) % 3, &a);
+        if (st == AC_OK)
+            c->ok++;
+        else if (st == AC_ETIMEOUT)
+            c->timeouts++;
+        else if (st == AC_EFAILED && ac_error_is(a.error, AC_NODE_DOWN_ERROR))
+            c->down++;
+        else
+            c->other++;
+        ac_answer_release(&a);
+    }
+    return NULL;
+}
+
+/* Replies meeting their timeouts, and a node stop meeting sends, from
+ * four threads at once. Every ask settles once; nothing is left behind. */
+static void test_replies_timeouts_and_stop_collide(void **state)
+{
+    fixture *f = *state;
+    ac_ref *echo = resolve(f, "/user/echo");
+    ask_echo(echo, "up", 10000);
+    collide_arg c[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        c[i] = (collide_arg){.echo = echo, .seed = i + 1};
+        pthread_create(&t[i], NULL, collide_thread, &c[i]);
+    }
+    sleep_ms(300);
+    assert_int_equal(ac_node_stop(f->node), AC_OK);
+    int ok = 0, timeouts = 0, down = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(c[i].other, 0);
+        ok += c[i].ok;
+        timeouts += c[i].timeouts;
+        down += c[i].down;
+    }
+    print_message("%d replies, %d timeouts, %d node-down\n", ok, timeouts, down);
+    assert_int_equal(ok + timeouts + down, 4 * 3000);
+    assert_true(down > 0);
+    ac_node_stats s;
+    for (int i = 0; i < 1000; i++) {
+        ac_node_stats_get(f->node, &s);
+        if (s.pending_asks == 0)
+            break;
+        sleep_ms(10);
+    }
+    assert_int_equal(s.pending_asks, 0);
+    ac_ref_release(echo);
+}
+
 /* ---- metrics --------------------------------------------------------------- */
 
 static void test_metrics_per_peer(void **state)
@@ -794,6 +860,7 @@ int main(void)
         cmocka_unit_test(test_key_files),
         cmocka_unit_test(test_backpressure_is_bounded),
         cmocka_unit_test_setup_teardown(test_many_asks_leave_no_entries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replies_timeouts_and_stop_collide, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
