@@ -3,7 +3,8 @@
 follows docs/architecture.md: base <- core <- ask <- routing, and
 metrics and patterns above the core (routing uses them, and ask beyond
 `ask/oneshot.h`, through the public API only; patterns use ask only
-through `ask/ask_internal.h`; nothing below uses them).
+through `ask/ask_internal.h`; nothing below uses them), and remote on top
+(it may use base, core and ask headers; nothing includes it).
 Prints the matrix; exits 1 and names the file on any include that points
 the wrong way.
 

@@ -41,7 +41,7 @@ static inline size_t ac__cbor_head_size(uint64_t v)
  * counts them; it saturates rather than wrap). */
 static inline uint8_t *ac__cbor_reserve(ac__cbor_out *o, size_t n)
 {
-    uint8_t *at = o->len <= o->cap && n <= o->cap - o->len ? o->buf + o->len : NULL;
+    uint8_t *at = o->buf && o->len <= o->cap && n <= o->cap - o->len ? o->buf + o->len : NULL;
     o->len = n <= SIZE_MAX - o->len ? o->len + n : SIZE_MAX;
     return at;
 }
