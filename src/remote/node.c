@@ -463,7 +463,9 @@ static void peer_down(ac_node *node, ac__peer *peer, const char *why)
     close_dealer(peer);
     backlog_flush(node, peer); /* DOWN: drops them */
     COUNT(node, node_down, c_nodes_down, 1);
-    ac_system_log(node->system, AC_LOG_WARN,
+    /* A leave, ours or theirs, is news; anything else a warning. */
+    bool graceful = strcmp(why, "this node stopped") == 0 || strcmp(why, "it left") == 0;
+    ac_system_log(node->system, graceful ? AC_LOG_INFO : AC_LOG_WARN,
                   "node %s: lost node actorc://%s@%s (incarnation %016" PRIx64 "): %s",
                   node->address, peer->system ? peer->system : "", peer->address,
                   peer->incarnation, why);
