@@ -264,6 +264,8 @@ static ac_status check_duplicates(const char *fn, ac_ref *const *routees, size_t
 
 static ac_status check_group(const char *fn, ac_ref *const *routees, size_t n, ac_ref **copy)
 {
+    if (n == 0)
+        return AC_OK; /* routees may be NULL */
     for (size_t i = 0; i < n; i++) {
         ac_status st = check_routee(fn, routees, i);
         if (st != AC_OK)
