@@ -12,6 +12,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <sched.h>
+
 #include "rt_common.h"
 #include "ts_test.h"
 
@@ -27,7 +29,7 @@
 #endif
 
 #define STABLE 4
-#define ROUNDS (GC_TSAN ? 60 : 300)
+#define ROUNDS (GC_TSAN ? 150 : 400)
 #define ASKERS 2
 
 /* A routee the writer makes and drops: answers a ping with its path. */
@@ -131,14 +133,18 @@ static void writer_round(load *l, int i)
     ac_ref_release(fresh);
 }
 
+/* Paced by the askers, so that the changes and the asks overlap all
+ * along, however fast either side runs: round i starts once 2i asks have
+ * been answered (or a while has passed). */
 static void *writer(void *arg)
 {
     load *l = arg;
     for (int i = 0; i < ROUNDS; i++) {
-        writer_round(l, i);
-        if (i % 8 == 0) {
-            ts_sleep_ms(1); /* let asks in between */
+        double end = ts_now() + 0.05;
+        while (atomic_load(&l->asks) < 2LL * i && ts_now() < end) {
+            sched_yield();
         }
+        writer_round(l, i);
     }
     atomic_store(&l->writer_done, 1);
     return NULL;
