@@ -105,6 +105,21 @@ static void wait_depth(ac_ref *r, int depth)
     }
 }
 
+/* The router has started (GetRoutees is answered in its turn, after
+ * pre_start) and every routee has handled the watch it sent, so nothing
+ * is queued anywhere. Then a routee told to block from this thread is
+ * woken by the scheduler for that message alone, never queued behind one
+ * that has blocked already: a worker stuck in a long turn holds what it
+ * had queued until that turn ends. */
+static void quiesce(ac_ref *router, ac_ref **r, int n)
+{
+    ac_ref *listed[8];
+    assert_int_equal(rt_routees(router, listed, 8), n);
+    for (int k = 0; k < n; k++) {
+        wait_depth(r[k], 0);
+    }
+}
+
 /* What the strategy reads: 0 idle, unknown busy, stopped; exact for a
  * routee that counts. */
 static void test_depths(void **state)
@@ -157,6 +172,7 @@ static void test_idle_routee_preferred(void **state)
     spawn_gated(sys, g, 3, r);
     ac_ref *router = rt_spawn(sys, ac_router_group_smallest_mailbox(r, 3), "group");
     assert_non_null(router);
+    quiesce(router, r, 3);
     block(g, r[0], 0, 1);
     block(g, r[1], 0, 2);
     for (int i = 0; i < 20; i++) {
@@ -192,6 +208,7 @@ static void test_all_unknown_round_robin(void **state)
     spawn_gated(sys, g, 3, r);
     ac_ref *router = rt_spawn(sys, ac_router_group_smallest_mailbox(r, 3), "group");
     assert_non_null(router);
+    quiesce(router, r, 3);
     for (int k = 0; k < 3; k++) {
         block(g, r[k], 0, k + 1);
     }
