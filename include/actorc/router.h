@@ -1,14 +1,25 @@
 /*
- * Routers: pools of identical routees behind one actor.
+ * Routers: one actor in front of many routees.
  *
  * A router factory returns props to spawn like any actor. The router lives
- * at the path it is spawned with; its routees are its children routee-1 …
- * routee-N, spawned in its pre_start and watched. A routee sees the
- * original sender, so its reply goes straight to the caller. A routee that
- * stops is pruned from the pool (by identity, not by path) once the router
- * has handled its Terminated; with none left, messages go to dead letters
- * and a warning is logged once. A restarted router stops its routees and
- * spawns new ones.
+ * at the path it is spawned with, and comes in two shapes:
+ *
+ *   pools    (ac_router_round_robin, ...) spawn their routees: children
+ *            routee-1 … routee-N of one definition, spawned in pre_start
+ *            and watched. A restarted pool stops its routees and spawns
+ *            new ones; a stopped pool's routees stop first.
+ *   groups   (ac_router_group_round_robin, ...) route to refs the caller
+ *            gives, and watch them. The routees are not the router's
+ *            children, and it never stops them: stopping or restarting the
+ *            router leaves them running. Their set can change at run time
+ *            (AddRoutee and RemoveRoutee, below).
+ *
+ * A routee sees the original sender, so its reply goes straight to the
+ * caller. A routee that stops is pruned (by identity, not by path) once the
+ * router has handled its Terminated; with none left, messages go to dead
+ * letters and a warning is logged once (once more whenever the set empties
+ * again after a routee was added). What follows holds for both shapes; a
+ * group given no routees answers as a pool whose routees have all stopped.
  *
  * The one-shot strategies (round-robin, random, broadcast, smallest
  * mailbox, custom) spread work for throughput. Scatter/gather-first-
@@ -50,14 +61,15 @@
  *     Smallest-mailbox skips such a routee (every routee skipped: as if
  *     none were left); scatter/gather counts it as a failed member.
  *   a routee that fails (ac_fail) instead of answering
- *     the router, its supervisor, restarts it (by default); the request is
- *     not retried and the ask times out (AC_ETIMEOUT; for scatter/gather,
- *     that routee's part of the scatter times out).
+ *     its supervisor (a pool's router; a group routee's own parent)
+ *     restarts it (by default); the request is not retried and the ask
+ *     times out (AC_ETIMEOUT; for scatter/gather, that routee's part of
+ *     the scatter times out).
  *   the router itself stopped
  *     AC_EDEAD at once: an ActorStoppedError naming the router.
  *
- * Breakers (ac_routee_options.breaker): each routee gets a circuit
- * breaker of its own (breaker.h), named after the routee's path, and every
+ * Breakers (ac_routee_options.breaker, pools only): each routee gets a
+ * circuit breaker of its own (breaker.h), named after the routee's path, and every
  * message routed to it goes through that breaker as a request that
  * expects an answer: a reply or an error reply passes on to the sender
  * with the routee as its sender and counts; no answer within the
@@ -111,7 +123,9 @@ AC_API ac_props *ac_router_random(int n, const ac_actor_def *def,
                                   const ac_routee_options *routee_opts);
 AC_API ac_props *ac_router_broadcast(int n, const ac_actor_def *def,
                                      const ac_routee_options *routee_opts);
-/* Picks the routee with the fewest queued messages; ties rotate. */
+/* Picks the routee with the fewest queued messages; ties rotate. A pool's
+ * routees count their queues, so their depth is always known; for a
+ * group's, see ac_router_group_smallest_mailbox. */
 AC_API ac_props *ac_router_smallest_mailbox(int n, const ac_actor_def *def,
                                             const ac_routee_options *routee_opts);
 
@@ -127,10 +141,81 @@ AC_API ac_props *ac_router_custom(int n, const ac_actor_def *def, ac_routing_fn 
 /* The Broadcast wrapper: a router sends `inner` to every routee, whatever
  * its strategy, with the original sender. Consumes `inner` whatever the
  * outcome. NULL with ac_last_error: AC_EINVAL for a NULL inner, or for
- * GetRoutees, which the router answers itself (send it unwrapped);
- * AC_ENOMEM. Any thread. */
+ * GetRoutees, AddRoutee or RemoveRoutee, which the router handles itself
+ * (send them unwrapped); AC_ENOMEM. Any thread. */
 AC_API extern const ac_msg_type ac_msg_type_broadcast; /* "actorc.Broadcast" */
 AC_API ac_msg *ac_broadcast_new(ac_msg *inner);
+
+/* ---- groups: routers over routees the caller gives ------------------- */
+
+/* Props for a group router over routees[0..n), in that order. The array
+ * and the refs are borrowed for the call: the props retain each ref, then
+ * the router; they are released when the props are freed unspawned or the
+ * router stops. n may be 0: the router starts with no routees and answers
+ * as described above for "no routees left" until one is added. The
+ * strategies are the pools'. A group takes no ac_routee_options: its
+ * routees were made by the caller, with the caller's props, and it gives
+ * them no breakers.
+ *
+ * NULL with ac_last_error: AC_EINVAL, naming the argument, for routees
+ * NULL with n > 0, n above 100000, a NULL routee, one ref given twice, a
+ * reply ref (such as an ask's sender: a group watches its routees), or
+ * routees of different actor systems; AC_ENOMEM. Spawned in another
+ * system than theirs, the router leaves each routee out with a warning.
+ * Any thread. */
+AC_API ac_props *ac_router_group_round_robin(ac_ref *const *routees, size_t n);
+AC_API ac_props *ac_router_group_random(ac_ref *const *routees, size_t n);
+AC_API ac_props *ac_router_group_broadcast(ac_ref *const *routees, size_t n);
+/* Smallest mailbox where a routee's depth may be unknown. A local actor
+ * that counts its queue (a routee of a smallest-mailbox pool) has its
+ * depth known exactly; any other local actor reads as 0 while it is idle
+ * (nothing queued, no turn running) and as unknown while busy; a ref that
+ * is not a local actor (such as a ref to an actor on another node) is
+ * always unknown. The smallest known depth wins (ties rotate); when no
+ * routee's depth is known, the message goes to the unknown ones in turn,
+ * round-robin. A stopped routee not yet pruned is skipped. */
+AC_API ac_props *ac_router_group_smallest_mailbox(ac_ref *const *routees, size_t n);
+/* A custom strategy (ac_routing_fn above) over a group; NULL strategy:
+ * AC_EINVAL. */
+AC_API ac_props *ac_router_group_custom(ac_ref *const *routees, size_t n, ac_routing_fn strategy,
+                                        void *user_data);
+/* ac_router_group_scatter_gather_first_completed: scatter_gather.h. */
+
+/* ---- AddRoutee, RemoveRoutee: a group's routees at run time ---------- */
+
+/* Messages that change a group router's set. Told to the router (from any
+ * thread, with or without a sender), each is handled in its own turn,
+ * between the messages around it: a strategy sees the set before or after
+ * the change, never half of it. Neither is passed to a strategy or a
+ * routee, and neither is answered: to see one take effect, ask GetRoutees
+ * after it (one sender's messages arrive in order).
+ *
+ * AddRoutee appends `routee` to the set and watches it; one already in the
+ * set stays where it is. Refused with a warning naming the router and the
+ * routee: the router itself, a ref of another actor system, a ref that
+ * cannot be watched, a routee beyond 100000. A routee that has already
+ * stopped is added, then pruned when its Terminated arrives.
+ *
+ * RemoveRoutee takes `routee` out of the set (the others keep their order)
+ * and stops watching it; the routee keeps running, and one not in the set
+ * changes nothing. What was sent to it stays sent: a scatter that asked it
+ * stays open until it answers or the scatter times out, as if it had not
+ * been removed.
+ *
+ * The set keeps the order in which routees were added; that is the order
+ * of GetRoutees, of round-robin and of a scatter's members. A restarted
+ * group starts again from the set it had (with the changes), not from the
+ * one given to its factory.
+ *
+ * Told to a pool router, either is ignored with a warning: a pool spawns
+ * and owns its routees.
+ *
+ * The constructors retain `routee` (released with the message). NULL with
+ * ac_last_error: AC_EINVAL for a NULL routee; AC_ENOMEM. Any thread. */
+AC_API ac_msg *ac_router_add_routee_msg(ac_ref *routee);
+AC_API ac_msg *ac_router_remove_routee_msg(ac_ref *routee);
+AC_API extern const ac_msg_type ac_msg_type_add_routee;    /* "actorc.AddRoutee" */
+AC_API extern const ac_msg_type ac_msg_type_remove_routee; /* "actorc.RemoveRoutee" */
 
 /* ---- GetRoutees: which routees a router has ------------------------- */
 
@@ -143,14 +228,16 @@ AC_API ac_msg *ac_broadcast_new(ac_msg *inner);
  * letters. The answer lists the routees alive as the router's turn sees
  * them: a routee pruned after it stopped is gone; after a restart of the
  * router, the new routees are listed (same paths, other refs); a routee
- * restarted by its supervisor keeps its ref. With no routees left it
+ * restarted by its supervisor keeps its ref; a group lists its current
+ * set (AddRoutee, RemoveRoutee). With no routees left it
  * lists none (AC_OK, not AC_EDEAD). Out of memory, the router answers with
  * a RouterError instead. Any thread. */
 AC_API ac_msg *ac_router_get_routees_msg(void);
 AC_API extern const ac_msg_type ac_msg_type_get_routees; /* "actorc.GetRoutees" */
 
-/* The answer to GetRoutees: the routees in pool order (routee-1 first, as
- * they remain after pruning). The message holds a reference to each, so
+/* The answer to GetRoutees: the routees in the router's order (a pool's
+ * from routee-1, a group's in the order they were added), as they remain
+ * after pruning and removals. The message holds a reference to each, so
  * the refs stay valid, whatever happens to the router, for as long as the
  * message is kept (ac_answer_release drops it). */
 AC_API extern const ac_msg_type ac_msg_type_routees; /* "actorc.Routees" */

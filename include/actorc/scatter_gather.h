@@ -47,6 +47,7 @@
 #ifndef ACTORC_SCATTER_GATHER_H
 #define ACTORC_SCATTER_GATHER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "actorc/actor.h"
@@ -72,6 +73,18 @@ AC_API ac_props *ac_router_scatter_gather_first_completed(int size,
                                                           const ac_actor_def *routee_def,
                                                           const ac_scatter_gather_options *options,
                                                           const ac_routee_options *routee_opts);
+
+/* Props for a group (router.h) over routees[0..n), with the same options
+ * and the same contract as the pool, word for word: the answers, the four
+ * AggregateError messages above (naming the group router's path), members
+ * in routee order (the group's, in the order routees were added). The
+ * routees as ac_router_group_round_robin takes them, `options` as above.
+ * Stopping the router fails its open scatters ("stopped while the scatter
+ * was still open") and leaves the routees running: their replies to those
+ * scatters are discarded. A scatter that asked a routee later removed
+ * (RemoveRoutee) waits for it as for any other. Any thread. */
+AC_API ac_props *ac_router_group_scatter_gather_first_completed(
+    ac_ref *const *routees, size_t n, const ac_scatter_gather_options *options);
 
 #ifdef __cplusplus
 }

@@ -70,13 +70,17 @@ static ac__node *pop_message(ac__actor *a)
 int ac__mailbox_len(const ac_ref *ref)
 {
     const ac__actor *a = ac__actor_of(ref);
-    if (!a || !a->count_mailbox || /* acquire: as in ac__actor_deliver */
-        atomic_load_explicit(&a->state, memory_order_acquire) == AC__ACTOR_DEAD)
-        return -1;
-    /* Queued messages, plus one while a turn is pending or running: a
-     * routee busy with a slow message is not idle. */
-    return atomic_load_explicit(&a->mailbox_len, memory_order_relaxed) +
-           atomic_load_explicit(&a->scheduled, memory_order_relaxed);
+    if (!a)
+        return AC__MAILBOX_UNKNOWN;
+    /* acquire: as in ac__actor_deliver */
+    if (atomic_load_explicit(&a->state, memory_order_acquire) == AC__ACTOR_DEAD)
+        return AC__MAILBOX_STOPPED;
+    /* One while a turn is pending or running: a routee busy with a slow
+     * message is not idle. */
+    int busy = atomic_load_explicit(&a->scheduled, memory_order_relaxed);
+    if (!a->count_mailbox)
+        return busy ? AC__MAILBOX_UNKNOWN : 0;
+    return atomic_load_explicit(&a->mailbox_len, memory_order_relaxed) + busy;
 }
 
 void ac__actor_push_sys(ac__actor *a, ac__sys_kind kind, ac_ref *ref)

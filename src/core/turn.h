@@ -20,8 +20,16 @@ void ac__actor_schedule(ac__actor *actor);
 /* The actor ref kind's deliver: enqueue and schedule, or a dead letter
  * once the actor is dead. Consumes node. Any thread. */
 void ac__actor_deliver(ac_ref *self, ac__node *node);
-/* Queued messages of a counting actor; -1 when stopped or not counted.
- * The count lives in the cell and is kept by delivery and the turn. */
+/* How many messages wait at `ref`, as far as can be told without
+ * walking its mailbox: for an actor that counts them (ac__props_count_
+ * mailbox; the count lives in the cell, kept by delivery and the turn)
+ * the queued messages plus one while a turn is pending or running; for
+ * one that does not, 0 while it is idle and AC__MAILBOX_UNKNOWN while it
+ * is busy; AC__MAILBOX_UNKNOWN for a ref that is not an actor,
+ * AC__MAILBOX_STOPPED for an actor that has stopped. Any thread; the
+ * answer may be stale by the time it is read. */
+#define AC__MAILBOX_STOPPED (-1)
+#define AC__MAILBOX_UNKNOWN (-2)
 int ac__mailbox_len(const ac_ref *ref);
 /* Queue a system message for `actor` and schedule it. Any thread. Out of
  * memory aborts (ac__oom_abort): these are sent where nothing can be

@@ -1,17 +1,19 @@
 /*
- * Pool routers: the router actor, its routees, and the one-shot
+ * Routers: the router actor, a pool's routees, and the one-shot
  * strategies.
  *
  * The router is an ordinary actor whose user data is its configuration
- * and whose state holds the live routees. pre_start spawns routee-1 …
- * routee-N as children and watches them; post_stop (and so a restart,
- * whose default pre_restart calls post_stop) releases them. Terminated
- * routees are pruned by identity: after a restart, a late Terminated for an
- * old routee matches nothing in the new pool.
+ * and whose state holds the live routees. A pool's pre_start spawns
+ * routee-1 … routee-N as children and watches them; post_stop (and so a
+ * restart, whose default pre_restart calls post_stop) releases them. A
+ * group's routees come from its configuration instead (group.c).
+ * Terminated routees are pruned by identity: after a restart, a late
+ * Terminated for an old routee matches nothing in the new pool.
  *
  * What the router handles itself, whatever its strategy: Terminated (a
- * routee stopped), GetRoutees (routees.c) and the Broadcast wrapper;
- * everything else goes to the strategy.
+ * routee stopped), GetRoutees (routees.c), AddRoutee and RemoveRoutee
+ * (group.c) and the Broadcast wrapper; everything else goes to the
+ * strategy.
  *
  * With breakers, st->breakers[i] guards st->routees[i] (pruned together).
  * A strategy asks a routee's breaker for a permit before choosing it and
@@ -44,12 +46,15 @@ ac_msg *ac_broadcast_new(ac_msg *inner)
     ac__clear_status();
     if (!inner)
         return ac__fail_null(AC_EINVAL, "ac_broadcast_new: inner message is NULL");
-    /* A routee could not answer it: the router does, once. */
-    if (ac_msg_is(inner, &ac_msg_type_get_routees)) {
+    /* Messages to the router itself: a routee could do nothing with them. */
+    const char *own = ac_msg_is(inner, &ac_msg_type_get_routees) ? "GetRoutees is answered"
+                      : ac_msg_is(inner, &ac_msg_type_add_routee) ? "AddRoutee is handled"
+                      : ac_msg_is(inner, &ac_msg_type_remove_routee) ? "RemoveRoutee is handled"
+                                                                       : NULL;
+    if (own) {
         ac_msg_release(inner); /* consumed, as on every other path */
         return ac__fail_null(AC_EINVAL,
-                             "ac_broadcast_new: GetRoutees is answered by the router itself; "
-                             "send it unwrapped");
+                             "ac_broadcast_new: %s by the router itself; send it unwrapped", own);
     }
     ac_msg *m = ac_msg_new(&ac_msg_type_broadcast, sizeof inner);
     if (!m) {
@@ -84,10 +89,12 @@ static void router_init(ac_ctx *ctx, void *state)
     st->rng = (uint64_t)(uintptr_t)state ^ ac__now_ns() ^ 0x9e3779b97f4a7c15ull;
     if (!st->rng)
         st->rng = 1;
-    st->routees = ac__calloc((size_t)cfg->n, sizeof *st->routees);
-    st->scratch = ac__calloc((size_t)cfg->n, sizeof *st->scratch);
+    /* A group may grow (and start empty): room for a few more. */
+    st->cap = cfg->is_group ? cfg->group_n + 4 : (size_t)cfg->n;
+    st->routees = ac__calloc(st->cap, sizeof *st->routees);
+    st->scratch = ac__calloc(st->cap, sizeof *st->scratch);
     if (cfg->breaker)
-        st->breakers = ac__calloc((size_t)cfg->n, sizeof *st->breakers);
+        st->breakers = ac__calloc(st->cap, sizeof *st->breakers);
 }
 
 /* The breaker of a new routee, named after its path. */
@@ -160,11 +167,15 @@ static void router_pre_start(ac_ctx *ctx)
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
     ac__router_state *st = ac_ctx_state(ctx);
     if (!st->routees || !st->scratch || (cfg->breaker && !st->breakers)) {
-        fail_start(ctx, ac_error_new("RouterError", "out of memory for %d routees", cfg->n));
+        fail_start(ctx, ac_error_new("RouterError", "out of memory for %zu routees", st->cap));
         return;
     }
     if (cfg->kind->on_start)
         cfg->kind->on_start(ctx, cfg);
+    if (cfg->is_group) {
+        ac__router_group_start(ctx, cfg, st);
+        return;
+    }
     for (int i = 1; i <= cfg->n; i++) {
         ac_ref *r;
         if (!spawn_routee(ctx, cfg, i, &r))
@@ -189,6 +200,8 @@ static void router_post_stop(ac_ctx *ctx)
     ac__router_state *st = ac_ctx_state(ctx);
     if (cfg->kind->on_stop)
         cfg->kind->on_stop(ctx, cfg);
+    if (cfg->is_group)
+        ac__router_group_stop(cfg, st); /* takes the routees; never stops them */
     for (size_t i = 0; i < st->n; i++) {
         ac_ref_release(st->routees[i]);
         if (st->breakers)
@@ -200,19 +213,23 @@ static void router_post_stop(ac_ctx *ctx)
     memset(st, 0, sizeof *st);
 }
 
+void ac__router_drop(ac__router_state *st, size_t i)
+{
+    ac_ref_release(st->routees[i]);
+    memmove(&st->routees[i], &st->routees[i + 1], (st->n - i - 1) * sizeof *st->routees);
+    if (st->breakers) {
+        ac_breaker_release(st->breakers[i]);
+        memmove(&st->breakers[i], &st->breakers[i + 1], (st->n - i - 1) * sizeof *st->breakers);
+    }
+    st->n--;
+}
+
 static void prune(ac_ctx *ctx, ac__router_state *st, ac_ref *gone)
 {
     for (size_t i = 0; i < st->n; i++) {
         if (st->routees[i] != gone)
             continue;
-        ac_ref_release(st->routees[i]);
-        memmove(&st->routees[i], &st->routees[i + 1], (st->n - i - 1) * sizeof *st->routees);
-        if (st->breakers) {
-            ac_breaker_release(st->breakers[i]);
-            memmove(&st->breakers[i], &st->breakers[i + 1],
-                    (st->n - i - 1) * sizeof *st->breakers);
-        }
-        st->n--;
+        ac__router_drop(st, i);
         ac_log_debug(ctx, "routee %s stopped; %zu left", ac_ref_path(gone), st->n);
         return;
     }
@@ -240,6 +257,10 @@ static void router_receive(ac_ctx *ctx, ac_msg *msg)
     }
     if (ac_msg_is(msg, &ac_msg_type_get_routees)) {
         ac__router_answer_routees(ctx, st->routees, st->n);
+        return;
+    }
+    if (ac__router_is_change(msg)) {
+        ac__router_change(ctx, cfg, st, msg);
         return;
     }
     if (ac_msg_is(msg, &ac_msg_type_broadcast)) {
@@ -373,22 +394,32 @@ static void route_smallest_guarded(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_
     send_first_admitted(ctx, cfg, st, i, msg);
 }
 
-static void route_smallest_mailbox(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
-                                   ac_msg *msg)
+/* The routee with the smallest known depth (ties rotate, from `start`);
+ * failing that, the first from `start` on whose depth is unknown, so that
+ * such routees take turns; NULL when every routee has stopped. */
+static ac_ref *smallest_mailbox(const ac__router_state *st, size_t start)
 {
-    size_t start = (size_t)(st->index % st->n); /* ties rotate */
-    ac_ref *best = NULL;
+    ac_ref *best = NULL, *unknown = NULL;
     int best_len = 0;
     for (size_t k = 0; k < st->n; k++) {
         ac_ref *r = st->routees[(start + k) % st->n];
         int len = ac__mailbox_len(r);
+        if (len == AC__MAILBOX_UNKNOWN && !unknown)
+            unknown = r;
         if (len < 0)
-            continue; /* stopped, not yet pruned */
+            continue; /* unknown, or stopped and not yet pruned */
         if (!best || len < best_len) {
             best = r;
             best_len = len;
         }
     }
+    return best ? best : unknown;
+}
+
+static void route_smallest_mailbox(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
+                                   ac_msg *msg)
+{
+    ac_ref *best = smallest_mailbox(st, (size_t)(st->index % st->n));
     if (best && st->breakers)
         route_smallest_guarded(ctx, cfg, st, best, msg);
     else if (best)
@@ -420,8 +451,8 @@ static void route_custom(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
 {
     size_t k = cfg->fn(st->routees, st->n, st->index, msg, cfg->fn_user, st->scratch);
     if (k > st->n) {
-        ac_log_error(ctx, "custom routing returned %zu routees for a pool of %zu; dropped", k,
-                     st->n);
+        ac_log_error(ctx, "custom routing returned %zu routees for a %s of %zu; dropped", k,
+                     cfg->is_group ? "group" : "pool", st->n);
         return;
     }
     if (st->breakers) {
@@ -433,12 +464,12 @@ static void route_custom(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
             send_to(ctx, st->scratch[i], msg);
 }
 
-static const ac__router_kind round_robin_kind = {.name = "round-robin", .route = route_round_robin};
-static const ac__router_kind random_kind = {.name = "random", .route = route_random};
-static const ac__router_kind broadcast_kind = {.name = "broadcast", .route = route_broadcast};
-static const ac__router_kind smallest_mailbox_kind = {
+const ac__router_kind ac__round_robin_kind = {.name = "round-robin", .route = route_round_robin};
+const ac__router_kind ac__random_kind = {.name = "random", .route = route_random};
+const ac__router_kind ac__broadcast_kind = {.name = "broadcast", .route = route_broadcast};
+const ac__router_kind ac__smallest_mailbox_kind = {
     .name = "smallest-mailbox", .route = route_smallest_mailbox, .count_mailbox = true};
-static const ac__router_kind custom_kind = {.name = "custom", .route = route_custom};
+const ac__router_kind ac__custom_kind = {.name = "custom", .route = route_custom};
 
 /* ---- factories -------------------------------------------------------- */
 
@@ -447,8 +478,9 @@ ac_status ac__router_check(const char *fn, int n, const ac_actor_def *def,
 {
     if (n < 1)
         return ac__fail(AC_EINVAL, "%s: size = %d; a pool needs at least 1 routee", fn, n);
-    if (n > 100000)
-        return ac__fail(AC_EINVAL, "%s: size = %d; at most 100000 routees", fn, n);
+    if (n > AC__ROUTER_MAX_ROUTEES)
+        return ac__fail(AC_EINVAL, "%s: size = %d; at most %d routees", fn, n,
+                        AC__ROUTER_MAX_ROUTEES);
     if (!def)
         return ac__fail(AC_EINVAL, "%s: routee definition is NULL", fn);
     if (!def->receive)
@@ -476,14 +508,16 @@ ac_status ac__router_copy_breaker(ac__router_cfg *cfg, const ac_routee_options *
     return AC_OK;
 }
 
-static void cfg_free(void *p)
+void ac__router_cfg_free(ac__router_cfg *cfg)
 {
-    ac__router_cfg *cfg = p;
     if (cfg->extra_free)
         cfg->extra_free(cfg->extra);
+    ac__router_group_free(cfg);
     free(cfg->breaker);
     free(cfg);
 }
+
+static void cfg_free(void *p) { ac__router_cfg_free(p); }
 
 static void cfg_on_spawn(ac_system *system, void *p)
 {
@@ -535,25 +569,26 @@ static ac_props *make_pool(const char *fn, const ac__router_kind *kind, int n,
 ac_props *ac_router_round_robin(int n, const ac_actor_def *def, const ac_routee_options *ro)
 {
     ac__clear_status();
-    return make_pool("ac_router_round_robin", &round_robin_kind, n, def, NULL, NULL, ro);
+    return make_pool("ac_router_round_robin", &ac__round_robin_kind, n, def, NULL, NULL, ro);
 }
 
 ac_props *ac_router_random(int n, const ac_actor_def *def, const ac_routee_options *ro)
 {
     ac__clear_status();
-    return make_pool("ac_router_random", &random_kind, n, def, NULL, NULL, ro);
+    return make_pool("ac_router_random", &ac__random_kind, n, def, NULL, NULL, ro);
 }
 
 ac_props *ac_router_broadcast(int n, const ac_actor_def *def, const ac_routee_options *ro)
 {
     ac__clear_status();
-    return make_pool("ac_router_broadcast", &broadcast_kind, n, def, NULL, NULL, ro);
+    return make_pool("ac_router_broadcast", &ac__broadcast_kind, n, def, NULL, NULL, ro);
 }
 
 ac_props *ac_router_smallest_mailbox(int n, const ac_actor_def *def, const ac_routee_options *ro)
 {
     ac__clear_status();
-    return make_pool("ac_router_smallest_mailbox", &smallest_mailbox_kind, n, def, NULL, NULL, ro);
+    return make_pool("ac_router_smallest_mailbox", &ac__smallest_mailbox_kind, n, def, NULL, NULL,
+                     ro);
 }
 
 ac_props *ac_router_custom(int n, const ac_actor_def *def, ac_routing_fn strategy, void *user,
@@ -562,5 +597,5 @@ ac_props *ac_router_custom(int n, const ac_actor_def *def, ac_routing_fn strateg
     ac__clear_status();
     if (!strategy)
         return ac__fail_null(AC_EINVAL, "ac_router_custom: strategy is NULL");
-    return make_pool("ac_router_custom", &custom_kind, n, def, strategy, user, ro);
+    return make_pool("ac_router_custom", &ac__custom_kind, n, def, strategy, user, ro);
 }

@@ -1,5 +1,12 @@
 /*
- * Shared by the pool routers and scatter/gather.
+ * Shared by the routers (router.c), their groups (group.c) and
+ * scatter/gather.
+ *
+ * A router's configuration (ac__router_cfg) is its user data: made by a
+ * factory, owned by the props and then by the router, and freed when the
+ * router stops (or the props are freed unspawned). Its state
+ * (ac__router_state) is the live routee set, touched only in the router's
+ * own turn.
  */
 #ifndef AC_ROUTING_ROUTER_INTERNAL_H
 #define AC_ROUTING_ROUTER_INTERNAL_H
@@ -12,9 +19,15 @@
 #include "core/turn.h"
 #include "log/log_internal.h"
 
+/* The most routees a router takes: a pool's size, a group's count. */
+#define AC__ROUTER_MAX_ROUTEES 100000
+
 typedef struct ac__router_state {
-    ac_ref **routees; /* live routees, in routee-1.. order; each retained */
+    /* Live routees, each retained: a pool's in routee-1.. order, a group's
+     * in the order they were added. */
+    ac_ref **routees;
     size_t n;
+    size_t cap;       /* room in routees and scratch */
     uint64_t index;   /* messages routed so far */
     uint64_t rng;
     bool warned_empty;
@@ -39,7 +52,7 @@ typedef struct ac__router_kind {
 
 struct ac__router_cfg {
     const ac__router_kind *kind;
-    int n;
+    int n; /* a pool's size */
     const ac_actor_def *routee_def;
     void *routee_user;
     ac_routing_fn fn;
@@ -47,15 +60,36 @@ struct ac__router_cfg {
     ac_breaker_options *breaker; /* per-routee breakers (a copy), or NULL */
     void *extra; /* kind-specific; freed with extra_free */
     void (*extra_free)(void *);
+    /* A group router (routees given, not spawned). Its routees, each
+     * retained: the factory's until the router starts, and whenever it has
+     * stopped the set it had then, so that a restart starts from the set
+     * as it was changed at run time. Released with the cfg. */
+    bool is_group;
+    ac_ref **group;
+    size_t group_n;
 };
+
+extern const ac__router_kind ac__round_robin_kind;
+extern const ac__router_kind ac__random_kind;
+extern const ac__router_kind ac__broadcast_kind;
+extern const ac__router_kind ac__smallest_mailbox_kind;
+extern const ac__router_kind ac__custom_kind;
+extern const ac__router_kind ac__scatter_gather_kind;
 
 /* Build router props; NULL (with the error) when `cfg` is NULL. Consumes
  * cfg (freed on failure). */
 ac_props *ac__router_props(ac__router_cfg *cfg, const ac_routee_options *routee_opts,
                            const char *fn);
+/* Free a cfg that no props owns yet (and what it holds). */
+void ac__router_cfg_free(ac__router_cfg *cfg);
 /* Validate the common factory arguments. */
 ac_status ac__router_check(const char *fn, int n, const ac_actor_def *def,
                            const ac_routee_options *routee_opts);
+/* Make `cfg` a scatter/gather router's (kind and shared state) after
+ * checking `options` (NULL: defaults); AC_EINVAL naming the option,
+ * AC_ENOMEM. On failure cfg is as it was. */
+ac_status ac__scatter_gather_setup(ac__router_cfg *cfg, const ac_scatter_gather_options *options,
+                                   const char *fn);
 /* Hand `msg` (borrowed) with the current sender to dead letters. */
 void ac__router_dead_letter(ac_ctx *ctx, ac_msg *msg);
 
@@ -68,6 +102,24 @@ void ac__router_answer_routees(ac_ctx *ctx, ac_ref *const *routees, size_t n);
 ac_status ac__router_copy_breaker(ac__router_cfg *cfg, const ac_routee_options *routee_opts,
                                   const char *fn);
 
-extern const ac__router_kind ac__scatter_gather_kind;
+/* Take routee i out of the set (releasing it and its breaker), keeping
+ * the order of the others. In the router's turn. */
+void ac__router_drop(ac__router_state *st, size_t i);
+
+/* ---- groups (group.c) ---- */
+
+/* Start a group router: move cfg->group into st, watching each routee;
+ * one that cannot be a routee (another system's, or unwatchable) is
+ * dropped with a warning. In pre_start, st sized for cfg->group_n. */
+void ac__router_group_start(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st);
+/* A group router stops (or restarts): its set goes back to cfg->group. */
+void ac__router_group_stop(ac__router_cfg *cfg, ac__router_state *st);
+/* Release what cfg->group holds. */
+void ac__router_group_free(ac__router_cfg *cfg);
+/* Is `msg` an AddRoutee or a RemoveRoutee? */
+bool ac__router_is_change(const ac_msg *msg);
+/* Handle an AddRoutee or RemoveRoutee: a group changes its set, a pool
+ * refuses with a warning. In the router's turn. */
+void ac__router_change(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg);
 
 #endif

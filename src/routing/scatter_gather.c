@@ -645,46 +645,49 @@ const ac__router_kind ac__scatter_gather_kind = {
     .on_spawn = on_spawn,
 };
 
+ac_status ac__scatter_gather_setup(ac__router_cfg *cfg, const ac_scatter_gather_options *options,
+                                   const char *fn)
+{
+    int64_t timeout = options ? options->timeout_ms : 0;
+    if (timeout < 0 || timeout > INT32_MAX)
+        return ac__fail(AC_EINVAL,
+                        "%s: timeout_ms = %lld is not usable; use 1..%d, or 0 for the "
+                        "default (%d)",
+                        fn, (long long)timeout, INT32_MAX, AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
+    sg_shared *sh = ac__calloc(1, sizeof *sh);
+    if (!sh)
+        return ac__fail(AC_ENOMEM, "%s: out of memory", fn);
+    ac_status st = ac__mutex_init_hot(&sh->lock, "a scatter/gather router's lock");
+    if (st != AC_OK) {
+        free(sh);
+        return st;
+    }
+    atomic_init(&sh->refs, 1);
+    atomic_init(&sh->metrics, NULL);
+    sh->timeout_ms = (uint32_t)(timeout ? timeout : AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
+    cfg->kind = &ac__scatter_gather_kind;
+    cfg->extra = sh;
+    cfg->extra_free = shared_release_void;
+    return AC_OK;
+}
+
 ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def *routee_def,
                                                    const ac_scatter_gather_options *options,
                                                    const ac_routee_options *routee_opts)
 {
     ac__clear_status();
     static const char fn[] = "ac_router_scatter_gather_first_completed";
-    int64_t timeout = options ? options->timeout_ms : 0;
-    if (timeout < 0 || timeout > INT32_MAX)
-        return ac__fail_null(AC_EINVAL,
-                             "%s: timeout_ms = %lld is not usable; use 1..%d, or 0 for the "
-                             "default (%d)",
-                             fn, (long long)timeout, INT32_MAX,
-                             AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
-    if (ac__router_check(fn, size, routee_def, routee_opts) != AC_OK)
-        return NULL;
     ac__router_cfg *cfg = ac__calloc(1, sizeof *cfg);
-    sg_shared *sh = ac__calloc(1, sizeof *sh);
-    if (!cfg || !sh) {
-        ac__fail(AC_ENOMEM, "%s: out of memory", fn);
-        goto fail;
+    if (!cfg)
+        return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
+    if (ac__scatter_gather_setup(cfg, options, fn) != AC_OK ||
+        ac__router_check(fn, size, routee_def, routee_opts) != AC_OK ||
+        ac__router_copy_breaker(cfg, routee_opts, fn) != AC_OK) {
+        ac__router_cfg_free(cfg);
+        return NULL;
     }
-    if (ac__mutex_init_hot(&sh->lock, "a scatter/gather router's lock") != AC_OK)
-        goto fail;
-    atomic_init(&sh->refs, 1);
-    atomic_init(&sh->metrics, NULL);
-    sh->timeout_ms = (uint32_t)(timeout ? timeout : AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
-    cfg->kind = &ac__scatter_gather_kind;
     cfg->n = size;
     cfg->routee_def = routee_def;
     cfg->routee_user = routee_opts ? routee_opts->user_data : NULL;
-    cfg->extra = sh;
-    cfg->extra_free = shared_release_void;
-    if (ac__router_copy_breaker(cfg, routee_opts, fn) != AC_OK) {
-        shared_release(sh);
-        free(cfg);
-        return NULL;
-    }
     return ac__router_props(cfg, routee_opts, fn);
-fail:
-    free(cfg);
-    free(sh);
-    return NULL;
 }

@@ -87,6 +87,18 @@ static void test_constructors_fail_cleanly(void **state)
     assert_null(ac_metrics_counter(sys, "oom_total", NULL));
     assert_enomem();
 
+    ac_ref *member = idle_echo(sys);
+    ac__alloc_fail_after(1);
+    assert_null(ac_router_group_round_robin(&member, 1));
+    assert_enomem();
+    ac__alloc_fail_after(3); /* the scatter's shared state, after the group's copy */
+    assert_null(ac_router_group_scatter_gather_first_completed(&member, 1, NULL));
+    assert_enomem();
+    ac__alloc_fail_after(1);
+    assert_null(ac_router_add_routee_msg(member));
+    assert_enomem();
+    ac_ref_release(member);
+
     ac_props *p = ac_props_new(&echo_def, NULL);
     assert_non_null(p);
     ac__alloc_fail_after(1);
@@ -213,8 +225,40 @@ static void spawn_and_ask(ac_system *sys, ac_props *props, const char *factory, 
     ac_ref_release(r);
 }
 
-/* Create a system with metrics, spawn an actor, a pool router and a
- * scatter/gather router, ask each, terminate; each step may fail cleanly. */
+/* Tell `router` a change of its routees; it may fail cleanly. */
+static void tell_change(ac_ref *router, ac_msg *change, const char *constructor)
+{
+    if (!change)
+        must_explain(constructor);
+    else if (ac_tell(router, change, NULL) != AC_OK)
+        must_explain("ac_tell");
+}
+
+/* A scatter/gather group over an actor of its own: the routee removed and
+ * added again, then asked through the group. */
+static void group_step(ac_system *sys)
+{
+    ac_ref *member = ac_spawn(sys, ac_props_new(&echo_def, NULL), "member");
+    if (!member) {
+        must_explain("ac_spawn");
+        return;
+    }
+    ac_props *props = ac_router_group_scatter_gather_first_completed(&member, 1, NULL);
+    ac_ref *group = props ? ac_spawn(sys, props, "group") : NULL;
+    if (!group)
+        must_explain(props ? "ac_spawn" : "ac_router_group_scatter_gather_first_completed");
+    if (group) {
+        tell_change(group, ac_router_remove_routee_msg(member), "ac_router_remove_routee_msg");
+        tell_change(group, ac_router_add_routee_msg(member), "ac_router_add_routee_msg");
+        ask_echo(group);
+        ac_ref_release(group);
+    }
+    ac_ref_release(member);
+}
+
+/* Create a system with metrics, spawn an actor, a pool router, a
+ * scatter/gather router and a group, ask each, terminate; each step may
+ * fail cleanly. */
 static void scenario(void)
 {
     ac_system_options o = {.workers = 1, .log_level = AC_LOG_OFF, .metrics = true};
@@ -228,6 +272,7 @@ static void scenario(void)
                   "pool");
     spawn_and_ask(sys, ac_router_scatter_gather_first_completed(2, &echo_def, NULL, NULL),
                   "ac_router_scatter_gather_first_completed", "scatter");
+    group_step(sys);
     if (!ac_metrics_counter(sys, "sweep_total", NULL))
         must_explain("ac_metrics_counter");
     ac_status st = ac_system_terminate(sys);

@@ -394,3 +394,72 @@ size_t rt_log_count_at(ts_log_capture *c, ac_log_level level, const char *path)
     }
     return n;
 }
+
+/* ---- groups ---------------------------------------------------------------- */
+
+bool rt_spawn_routees(ac_system *sys, rt_pool *p, int n, ac_ref **out)
+{
+    for (int k = 1; k <= n; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "routee-%d", k);
+        out[k - 1] = ts_spawn(sys, &rt_routee_def, p, name);
+        if (out[k - 1] == NULL) {
+            fprintf(stderr, "spawning %s: %s\n", name, ac_last_error());
+            rt_release_all(out, k - 1);
+            return false;
+        }
+    }
+    return true;
+}
+
+void rt_release_all(ac_ref **refs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        ac_ref_release(refs[i]);
+        refs[i] = NULL;
+    }
+}
+
+long rt_routees(ac_ref *router, ac_ref **out, size_t cap)
+{
+    ac_answer a;
+    ac_status st = ac_ask_wait(router, ac_router_get_routees_msg(), RT_ASK_MS, &a);
+    if (st != AC_OK) {
+        fprintf(stderr, "GetRoutees of %s: %s\n", ac_ref_path(router), ac_status_name(st));
+        ac_answer_release(&a);
+        return -1;
+    }
+    size_t n = ac_routees_count(a.reply);
+    for (size_t i = 0; i < n && i < cap; i++) {
+        out[i] = ac_routees_at(a.reply, i);
+    }
+    ac_answer_release(&a);
+    return (long)n;
+}
+
+static bool routees_are(ac_ref *router, ac_ref *const *want, size_t n)
+{
+    ac_ref *got[64];
+    long k = rt_routees(router, got, 64);
+    if (k != (long)n) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] != want[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool rt_wait_routees(ac_ref *router, ac_ref *const *want, size_t n, double timeout_s)
+{
+    double end = ts_now() + timeout_s;
+    while (!routees_are(router, want, n)) {
+        if (ts_now() > end) {
+            return false;
+        }
+        ts_sleep_ms(1);
+    }
+    return true;
+}

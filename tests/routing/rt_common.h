@@ -109,6 +109,21 @@ int rt_ask_until_run(ac_ref *router, int run, int max_asks);
 bool rt_check_round_robin(rt_pool *p, const int *ids, int m, const long long *before,
                           long long per, char *why, size_t cap);
 
+/* Spawn routee-1 … routee-n of rt_routee_def top-level, recording into
+ * `p`, for a group router: out[k-1] is routee-k (the caller's
+ * references). False (reported on stderr) when a spawn failed. */
+bool rt_spawn_routees(ac_system *sys, rt_pool *p, int n, ac_ref **out);
+/* Release refs[0..n). */
+void rt_release_all(ac_ref **refs, int n);
+
+/* Ask `router` GetRoutees and copy the routees it lists into out[0..cap)
+ * (borrowed from the answer, which is released: valid while the caller
+ * holds its own references to them). The count, or -1 on failure
+ * (reported on stderr). */
+long rt_routees(ac_ref *router, ac_ref **out, size_t cap);
+/* Wait until GetRoutees lists exactly want[0..n), in that order. */
+bool rt_wait_routees(ac_ref *router, ac_ref *const *want, size_t n, double timeout_s);
+
 /* Spawn `props` (consumed) top-level; NULL is reported on stderr. */
 ac_ref *rt_spawn(ac_system *sys, ac_props *props, const char *name);
 
