@@ -728,6 +728,88 @@ static void test_key_files(void **state)
     assert_int_equal(ac_node_curve_keypair(NULL, sec), AC_EINVAL);
 }
 
+/* ---- scatter/gather across nodes ---------------------------------------------- */
+
+static ac_ref *resolve_on(fixture *f, const rt_proc *p, const char *path)
+{
+    char buf[256];
+    ac_ref *r = ac_node_resolve(f->node, rt_path(p, "replicas", path, buf, sizeof buf));
+    if (!r)
+        fail_msg("resolve %s: %s", buf, ac_last_error());
+    return r;
+}
+
+static void test_scatter_across_nodes(void **state)
+{
+    fixture *f = *state; /* f->peer is A */
+    static const char *const args[] = {NULL};
+    rt_proc b, c;
+    assert_true(rt_start(&b, args));
+    assert_true(rt_start(&c, args));
+
+    /* The first success wins; its sender is the winning remote routee. */
+    ac_ref *r1[3] = {resolve_on(f, &f->peer, "/user/slow"), resolve_on(f, &b, "/user/echo"),
+                     resolve_on(f, &c, "/user/echo")};
+    ac_scatter_gather_options so = {.timeout_ms = 5000};
+    ac_ref *sg = ac_spawn(f->sys, ac_router_group_scatter_gather_first_completed(r1, 3, &so), "sg1");
+    assert_non_null(sg);
+    for (int i = 0; i < 20; i++) {
+        ac_answer a = {0};
+        assert_int_equal(ac_ask_wait(sg, ac_msg_str_new("q"), 10000, &a), AC_OK);
+        assert_string_equal(ac_msg_str(a.reply), "q");
+        assert_true(a.sender == r1[1] || a.sender == r1[2]);
+        ac_answer_release(&a);
+    }
+
+    /* Routees on a node that is lost mid-scatter: NodeDownError members at
+     * once, a timeout for the one still silent, in scatter order. */
+    ac_ref *r2[3] = {resolve_on(f, &f->peer, "/user/slow"), resolve_on(f, &b, "/user/slow"),
+                     resolve_on(f, &c, "/user/slow")};
+    so.timeout_ms = 1500;
+    ac_ref *sg2 = ac_spawn(f->sys, ac_router_group_scatter_gather_first_completed(r2, 3, &so), "sg2");
+    ac_future *fu = ac_ask(sg2, ac_msg_str_new("q"), 20000);
+    sleep_ms(100);
+    rt_end(&f->peer, SIGKILL);
+    ac_answer a = {0};
+    assert_int_equal(ac_future_wait(fu, 20000, &a), AC_EFAILED);
+    ac_future_release(fu);
+    assert_string_equal(ac_error_name(a.error), AC_AGGREGATE_ERROR);
+    assert_int_equal(ac_error_member_count(a.error), 3);
+    assert_string_equal(ac_error_name(ac_error_member(a.error, 0)), AC_NODE_DOWN_ERROR);
+    assert_string_equal(ac_error_name(ac_error_member(a.error, 1)), AC_ASK_TIMEOUT_ERROR);
+    assert_string_equal(ac_error_name(ac_error_member(a.error, 2)), AC_ASK_TIMEOUT_ERROR);
+    assert_false(ac_error_all_timeouts(a.error)); /* broken, not slow */
+    ac_answer_release(&a);
+
+    /* Every routee's node lost: answered long before the deadline. */
+    ac_ref *r3[2] = {resolve_on(f, &b, "/user/slow"), resolve_on(f, &c, "/user/slow")};
+    so.timeout_ms = 30000;
+    ac_ref *sg3 = ac_spawn(f->sys, ac_router_group_scatter_gather_first_completed(r3, 2, &so), "sg3");
+    fu = ac_ask(sg3, ac_msg_str_new("q"), 40000);
+    sleep_ms(100);
+    int64_t t0 = now_ms();
+    rt_end(&b, SIGKILL);
+    rt_end(&c, SIGKILL);
+    assert_int_equal(ac_future_wait(fu, 40000, &a), AC_EFAILED);
+    assert_true(now_ms() - t0 < 10000);
+    ac_future_release(fu);
+    assert_int_equal(ac_error_member_count(a.error), 2);
+    for (size_t i = 0; i < 2; i++)
+        assert_string_equal(ac_error_name(ac_error_member(a.error, i)), AC_NODE_DOWN_ERROR);
+    assert_false(ac_error_all_timeouts(a.error));
+    assert_non_null(strstr(ac_error_message(a.error), "all 2 routees failed"));
+    ac_answer_release(&a);
+    for (int i = 0; i < 3; i++) {
+        ac_ref_release(r1[i]);
+        ac_ref_release(r2[i]);
+    }
+    ac_ref_release(r3[0]);
+    ac_ref_release(r3[1]);
+    ac_ref_release(sg);
+    ac_ref_release(sg2);
+    ac_ref_release(sg3);
+}
+
 /* ---- collisions -------------------------------------------------------------- */
 
 typedef struct collide_arg {
@@ -861,6 +943,7 @@ int main(void)
         cmocka_unit_test(test_backpressure_is_bounded),
         cmocka_unit_test_setup_teardown(test_many_asks_leave_no_entries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replies_timeouts_and_stop_collide, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scatter_across_nodes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
