@@ -6,9 +6,12 @@
 # the demo use (libactorc itself builds without it); prometheus: promtool,
 # which the metrics tests use to validate the exposition; valgrind: the
 # test that a terminated system leaves no memory behind; libzmq3-dev and
-# libcbor-dev: actorc_remote, remoting over ZeroMQ with CBOR frames.
+# libcbor-dev: actorc_remote, remoting over ZeroMQ with CBOR frames;
+# libcurl4-openssl-dev and libjansson-dev: actorc_etcd, the etcd client of
+# cluster membership; etcd-server: the etcd its tests start.
 DEBIAN_PACKAGES := cmake make gcc libc6-dev pkg-config libcmocka-dev python3 \
-                   libmicrohttpd-dev prometheus valgrind libzmq3-dev libcbor-dev
+                   libmicrohttpd-dev prometheus valgrind libzmq3-dev libcbor-dev \
+                   libcurl4-openssl-dev libjansson-dev etcd-server
 
 BUILD_ROOT  ?= build
 RELEASE_DIR := $(BUILD_ROOT)/release

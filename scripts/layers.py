@@ -3,8 +3,9 @@
 follows docs/architecture.md: base <- core <- ask <- routing, and
 metrics and patterns above the core (routing uses them, and ask beyond
 `ask/oneshot.h`, through the public API only; patterns use ask only
-through `ask/ask_internal.h`; nothing below uses them), and remote on top
-(it may use base, core and ask headers; nothing includes it).
+through `ask/ask_internal.h`; nothing below uses them); remote on top
+(it may use base, core and ask headers) and cluster (base and core);
+nothing includes either.
 Prints the matrix; exits 1 and names the file on any include that points
 the wrong way.
 
@@ -18,7 +19,7 @@ SRC = pathlib.Path(__file__).resolve().parent.parent / "src"
 BASE = {"core/base.h", "core/last_error.h", "core/alloc.h", "core/clock.h", "core/sync.h",
         "log/log_internal.h", "core/status.c", "core/alloc.c", "core/alloc_fail.c",
         "core/clock.c", "core/sync.c", "log/log.c"}
-ORDER = ["base", "core", "ask", "metrics", "patterns", "routing", "remote"]
+ORDER = ["base", "core", "ask", "metrics", "patterns", "routing", "remote", "cluster"]
 # What each layer may include besides itself.
 ALLOWED = {
     "base": set(),
@@ -28,6 +29,7 @@ ALLOWED = {
     "patterns": {"base", "core", "ask"},
     "routing": {"base", "core", "ask"},
     "remote": {"base", "core", "ask"},
+    "cluster": {"base", "core"},
 }
 # Where a layer may use only some of another's headers.
 ONLY = {("routing", "ask"): {"ask/oneshot.h"}, ("patterns", "ask"): {"ask/ask_internal.h"},

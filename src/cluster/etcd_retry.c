@@ -1,0 +1,152 @@
+/*
+ * How the keeper's and watcher's threads wait: a stop signal that ends
+ * their sleeps and their requests at once, and capped exponential
+ * backoff with jitter between their retries.
+ *
+ * A request in progress sits in curl_multi_poll; the signal reaches it
+ * through curl_multi_wakeup on the handle the request registered, which
+ * libcurl allows from another thread. Registration and wake-up share the
+ * signal's lock, so the handle is never woken after it is gone, and a
+ * request that registers after the signal was raised is told so and
+ * does not start.
+ *
+ * The jitter only shortens a delay (by up to the configured share), so
+ * no wait exceeds backoff_max_ms, and threads that failed together do
+ * not retry together.
+ */
+#include <errno.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "cluster/etcd_internal.h"
+
+ac_status ac__etcd_stop_init(ac__etcd_stop *s)
+{
+    pthread_condattr_t attr;
+    int rc = pthread_condattr_init(&attr);
+    if (rc != 0)
+        return ac__fail(rc == ENOMEM ? AC_ENOMEM : AC_ESYS, "etcd: cannot make a condition "
+                        "variable for the stop signal (error %d)", rc);
+    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (rc == 0)
+        rc = pthread_cond_init(&s->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    if (rc != 0)
+        return ac__fail(rc == ENOMEM ? AC_ENOMEM : AC_ESYS, "etcd: cannot make a condition "
+                        "variable for the stop signal (error %d)", rc);
+    rc = pthread_mutex_init(&s->lock, NULL);
+    if (rc != 0) {
+        pthread_cond_destroy(&s->cond);
+        return ac__fail(rc == ENOMEM ? AC_ENOMEM : AC_ESYS, "etcd: cannot make a mutex for "
+                        "the stop signal (error %d)", rc);
+    }
+    atomic_init(&s->raised, false);
+    s->active = NULL;
+    return AC_OK;
+}
+
+void ac__etcd_stop_fini(ac__etcd_stop *s)
+{
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+}
+
+void ac__etcd_stop_raise(ac__etcd_stop *s)
+{
+    pthread_mutex_lock(&s->lock);
+    /* release: pairs with the acquire load in ac__etcd_stop_raised. */
+    atomic_store_explicit(&s->raised, true, memory_order_release);
+    if (s->active)
+        curl_multi_wakeup(s->active);
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+bool ac__etcd_stop_raised(ac__etcd_stop *s)
+{
+    return atomic_load_explicit(&s->raised, memory_order_acquire);
+}
+
+static struct timespec deadline_after(uint64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+bool ac__etcd_stop_sleep(ac__etcd_stop *s, uint64_t ms)
+{
+    struct timespec until = deadline_after(ms);
+    pthread_mutex_lock(&s->lock);
+    int rc = 0;
+    while (!atomic_load_explicit(&s->raised, memory_order_relaxed) && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&s->cond, &s->lock, &until);
+    bool raised = atomic_load_explicit(&s->raised, memory_order_relaxed);
+    pthread_mutex_unlock(&s->lock);
+    return !raised;
+}
+
+bool ac__etcd_stop_enter(ac__etcd_stop *s, CURLM *m)
+{
+    pthread_mutex_lock(&s->lock);
+    bool raised = atomic_load_explicit(&s->raised, memory_order_relaxed);
+    if (!raised)
+        s->active = m;
+    pthread_mutex_unlock(&s->lock);
+    return !raised;
+}
+
+void ac__etcd_stop_leave(ac__etcd_stop *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->active = NULL;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- backoff ------------------------------------------------------------ */
+
+static uint64_t rng_next(uint64_t *x)
+{
+    /* xorshift64* */
+    *x ^= *x >> 12;
+    *x ^= *x << 25;
+    *x ^= *x >> 27;
+    return *x * 0x2545F4914F6CDD1Dull;
+}
+
+void ac__etcd_backoff_init(ac__etcd_backoff *b, const ac__etcd_options *o)
+{
+    b->o = o;
+    b->attempt = 0;
+    b->next_ms = o->backoff_initial_ms;
+    if (getrandom(&b->rng, sizeof b->rng, GRND_NONBLOCK) != (ssize_t)sizeof b->rng) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        b->rng = (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)b;
+    }
+    if (b->rng == 0)
+        b->rng = 0x9E3779B97F4A7C15ull;
+}
+
+uint64_t ac__etcd_backoff_next(ac__etcd_backoff *b)
+{
+    uint64_t delay = b->next_ms;
+    b->attempt++;
+    b->next_ms = delay * 2 > b->o->backoff_max_ms ? b->o->backoff_max_ms : delay * 2;
+    uint64_t cut = delay * b->o->backoff_jitter_pct / 100;
+    if (cut > 0)
+        delay -= rng_next(&b->rng) % (cut + 1);
+    return delay > 0 ? delay : 1;
+}
+
+void ac__etcd_backoff_reset(ac__etcd_backoff *b)
+{
+    b->attempt = 0;
+    b->next_ms = b->o->backoff_initial_ms;
+}

@@ -1,0 +1,428 @@
+/*
+ * Running etcd for the tests. See etcd_harness.h.
+ *
+ * The processes and directories alive are kept in two small tables, so
+ * that the exit handler and the signal handler can end them. The signal
+ * handler only calls kill(), which is async-signal-safe; the exit
+ * handler also reaps and removes directories. A fatal signal that
+ * already has a handler (a sanitizer's) keeps it: those end in abort(),
+ * whose SIGABRT comes here.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "etcd_harness.h"
+
+#include "cluster/etcd.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_LIVE 8
+#define HEALTH_WAIT_S 30.0
+#define START_TRIES 3
+
+static atomic_int live_pids[MAX_LIVE];
+static char live_dirs[MAX_LIVE][256];
+static bool handlers_installed;
+
+/* ---- cleaning up ------------------------------------------------------- */
+
+static void kill_all(void)
+{
+    for (int i = 0; i < MAX_LIVE; i++) {
+        pid_t pid = atomic_load(&live_pids[i]);
+        if (pid > 0)
+            kill(pid, SIGKILL);
+    }
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void remove_dir(const char *dir)
+{
+    if (dir[0])
+        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void at_exit(void)
+{
+    kill_all();
+    for (int i = 0; i < MAX_LIVE; i++) {
+        pid_t pid = atomic_exchange(&live_pids[i], 0);
+        if (pid > 0)
+            waitpid(pid, NULL, 0);
+        remove_dir(live_dirs[i]);
+        live_dirs[i][0] = '\0';
+    }
+}
+
+static void on_fatal(int sig)
+{
+    kill_all();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_handlers(void)
+{
+    if (handlers_installed)
+        return;
+    handlers_installed = true;
+    atexit(at_exit);
+    const int always[] = {SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+    const int unless_taken[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+    struct sigaction sa = {.sa_handler = on_fatal};
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
+        sigaction(always[i], &sa, NULL);
+    for (size_t i = 0; i < sizeof unless_taken / sizeof unless_taken[0]; i++) {
+        struct sigaction old;
+        if (sigaction(unless_taken[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
+            !(old.sa_flags & SA_SIGINFO))
+            sigaction(unless_taken[i], &sa, NULL);
+    }
+}
+
+static void track_pid(pid_t pid, bool on)
+{
+    for (int i = 0; i < MAX_LIVE; i++) {
+        int expected = on ? 0 : pid;
+        if (atomic_compare_exchange_strong(&live_pids[i], &expected, on ? pid : 0))
+            return;
+    }
+    if (on) {
+        fprintf(stderr, "etcd harness: more than %d etcds at once; killing %d\n", MAX_LIVE,
+                (int)pid);
+        kill(pid, SIGKILL);
+    }
+}
+
+static void track_dir(const char *dir, bool on)
+{
+    for (int i = 0; i < MAX_LIVE; i++) {
+        if (on && !live_dirs[i][0]) {
+            snprintf(live_dirs[i], sizeof live_dirs[i], "%s", dir);
+            return;
+        }
+        if (!on && strcmp(live_dirs[i], dir) == 0) {
+            live_dirs[i][0] = '\0';
+            return;
+        }
+    }
+}
+
+/* ---- the binary and ports ------------------------------------------------ */
+
+const char *eh_etcd_binary(void)
+{
+    static char found[512];
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        const char *colon = strchr(path, ':');
+        size_t n = colon ? (size_t)(colon - path) : strlen(path);
+        if (n > 0 && n < sizeof found - 6) {
+            snprintf(found, sizeof found, "%.*s/etcd", (int)n, path);
+            if (access(found, X_OK) == 0)
+                return found;
+        }
+        path = colon ? colon + 1 : NULL;
+    }
+    return access("/usr/bin/etcd", X_OK) == 0 ? "/usr/bin/etcd" : NULL;
+}
+
+bool eh_skip(const char *test)
+{
+    if (eh_etcd_binary())
+        return false;
+    fprintf(stderr, "%s: skipped: no etcd binary on PATH or at /usr/bin/etcd "
+            "(Debian package etcd-server)\n", test);
+    return true;
+}
+
+int eh_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+int eh_silent_listener(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 16) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        close(fd);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* ---- one etcd ------------------------------------------------------------ */
+
+static bool pick_ports(eh_etcd *x)
+{
+    x->client_port = eh_free_port();
+    x->peer_port = eh_free_port();
+    for (int i = 0; i < 10 && x->peer_port == x->client_port; i++)
+        x->peer_port = eh_free_port();
+    snprintf(x->url, sizeof x->url, "http://127.0.0.1:%d", x->client_port);
+    return x->client_port > 0 && x->peer_port > 0 && x->peer_port != x->client_port;
+}
+
+eh_etcd *eh_prepare(void)
+{
+    install_handlers();
+    eh_etcd *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(x->dir, sizeof x->dir, "%s/actorc-etcd.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(x->dir)) {
+        fprintf(stderr, "etcd harness: mkdtemp %s: %s\n", x->dir, strerror(errno));
+        free(x);
+        return NULL;
+    }
+    track_dir(x->dir, true);
+    snprintf(x->data, sizeof x->data, "%s/data", x->dir);
+    snprintf(x->log, sizeof x->log, "%s/etcd.log", x->dir);
+    if (!pick_ports(x)) {
+        fprintf(stderr, "etcd harness: no free port on 127.0.0.1\n");
+        eh_destroy(x);
+        return NULL;
+    }
+    return x;
+}
+
+/* Start the process; its pid, or -1. */
+static pid_t spawn(const eh_etcd *x)
+{
+    char client[64], peer[64], cluster[96];
+    snprintf(client, sizeof client, "http://127.0.0.1:%d", x->client_port);
+    snprintf(peer, sizeof peer, "http://127.0.0.1:%d", x->peer_port);
+    snprintf(cluster, sizeof cluster, "default=%s", peer);
+    const char *bin = eh_etcd_binary();
+    char *argv[] = {(char *)bin, "--name", "default", "--data-dir", (char *)x->data,
+                    "--listen-client-urls", client, "--advertise-client-urls", client,
+                    "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                    "--initial-cluster", cluster, NULL};
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    /* The child: only async-signal-safe calls until exec. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(126);
+    int out = open(x->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (out < 0 || in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+        _exit(126);
+    closefrom(3);
+    execv(bin, argv);
+    _exit(127);
+}
+
+static size_t collect(char *p, size_t size, size_t n, void *arg)
+{
+    char *buf = arg;
+    size_t have = strlen(buf), add = size * n;
+    if (have + add < 256) {
+        memcpy(buf + have, p, add);
+        buf[have + add] = '\0';
+    }
+    return size * n;
+}
+
+static bool healthy(const eh_etcd *x)
+{
+    char url[96], body[256] = "";
+    snprintf(url, sizeof url, "%s/health", x->url);
+    CURL *h = curl_easy_init();
+    if (!h)
+        return false;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_PROXY, "");
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_cleanup(h);
+    return rc == CURLE_OK && strstr(body, "\"health\":\"true\"");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void print_log_tail(const eh_etcd *x)
+{
+    FILE *f = fopen(x->log, "r");
+    if (!f)
+        return;
+    char lines[12][512];
+    size_t n = 0;
+    while (fgets(lines[n % 12], sizeof lines[0], f))
+        n++;
+    fclose(f);
+    fprintf(stderr, "etcd harness: the end of %s:\n", x->log);
+    for (size_t i = n > 12 ? n - 12 : 0; i < n; i++)
+        fprintf(stderr, "  %s", lines[i % 12]);
+}
+
+bool eh_run(eh_etcd *x)
+{
+    install_handlers();
+    pid_t pid = spawn(x);
+    if (pid < 0) {
+        fprintf(stderr, "etcd harness: fork: %s\n", strerror(errno));
+        return false;
+    }
+    x->pid = pid;
+    track_pid(pid, true);
+    double deadline = now_s() + HEALTH_WAIT_S;
+    while (now_s() < deadline) {
+        if (healthy(x))
+            return true;
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            track_pid(pid, false);
+            x->pid = 0;
+            fprintf(stderr, "etcd harness: etcd on port %d exited (status 0x%x)\n",
+                    x->client_port, (unsigned)status);
+            print_log_tail(x);
+            return false;
+        }
+        sleep_ms(50);
+    }
+    fprintf(stderr, "etcd harness: etcd on port %d not healthy after %.0f s\n", x->client_port,
+            HEALTH_WAIT_S);
+    print_log_tail(x);
+    eh_kill(x);
+    return false;
+}
+
+eh_etcd *eh_start(void)
+{
+    eh_etcd *x = eh_prepare();
+    for (int i = 0; x && i < START_TRIES; i++) {
+        if (eh_run(x))
+            return x;
+        /* Most likely a port taken since it was probed: new ones. */
+        remove_dir(x->data);
+        if (!pick_ports(x))
+            break;
+    }
+    eh_destroy(x);
+    return NULL;
+}
+
+void eh_kill(eh_etcd *x)
+{
+    if (!x || x->pid <= 0)
+        return;
+    kill(x->pid, SIGKILL);
+    waitpid(x->pid, NULL, 0);
+    track_pid(x->pid, false);
+    x->pid = 0;
+}
+
+void eh_destroy(eh_etcd *x)
+{
+    if (!x)
+        return;
+    eh_kill(x);
+    remove_dir(x->dir);
+    track_dir(x->dir, false);
+    free(x);
+}
+
+/* ---- the group fixture -------------------------------------------------- */
+
+struct ac__etcd *eh_client(const char *url, const struct ac__etcd_options *o)
+{
+    const char *list[] = {url};
+    ac__etcd_options quick = {.backoff_initial_ms = 50, .backoff_max_ms = 500};
+    ac__etcd *e = ac__etcd_open(list, 1, o ? o : &quick);
+    if (!e)
+        fprintf(stderr, "etcd harness: cannot open a client of %s: %s\n", url,
+                ac_last_error());
+    return e;
+}
+
+int eh_group_setup(void **state)
+{
+    eh_fixture *fx = calloc(1, sizeof *fx);
+    if (!fx)
+        return -1;
+    fx->etcd = eh_start();
+    fx->e = fx->etcd ? eh_client(fx->etcd->url, NULL) : NULL;
+    if (!fx->e) {
+        eh_destroy(fx->etcd);
+        free(fx);
+        return -1;
+    }
+    *state = fx;
+    return 0;
+}
+
+int eh_group_teardown(void **state)
+{
+    eh_fixture *fx = *state;
+    if (!fx)
+        return 0;
+    ac_status st = ac__etcd_close(fx->e);
+    if (st != AC_OK)
+        fprintf(stderr, "etcd harness: close: %s\n", ac_last_error());
+    eh_destroy(fx->etcd);
+    free(fx);
+    return st == AC_OK ? 0 : -1;
+}
