@@ -23,6 +23,8 @@ PREFIX      ?= /usr/local
 DEMO_BIN    ?= $(RELEASE_DIR)/apps/hedge/actorc-hedge
 DEMO_ARGS   ?= --svg $(RELEASE_DIR)/actorc-hedge.svg
 BENCH_BIN   ?= $(RELEASE_DIR)/bench/actorc-bench
+# Built only with remoting (libzmq and libcbor).
+REMOTE_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-remote
 # What `make soak` runs: DURATION=2h for hours, SEED=0x... to replay a seed.
 SOAK_BIN    ?= $(RELEASE_DIR)/apps/soak/actorc-soak
 DURATION    ?= 3m
@@ -62,6 +64,8 @@ demo: build
 bench: build
 	$(BENCH_BIN) suite
 	$(BENCH_BIN) mem
+	@if [ -x $(REMOTE_BENCH_BIN) ]; then echo $(REMOTE_BENCH_BIN); $(REMOTE_BENCH_BIN); \
+	else echo "no $(REMOTE_BENCH_BIN) (built without remoting): no remote benchmarks"; fi
 
 soak: build
 	$(SOAK_BIN) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(SOAK_ARGS)

@@ -16,6 +16,11 @@ CAF has both; Erlang has only inside callers, so its plain figures are
 filed under the `_in` rows (ALIASES) and its `ask` never meets actorc's or
 CAF's outside `ask`.
 
+Remote (two processes on 127.0.0.1): the peers' remote_ask is asked from
+inside their runtimes; it stands in actorc's remote_ask_in row and beside
+its remote_ask (an outside caller). actorc's zmq_* rows (raw ZeroMQ in the
+same run) and its *_vs_zmq ratios have no peer counterpart.
+
 Scatter/gather: actorc's scatter_seq_in (an actor tells the router with
 itself as the sender) and scatter_seq_in_ask (the same caller with
 ac_ask_in) both meet CAF's in-system scatter_seq_in_R and Erlang's
@@ -37,9 +42,15 @@ PEERS = ("caf", "erlang")
 # scatter callers (tell with self as the sender, and ac_ask_in); the peers'
 # one in-system scatter stands beside each.
 SCATTER_IN = ("scatter_seq_in", "scatter_seq_in_ask")
+# The peers' remote_ask callers are in-system (a CAF actor, an Erlang
+# process): they stand in remote_ask_in, and beside actorc's remote_ask
+# (a blocked outside thread) too, since across two processes the caller's
+# place costs little beside the network.
+REMOTE_ASK = ("remote_ask_in", "remote_ask")
 ALIASES = {
-    "erlang": {"spawn": "spawn_in", "ask": "ask_in", "scatter_seq": SCATTER_IN},
-    "caf": {"scatter_seq_in_R": SCATTER_IN},
+    "erlang": {"spawn": "spawn_in", "ask": "ask_in", "scatter_seq": SCATTER_IN,
+               "remote_ask": REMOTE_ASK},
+    "caf": {"scatter_seq_in_R": SCATTER_IN, "remote_ask": REMOTE_ASK},
 }
 
 
@@ -170,6 +181,8 @@ def main(argv):
     print("Both also stand beside scatter_seq_in_ask (actorc's in-system scatter by ac_ask_in).")
     print("ask and scatter_seq (CAF's and actorc's) are asked from a blocked thread outside")
     print("the runtime. scatter_tail and scatter_open have no peer counterpart.")
+    print("The peers' remote_ask (in-system callers) stands in remote_ask_in and beside")
+    print("remote_ask; zmq_* (raw ZeroMQ, same run) and *_vs_zmq have no peer counterpart.")
     print()
     rows = build_rows(data)
     for line in table_lines(rows, markdown):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build and run actorc's benchmarks, like the peers' run.sh.
-#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem), then aggregate
+#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem + remote), then aggregate
 #   OUT=file RUNS=1 NO_AGGREGATE=1 bench/run.sh   # append raw output to file
 # BUILD_DIR: the CMake build directory (default: build/release at the
 # repository root, which `make build` shares). One without a cache yet is
@@ -25,6 +25,14 @@ if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
     -DACTORC_BUILD_APPS=OFF >&2
 fi
 cmake --build "$BUILD_DIR" --target actorc-bench -j "$(nproc)" >&2
+# The remote benchmarks exist only in a build with remoting.
+REMOTE_BENCH=
+if [ -d "$BUILD_DIR/bench/CMakeFiles/actorc-bench-remote.dir" ]; then
+  cmake --build "$BUILD_DIR" --target actorc-bench-remote -j "$(nproc)" >&2
+  REMOTE_BENCH="$BUILD_DIR/bench/actorc-bench-remote"
+else
+  echo "run.sh: $BUILD_DIR has no remoting: no remote benchmarks" >&2
+fi
 
 commit="$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo '?')"
 echo "# peer=actorc version=$("$BENCH" version)+$commit cc=$("$BENCH" compiler) host_cpus=$(nproc) date=$(date -Is)" >> "$OUT"
@@ -33,6 +41,10 @@ for r in $(seq 1 "$RUNS"); do
   timeout 600 "$BENCH" suite >> "$OUT"
   echo "# run $r mem" >> "$OUT"
   timeout 300 "$BENCH" mem >> "$OUT"
+  if [ -n "$REMOTE_BENCH" ]; then
+    echo "# run $r remote" >> "$OUT"
+    timeout 900 "$REMOTE_BENCH" >> "$OUT"
+  fi
 done
 if [ -z "${NO_AGGREGATE:-}" ]; then
   python3 "$PEERS_DIR/aggregate.py" "$OUT"

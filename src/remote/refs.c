@@ -420,7 +420,7 @@ typedef struct rreply {
     ac__peer *peer; /* retained: the asking node */
     uint64_t corr;
     atomic_int claimed;
-    char path[96];
+    char path[352];
 } rreply;
 
 static bool rreply_claim(rreply *p)
@@ -511,8 +511,10 @@ ac_ref *ac__rreply_new(ac_node *node, ac__peer *peer, uint64_t corr)
     p->node = node;
     p->peer = ac__peer_retain(peer);
     p->corr = corr;
-    snprintf(p->path, sizeof p->path, "actorc://%s/temp/reply-%llx", peer->address,
-             (unsigned long long)corr);
+    pthread_mutex_lock(&node->lock);
+    snprintf(p->path, sizeof p->path, "actorc://%s@%s/temp/reply-%llx",
+             peer->system ? peer->system : "", peer->address, (unsigned long long)corr);
+    pthread_mutex_unlock(&node->lock);
     return &p->ref;
 }
 
@@ -569,11 +571,12 @@ uint64_t ac__corr_add(ac_node *node, ac_ref *reply, ac__peer *peer)
         return 0;
     }
     size_t b = mix64(c->corr) & (node->corr_cap - 1);
+    uint64_t id = c->corr;
     c->chain = node->corrs[b];
     node->corrs[b] = c;
     node->corr_count++;
     pthread_mutex_unlock(&node->lock);
-    return c->corr;
+    return id; /* not c->corr: a reply may have taken and freed c already */
 }
 
 ac_ref *ac__corr_take(ac_node *node, uint64_t corr)

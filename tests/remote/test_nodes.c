@@ -922,6 +922,57 @@ static void test_metrics_per_peer(void **state)
     teardown(&st);
 }
 
+/* ---- backpressure ---------------------------------------------------------- */
+
+/* A burst far over max_queue: every tell arrives, or is refused (a dead
+ * letter here, counted); none vanish, also when ZeroMQ's own queue to the
+ * peer is full and frames must wait. */
+static void test_a_burst_loses_nothing_silently(void **state)
+{
+    (void)state;
+    static const char *const args[] = {NULL};
+    ac_node_options o = {.max_queue = 500};
+    fixture *f = fixture_new(args, &o);
+    ac_ref *echo = resolve(f, "/user/echo");
+    ask_echo(echo, "up", 10000);
+    uint64_t dead0 = ac_dead_letter_count(f->sys);
+    enum { N = 50000 };
+    uint64_t refused = 0;
+    for (int i = 0; i < N; i++) {
+        ac_status st = ac_tell(echo, ac_msg_str_new("t"), NULL);
+        assert_true(st == AC_OK || st == AC_EFAILED);
+        refused += st != AC_OK;
+    }
+    /* The count, once the queue has room for the ask again (a refused
+     * ask fails at once, and is a dead letter too). */
+    ac_answer a = {0};
+    ac_status st = AC_EFAILED;
+    uint64_t refused_asks = 0;
+    for (int i = 0; i < 3000 && st != AC_OK; i++) {
+        st = ac_ask_wait(echo, ac_msg_str_new("count"), 30000, &a);
+        if (st != AC_OK) {
+            assert_int_equal(st, AC_EDEAD);
+            refused_asks++;
+            ac_answer_release(&a);
+            sleep_ms(10);
+        }
+    }
+    assert_int_equal(st, AC_OK);
+    int64_t delivered = ac_msg_int64(a.reply) - 1; /* less the "up" */
+    ac_answer_release(&a);
+    ac_node_stats s;
+    ac_node_stats_get(f->node, &s);
+    uint64_t dead = ac_dead_letter_count(f->sys) - dead0;
+    print_message("%lld delivered, %llu refused\n", (long long)delivered, (unsigned long long)refused);
+    assert_int_equal((uint64_t)delivered + refused, N);
+    assert_int_equal(dead, refused + refused_asks);
+    assert_int_equal(s.dropped_backpressure, dead); /* each refusal a dead letter, no other loss */
+    assert_true(delivered > 0);
+    ac_ref_release(echo);
+    void *st_ptr = f;
+    teardown(&st_ptr);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -941,6 +992,7 @@ int main(void)
         cmocka_unit_test(test_metrics_per_peer),
         cmocka_unit_test(test_key_files),
         cmocka_unit_test(test_backpressure_is_bounded),
+        cmocka_unit_test(test_a_burst_loses_nothing_silently),
         cmocka_unit_test_setup_teardown(test_many_asks_leave_no_entries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replies_timeouts_and_stop_collide, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scatter_across_nodes, setup, teardown),

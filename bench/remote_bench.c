@@ -1,0 +1,1007 @@
+/*
+ * actorc-bench-remote: remoting between two processes on 127.0.0.1, with
+ * raw ZeroMQ as the baseline in the same harness and the same run.
+ *
+ *   actorc-bench-remote [all|plain|curve [ask|tell]]
+ *                                           the workloads (default: all;
+ *                                           ask or tell: only those, for
+ *                                           profiling one path)
+ *   actorc-bench-remote serve actorc|zmq [SERVER_PUB SERVER_SEC PUB SEC ALLOWED]
+ *                                           the second process (started by
+ *                                           the first; not for people)
+ *
+ * Workloads, mirroring the peers' remote ones (peers/README.md), against
+ * fresh second processes (an actorc node and a ZeroMQ ROUTER), with and
+ * without CURVE (`_curve`):
+ *
+ *   zmq_rtt         a DEALER asks a ROUTER, which answers; a request as
+ *                   big as actorc's Int64 ask frame, a reply as big as its
+ *                   reply frame; 1,000 warm-up + 5,000 sequential (p50, p99)
+ *   remote_ask      ac_ask_wait from the main thread to an actor on the
+ *                   other node replying x+1 (Int64); same counts
+ *   remote_ask_in   the same from inside an actor, with ac_ask_in
+ *   zmq_pipelined   100,000 frames as big as actorc's tell frame, back to
+ *                   back, then one round trip for the server's count and
+ *                   sum; 1 warm-up + 5 iterations, the median rate
+ *   remote_tell     an actor tells 100,000 Int64s (i & 0xff) to a
+ *                   counting actor on the other node, then asks it for
+ *                   count and sum; same iterations
+ *
+ * and the ratios of each actorc figure to its ZeroMQ one, computed here:
+ * remote_ask p50_vs_zmq and p99_vs_zmq (latency: actorc / zmq, lower is
+ * better), remote_tell vs_zmq (throughput: actorc / zmq, higher is
+ * better). The frame sizes the ZeroMQ workloads use are measured from
+ * actorc's warm-ups (its node's byte and frame counts), so the two carry
+ * the same bytes; the INFO line says which.
+ *
+ * Interleaved: an actorc server and a ZeroMQ server run side by side, and
+ * the workloads take turns within one run (asks in 10 rounds of a block
+ * of 500 each, the order rotating; tell iterations alternating), so that
+ * the load of a shared machine, which drifts over seconds, falls on both
+ * alike and the ratios stay meaningful where absolute figures do not.
+ *
+ * A second process is this executable again, told what to serve on its
+ * command line. It prints `READY <address>`, serves until its standard
+ * input closes (or 10 minutes pass, or its parent dies), and is ended by
+ * pid: by closing its input and waiting, then SIGKILL; on any
+ * failure of this process too (fail paths, SIGALRM after 15 minutes,
+ * SIGINT, SIGTERM). Every loop is bounded in count, and every wait in
+ * time: asks have deadlines, ZeroMQ sockets time out.
+ *
+ * A failed check prints `VERIFICATION FAILED: ...` and exits 2; a failing
+ * call prints `ERROR: ...` and exits 1.
+ */
+#define _GNU_SOURCE
+
+#include <actorc.h>
+#include <zmq.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+
+enum { ASK_WARM = 1000, ASK_N = 5000 };
+enum { TELL_N = 100000, TELL_WARM = 1, TELL_ITERS = 5 };
+#define ASK_TIMEOUT_MS 10000
+#define COUNT_TIMEOUT_MS 30000
+#define SOCKET_TIMEOUT_MS 10000
+#define SERVE_MAX_S 600 /* a server outlives no run by more than this */
+#define RUN_MAX_S 900
+/* The ZeroMQ frames' layout: kind, reply size, value, sum. */
+#define ZF_KIND 0
+#define ZF_REPLY_SIZE 4
+#define ZF_VALUE 8
+#define ZF_SUM 16
+#define ZF_MIN 24
+#define ZF_MAX 4096
+
+/* ------------------------------------------------------- failing loudly --- */
+
+static _Noreturn void rb_die(const char *fmt, ...) AC_PRINTF(1, 2);
+
+/* The second processes, ended on every way out of this one. */
+#define MAX_CHILDREN 2
+static volatile pid_t children[MAX_CHILDREN];
+
+static void remember_child(pid_t pid)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (children[i] == 0) {
+            children[i] = pid;
+            return;
+        }
+    kill(pid, SIGKILL);
+    rb_die("more than %d servers at once", MAX_CHILDREN);
+}
+
+static void forget_child(pid_t pid)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (children[i] == pid)
+            children[i] = 0;
+}
+
+static void kill_children(void)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        pid_t pid = children[i];
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            children[i] = 0;
+        }
+    }
+}
+
+static void on_fatal_signal(int sig)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (children[i] > 0)
+            kill(children[i], SIGKILL);
+    static const char msg[] = "ERROR: actorc-bench-remote: interrupted or out of time\n";
+    ssize_t n = write(2, msg, sizeof msg - 1);
+    (void)n;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static _Noreturn void rb_fail(const char *fmt, ...) AC_PRINTF(1, 2);
+static _Noreturn void rb_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "VERIFICATION FAILED: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    fflush(stderr);
+    kill_children();
+    _Exit(2);
+}
+
+static _Noreturn void rb_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "ERROR: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    fflush(stderr);
+    kill_children();
+    _Exit(1);
+}
+
+static _Noreturn void rb_die_ac(const char *what)
+{
+    rb_die("%s: %s (%s)", what, ac_last_error(), ac_status_name(ac_last_status()));
+}
+
+static _Noreturn void rb_die_zmq(const char *what)
+{
+    rb_die("%s: %s", what, zmq_strerror(zmq_errno()));
+}
+
+static void rb_check(ac_status st, const char *what)
+{
+    if (st != AC_OK)
+        rb_die_ac(what);
+}
+
+/* ---------------------------------------------------------------- keys --- */
+
+/* The server pair every node shares, and each node's own pair (a: this
+ * process, b: the second). */
+typedef struct keys {
+    char spub[41], ssec[41], apub[41], asec[41], bpub[41], bsec[41];
+} keys;
+
+static void keys_make(keys *k)
+{
+    if (zmq_curve_keypair(k->spub, k->ssec) != 0 || zmq_curve_keypair(k->apub, k->asec) != 0 ||
+        zmq_curve_keypair(k->bpub, k->bsec) != 0)
+        rb_die_zmq("zmq_curve_keypair (is libzmq built with CURVE?)");
+}
+
+/* --------------------------------------------------- the second process --- */
+
+typedef struct server {
+    pid_t pid;
+    int in_fd, out_fd;
+    char address[256]; /* "host:port" (actorc) or "tcp://host:port" (zmq) */
+} server;
+
+/* Read the READY line within 10 s. */
+static bool read_ready(server *s)
+{
+    char line[512];
+    size_t len = 0;
+    int64_t deadline = now_ns() + 10000000000ll;
+    while (len < sizeof line - 1) {
+        int left = (int)((deadline - now_ns()) / 1000000);
+        struct pollfd pf = {.fd = s->out_fd, .events = POLLIN};
+        if (left <= 0 || poll(&pf, 1, left) <= 0 || read(s->out_fd, &line[len], 1) != 1)
+            return false;
+        if (line[len] == '\n') {
+            line[len] = '\0';
+            return sscanf(line, "READY %255s", s->address) == 1;
+        }
+        len++;
+    }
+    return false;
+}
+
+/* This executable (its own name, not /proc/self/exe's "exe", shows in
+ * ps and perf). */
+static const char *exe_path(void)
+{
+    static char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0)
+        return "/proc/self/exe";
+    path[n] = '\0';
+    return path;
+}
+
+static void server_start(server *s, const char *what, const keys *k)
+{
+    const char *self_path = exe_path();
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+        rb_die("pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        rb_die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        const char *argv[] = {"actorc-bench-remote", "serve", what,
+                              k ? k->spub : NULL, k ? k->ssec : NULL, k ? k->bpub : NULL,
+                              k ? k->bsec : NULL, k ? k->apub : NULL, NULL};
+        execv(self_path, (char *const *)argv);
+        _exit(127);
+    }
+    remember_child(pid);
+    close(in[0]);
+    close(out[1]);
+    *s = (server){.pid = pid, .in_fd = in[1], .out_fd = out[0]};
+    if (!read_ready(s))
+        rb_die("the %s server did not say READY", what);
+}
+
+/* Close its input (it then ends), wait up to 10 s, then SIGKILL. */
+static void server_end(server *s)
+{
+    close(s->in_fd);
+    int status = 0;
+    bool reaped = false;
+    for (int i = 0; i < 1000 && !reaped; i++) {
+        reaped = waitpid(s->pid, &status, WNOHANG) == s->pid;
+        if (!reaped)
+            sleep_ms(10);
+    }
+    if (!reaped) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, &status, 0);
+    }
+    close(s->out_fd);
+    forget_child(s->pid);
+    if (reaped && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        rb_die("the server (pid %d) ended badly (status %d)", (int)s->pid, status);
+}
+
+/* Has our input closed (the parent is done), or has time run out? */
+static bool serve_should_end(int64_t deadline)
+{
+    struct pollfd pf = {.fd = 0, .events = POLLIN};
+    char buf[64];
+    if (poll(&pf, 1, 0) > 0 && read(0, buf, sizeof buf) <= 0)
+        return true;
+    return now_ns() > deadline;
+}
+
+/* ----------------------------------------------------------- ZeroMQ side --- */
+
+static void zset(void *s, int opt, int v)
+{
+    if (zmq_setsockopt(s, opt, &v, sizeof v) != 0)
+        rb_die_zmq("zmq_setsockopt");
+}
+
+static void zset_key(void *s, int opt, const char *z85)
+{
+    if (zmq_setsockopt(s, opt, z85, 41) != 0)
+        rb_die_zmq("zmq_setsockopt (a CURVE key)");
+}
+
+static void put_u32(uint8_t *b, size_t at, uint32_t v) { memcpy(b + at, &v, sizeof v); }
+static void put_i64(uint8_t *b, size_t at, int64_t v) { memcpy(b + at, &v, sizeof v); }
+static uint32_t get_u32(const uint8_t *b, size_t at)
+{
+    uint32_t v;
+    memcpy(&v, b + at, sizeof v);
+    return v;
+}
+static int64_t get_i64(const uint8_t *b, size_t at)
+{
+    int64_t v;
+    memcpy(&v, b + at, sizeof v);
+    return v;
+}
+
+/* The server's answer to one frame (zmq_serve): 'A' x -> x+1; 'T' x ->
+ * counted; 'C' -> count and sum, then both reset. Replies are as big as
+ * the frame asks for. */
+typedef struct zcount {
+    int64_t n, sum;
+} zcount;
+
+static void zserve_frame(void *router, zmq_msg_t *id, const uint8_t *f, size_t len, zcount *c)
+{
+    if (len < ZF_MIN || (f[ZF_KIND] != 'A' && f[ZF_KIND] != 'T' && f[ZF_KIND] != 'C'))
+        return;
+    if (f[ZF_KIND] == 'T') {
+        c->n++;
+        c->sum += get_i64(f, ZF_VALUE);
+        return;
+    }
+    uint8_t out[ZF_MAX] = {0};
+    uint32_t size = get_u32(f, ZF_REPLY_SIZE);
+    if (size < ZF_MIN || size > ZF_MAX)
+        return;
+    out[ZF_KIND] = 'R';
+    if (f[ZF_KIND] == 'A') {
+        put_i64(out, ZF_VALUE, get_i64(f, ZF_VALUE) + 1);
+    } else {
+        put_i64(out, ZF_VALUE, c->n);
+        put_i64(out, ZF_SUM, c->sum);
+        *c = (zcount){0};
+    }
+    zmq_send(router, zmq_msg_data(id), zmq_msg_size(id), ZMQ_SNDMORE);
+    zmq_send(router, out, size, 0);
+}
+
+/* The ZeroMQ server: one ROUTER, one thread, blocking receives (the
+ * idiom raw ZeroMQ is written in), waking every 100 ms to see whether it
+ * should end. */
+static int zmq_serve(const keys *k)
+{
+    void *ctx = zmq_ctx_new();
+    void *router = zmq_socket(ctx, ZMQ_ROUTER);
+    zset(router, ZMQ_LINGER, 0);
+    zset(router, ZMQ_RCVTIMEO, 100);
+    zset(router, ZMQ_RCVHWM, 0);
+    if (k) {
+        zset(router, ZMQ_CURVE_SERVER, 1);
+        zset_key(router, ZMQ_CURVE_SECRETKEY, k->ssec);
+    }
+    if (zmq_bind(router, "tcp://127.0.0.1:*") != 0)
+        rb_die_zmq("zmq_bind");
+    char endpoint[256];
+    size_t len = sizeof endpoint;
+    zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, endpoint, &len);
+    printf("READY %s\n", endpoint);
+    fflush(stdout);
+    int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
+    zcount c = {0};
+    zmq_msg_t id, body;
+    zmq_msg_init(&id);
+    zmq_msg_init(&body);
+    while (!serve_should_end(deadline)) {
+        while (zmq_msg_recv(&id, router, 0) >= 0) {
+            if (zmq_msg_more(&id) && zmq_msg_recv(&body, router, 0) >= 0)
+                zserve_frame(router, &id, zmq_msg_data(&body), zmq_msg_size(&body), &c);
+        }
+    }
+    zmq_msg_close(&id);
+    zmq_msg_close(&body);
+    zmq_close(router);
+    zmq_ctx_term(ctx);
+    return 0;
+}
+
+static void *zclient_open(void *ctx, const char *endpoint, const keys *k)
+{
+    void *d = zmq_socket(ctx, ZMQ_DEALER);
+    zset(d, ZMQ_LINGER, 0);
+    zset(d, ZMQ_RCVTIMEO, SOCKET_TIMEOUT_MS);
+    zset(d, ZMQ_SNDTIMEO, SOCKET_TIMEOUT_MS);
+    if (k) {
+        zset_key(d, ZMQ_CURVE_SERVERKEY, k->spub);
+        zset_key(d, ZMQ_CURVE_PUBLICKEY, k->apub);
+        zset_key(d, ZMQ_CURVE_SECRETKEY, k->asec);
+    }
+    if (zmq_connect(d, endpoint) != 0)
+        rb_die_zmq("zmq_connect");
+    return d;
+}
+
+static void zsend(void *d, const uint8_t *f, size_t len)
+{
+    if (zmq_send(d, f, len, 0) != (int)len)
+        rb_die_zmq("zmq_send");
+}
+
+/* One reply of `size` bytes. */
+static void zrecv(void *d, uint8_t *out, size_t size, const char *wl)
+{
+    int n = zmq_recv(d, out, ZF_MAX, 0);
+    if (n < 0)
+        rb_die_zmq(wl);
+    if ((size_t)n != size || out[ZF_KIND] != 'R')
+        rb_fail("%s: a reply of %d bytes, not %zu", wl, n, size);
+}
+
+static uint8_t *zframe(uint8_t *f, char kind, size_t reply_size, int64_t value)
+{
+    f[ZF_KIND] = (uint8_t)kind;
+    put_u32(f, ZF_REPLY_SIZE, (uint32_t)reply_size);
+    put_i64(f, ZF_VALUE, value);
+    return f;
+}
+
+/* ------------------------------------------------------------ figures --- */
+
+/* The frame sizes actorc sent and received, for the ZeroMQ frames to copy. */
+typedef struct frame_sizes {
+    size_t ask, reply, tell, count_ask, count_reply;
+} frame_sizes;
+
+typedef struct latency {
+    double p50_us, p99_us, per_s;
+} latency;
+
+static latency report_latency(const char *wl, int64_t *lat, size_t n, bool rate)
+{
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += lat[i];
+    latency l = {.p50_us = (double)pct(lat, n, 50) / 1000.0,
+                 .p99_us = (double)pct(lat, n, 99) / 1000.0,
+                 .per_s = (double)n * 1e9 / (double)total};
+    result(wl, "p50", l.p50_us, "us");
+    result(wl, "p99", l.p99_us, "us");
+    if (rate)
+        result(wl, "asks_per_s", l.per_s, "asks/s");
+    return l;
+}
+
+static int64_t expected_sum(int64_t n)
+{
+    int64_t s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += i & 0xff;
+    return s;
+}
+
+/* ----------------------------------------------------------- actorc side --- */
+
+static void inc_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    int64_t x;
+    if (ac_msg_int64_get(msg, &x) == AC_OK)
+        ac_reply(ctx, ac_msg_int64_new(x + 1));
+}
+static const ac_actor_def inc_def = {.name = "Inc", .receive = inc_receive};
+
+/* Int64s are counted; "take" answers "<count> <sum>" and starts over. */
+typedef struct counter_state {
+    int64_t n, sum;
+} counter_state;
+
+static void counter_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    counter_state *st = ac_ctx_state(ctx);
+    int64_t x;
+    if (ac_msg_int64_get(msg, &x) == AC_OK) {
+        st->n++;
+        st->sum += x;
+        return;
+    }
+    ac_reply(ctx, ac_msg_printf("%" PRId64 " %" PRId64, st->n, st->sum));
+    *st = (counter_state){0};
+}
+static const ac_actor_def counter_def = {.name = "Counter", .state_size = sizeof(counter_state),
+                                         .receive = counter_receive};
+
+static ac_system *system_new(const char *name)
+{
+    ac_system_options so = {.log_level = AC_LOG_ERROR};
+    ac_system *sys = ac_system_create(name, &so);
+    if (!sys)
+        rb_die_ac("ac_system_create");
+    return sys;
+}
+
+/* A node on 127.0.0.1, an OS-chosen port; CURVE when k (own pair: a or b). */
+static ac_node *node_new(ac_system *sys, const keys *k, bool own_is_a, ac_node_curve *curve,
+                         const char **allowed)
+{
+    ac_node_options o = {.bind = "tcp://127.0.0.1:0"};
+    if (k) {
+        *allowed = own_is_a ? k->bpub : k->apub;
+        *curve = (ac_node_curve){.server_public_key = k->spub, .server_secret_key = k->ssec,
+                                 .public_key = own_is_a ? k->apub : k->bpub,
+                                 .secret_key = own_is_a ? k->asec : k->bsec,
+                                 .allowed = allowed, .allowed_count = 1};
+        o.curve = curve;
+    }
+    ac_node *node = ac_node_start(sys, &o);
+    if (!node)
+        rb_die_ac("ac_node_start");
+    return node;
+}
+
+static int actorc_serve(const keys *k)
+{
+    ac_system *sys = system_new("bench_b");
+    ac_node_curve curve;
+    const char *allowed;
+    ac_node *node = node_new(sys, k, false, &curve, &allowed);
+    if (!ac_spawn(sys, ac_props_new(&inc_def, NULL), "inc") ||
+        !ac_spawn(sys, ac_props_new(&counter_def, NULL), "counter"))
+        rb_die_ac("ac_spawn");
+    printf("READY %s\n", ac_node_address(node));
+    fflush(stdout);
+    int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
+    while (!serve_should_end(deadline))
+        sleep_ms(50);
+    ac_system_terminate(sys);
+    return 0;
+}
+
+static void check_reply(const char *wl, ac_status st, const ac_answer *ans, int64_t x)
+{
+    if (st != AC_OK || ans->error)
+        rb_fail("%s: ask %" PRId64 " failed: %s (%s: %s)", wl, x, ac_status_name(st),
+                ac_error_name(ans->error), ac_error_message(ans->error));
+    int64_t r;
+    if (ac_msg_int64_get(ans->reply, &r) != AC_OK || r != x + 1)
+        rb_fail("%s: ask %" PRId64 " got a wrong reply (%s)", wl, x, ac_msg_type_name(ans->reply));
+}
+
+static ac_node_stats stats_of(ac_node *node)
+{
+    ac_node_stats s;
+    rb_check(ac_node_stats_get(node, &s), "ac_node_stats_get");
+    return s;
+}
+
+/* Bytes per frame, out and in, between two readings. */
+static void frame_bytes(const ac_node_stats *a, const ac_node_stats *b, size_t *out, size_t *in)
+{
+    uint64_t fo = b->frames_out - a->frames_out, fi = b->frames_in - a->frames_in;
+    *out = fo ? (size_t)((b->bytes_out - a->bytes_out) / fo) : 0;
+    *in = fi ? (size_t)((b->bytes_in - a->bytes_in) / fi) : 0;
+}
+
+
+/* ------------------------------------------------------ one mode's run --- */
+
+/* Both second processes, both clients, and where each sequence stands.
+ * The workloads alternate in blocks within one run, so that a shared
+ * machine's changing load falls on actorc and ZeroMQ alike. */
+enum { ASK_BLOCKS = 10, ASK_BLOCK = ASK_N / ASK_BLOCKS };
+_Static_assert(ASK_N % ASK_BLOCKS == 0, "asks split evenly into blocks");
+
+/* The asker (remote_ask_in): asks `n` times on a GO {n}, writing
+ * latencies to env->lat unless it is NULL, then signals. The main thread
+ * sets env->lat before its GO and reads it after the signal. */
+typedef struct asker_env {
+    const char *wl;
+    ac_ref *target;
+    int64_t *lat;
+    latch done;
+} asker_env;
+
+typedef struct asker_state {
+    int64_t i, n, x, t0;
+} asker_state;
+
+/* The sender (remote_tell): on a GO {n} it fires n Int64s, then asks the
+ * count and signals (count, sum, elapsed ns): its first send to the
+ * count's arrival, as the peers' tell_sender. */
+typedef struct sender_env {
+    ac_ref *target;
+    ac_node *node;
+    latch done;
+} sender_env;
+
+typedef struct sender_state {
+    int64_t t0;
+} sender_state;
+
+typedef struct run {
+    char wl[4][64]; /* remote_ask, remote_ask_in, zmq_rtt, remote_tell / zmq_pipelined */
+    const char *suffix;
+    server actorc_srv, zmq_srv;
+    ac_system *sys;
+    ac_node *node;
+    ac_ref *inc, *counter, *asker, *sender;
+    asker_env aenv;
+    sender_env senv;
+    uint64_t aseen, sseen;
+    void *zctx, *dealer;
+    frame_sizes fs;
+    int64_t ax, zx; /* the next x of remote_ask, zmq_rtt */
+} run;
+
+static const char *wl_name(char *buf, size_t cap, const char *base, const char *suffix)
+{
+    snprintf(buf, cap, "%s%s", base, suffix);
+    return buf;
+}
+
+/* A frame size actorc measured, as the ZeroMQ frames take it (they need
+ * ZF_MIN bytes for their own fields). */
+static size_t usable_size(size_t n, const char *what)
+{
+    if (n == 0 || n > ZF_MAX)
+        rb_fail("an actorc %s frame of %zu bytes measured: outside this harness's 1..%d", what, n,
+                ZF_MAX);
+    return n < ZF_MIN ? ZF_MIN : n;
+}
+
+/* ---- remote_ask, remote_ask_in, zmq_rtt: one block each ---------------- */
+
+static void ask_block_outside(run *r, int64_t *lat, int n)
+{
+    for (int i = 0; i < n; i++, r->ax++) {
+        ac_answer ans;
+        int64_t t0 = now_ns();
+        ac_status st = ac_ask_wait(r->inc, ac_msg_int64_new(r->ax), ASK_TIMEOUT_MS, &ans);
+        int64_t el = now_ns() - t0;
+        check_reply(r->wl[0], st, &ans, r->ax);
+        ac_answer_release(&ans);
+        if (lat)
+            lat[i] = el;
+    }
+}
+
+static void asker_answer(ac_ctx *ctx, const ac_answer *answer, void *user);
+
+static void asker_next(ac_ctx *ctx, asker_state *st, asker_env *env)
+{
+    if (st->i == st->n) {
+        latch_signal(&env->done, st->i, 0, 0);
+        return;
+    }
+    st->t0 = now_ns();
+    rb_check(ac_ask_in(ctx, env->target, ac_msg_int64_new(st->x), ASK_TIMEOUT_MS, asker_answer,
+                       env, NULL),
+             "ac_ask_in");
+}
+
+static void asker_answer(ac_ctx *ctx, const ac_answer *answer, void *user)
+{
+    asker_state *st = ac_ctx_state(ctx);
+    asker_env *env = user;
+    int64_t el = now_ns() - st->t0;
+    check_reply(env->wl, answer->error ? AC_EFAILED : AC_OK, answer, st->x);
+    if (env->lat)
+        env->lat[st->i] = el;
+    st->i++;
+    st->x++;
+    asker_next(ctx, st, env);
+}
+
+static void asker_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    asker_state *st = ac_ctx_state(ctx);
+    st->i = 0;
+    st->n = ac_msg_int64(msg);
+    asker_next(ctx, st, ac_ctx_user_data(ctx));
+}
+static const ac_actor_def asker_def = {.name = "Asker", .state_size = sizeof(asker_state),
+                                       .receive = asker_receive};
+
+static void ask_block_inside(run *r, int64_t *lat, int n)
+{
+    int64_t got[3];
+    r->aenv.lat = lat;
+    rb_check(ac_tell(r->asker, ac_msg_int64_new(n), NULL), "ac_tell");
+    latch_wait(&r->aenv.done, &r->aseen, got);
+    if (got[0] != n)
+        rb_fail("%s: %" PRId64 " asks, not %d", r->wl[1], got[0], n);
+}
+
+static void zmq_block(run *r, int64_t *lat, int n)
+{
+    uint8_t f[ZF_MAX] = {0}, rep[ZF_MAX];
+    for (int i = 0; i < n; i++, r->zx++) {
+        int64_t t0 = now_ns();
+        zsend(r->dealer, zframe(f, 'A', r->fs.reply, r->zx), r->fs.ask);
+        zrecv(r->dealer, rep, r->fs.reply, r->wl[2]);
+        int64_t el = now_ns() - t0;
+        if (get_i64(rep, ZF_VALUE) != r->zx + 1)
+            rb_fail("%s: request %" PRId64 " got %" PRId64, r->wl[2], r->zx, get_i64(rep, ZF_VALUE));
+        if (lat)
+            lat[i] = el;
+    }
+}
+
+typedef void (*ask_block_fn)(run *r, int64_t *lat, int n);
+
+/* Warm-ups (actorc's first, measuring its frames), then ASK_BLOCKS
+ * rounds of one block each, the order rotating. */
+static void ask_phase(run *r, latency out[3])
+{
+    static const ask_block_fn block[3] = {ask_block_outside, ask_block_inside, zmq_block};
+    ac_node_stats a = stats_of(r->node);
+    ask_block_outside(r, NULL, ASK_WARM);
+    ac_node_stats b = stats_of(r->node);
+    frame_bytes(&a, &b, &r->fs.ask, &r->fs.reply);
+    r->fs.ask = usable_size(r->fs.ask, "ask");
+    r->fs.reply = usable_size(r->fs.reply, "reply");
+    ask_block_inside(r, NULL, ASK_WARM);
+    zmq_block(r, NULL, ASK_WARM);
+    int64_t *lat[3];
+    for (int w = 0; w < 3; w++)
+        lat[w] = xcalloc(ASK_N, sizeof(int64_t));
+    for (int k = 0; k < ASK_BLOCKS; k++)
+        for (int j = 0; j < 3; j++) {
+            int w = (k + j) % 3;
+            block[w](r, lat[w] + k * ASK_BLOCK, ASK_BLOCK);
+        }
+    for (int w = 0; w < 3; w++) {
+        out[w] = report_latency(r->wl[w], lat[w], ASK_N, w != 2);
+        free(lat[w]);
+    }
+}
+
+/* ---- remote_tell, zmq_pipelined: one iteration each --------------------- */
+
+static void sender_counted(ac_ctx *ctx, const ac_answer *answer, void *user)
+{
+    sender_state *st = ac_ctx_state(ctx);
+    sender_env *env = user;
+    int64_t el = now_ns() - st->t0;
+    long long n = -1, sum = -1;
+    const char *s = answer->reply ? ac_msg_str(answer->reply) : NULL;
+    if (!s || sscanf(s, "%lld %lld", &n, &sum) != 2) {
+        ac_node_stats ns = stats_of(env->node);
+        rb_fail("remote_tell: the count ask failed: %s (frames out %" PRIu64
+                ", refused for backpressure %" PRIu64 ")",
+                answer->error ? ac_error_message(answer->error) : "not a count", ns.frames_out,
+                ns.dropped_backpressure);
+    }
+    latch_signal(&env->done, n, sum, el);
+}
+
+static void sender_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    sender_state *st = ac_ctx_state(ctx);
+    sender_env *env = ac_ctx_user_data(ctx);
+    int64_t n = ac_msg_int64(msg);
+    st->t0 = now_ns();
+    for (int64_t i = 0; i < n; i++)
+        rb_check(ac_tell(env->target, ac_msg_int64_new(i & 0xff), ac_self(ctx)), "ac_tell");
+    rb_check(ac_ask_in(ctx, env->target, ac_msg_str_new("take"), COUNT_TIMEOUT_MS, sender_counted,
+                       env, NULL),
+             "ac_ask_in");
+}
+static const ac_actor_def sender_def = {.name = "Sender", .state_size = sizeof(sender_state),
+                                        .receive = sender_receive};
+
+/* One iteration's elapsed ns; the first also measures the frames. */
+static int64_t tell_once_actorc(run *r, bool measure)
+{
+    ac_node_stats before = stats_of(r->node);
+    int64_t got[3];
+    rb_check(ac_tell(r->sender, ac_msg_int64_new(TELL_N), NULL), "ac_tell");
+    latch_wait(&r->senv.done, &r->sseen, got);
+    if (got[0] != TELL_N || got[1] != expected_sum(TELL_N))
+        rb_fail("%s: the counter counted %" PRId64 " messages summing to %" PRId64
+                " (dead letters here: %" PRIu64 ")",
+                r->wl[3], got[0], got[1], ac_dead_letter_count(r->sys));
+    if (measure) {
+        ac_node_stats after = stats_of(r->node);
+        uint64_t frames = after.frames_out - before.frames_out;
+        uint64_t bytes = after.bytes_out - before.bytes_out;
+        r->fs.tell = frames > 1 ? (size_t)((bytes - r->fs.count_ask) / (frames - 1)) : 0;
+        size_t out;
+        frame_bytes(&before, &after, &out, &r->fs.count_reply);
+    }
+    return got[2];
+}
+
+static int64_t tell_once_zmq(run *r)
+{
+    uint8_t f[ZF_MAX] = {0}, rep[ZF_MAX];
+    int64_t t0 = now_ns();
+    for (int64_t i = 0; i < TELL_N; i++)
+        zsend(r->dealer, zframe(f, 'T', 0, i & 0xff), r->fs.tell);
+    zsend(r->dealer, zframe(f, 'C', r->fs.count_reply, 0), r->fs.count_ask);
+    zrecv(r->dealer, rep, r->fs.count_reply, "zmq_pipelined");
+    int64_t el = now_ns() - t0;
+    if (get_i64(rep, ZF_VALUE) != TELL_N || get_i64(rep, ZF_SUM) != expected_sum(TELL_N))
+        rb_fail("zmq_pipelined: the server counted %" PRId64 " frames summing to %" PRId64,
+                get_i64(rep, ZF_VALUE), get_i64(rep, ZF_SUM));
+    return el;
+}
+
+/* The count ask's own frame ("take" to the counter). */
+static void measure_count_ask(run *r)
+{
+    ac_node_stats a = stats_of(r->node);
+    ac_answer ans;
+    rb_check(ac_ask_wait(r->counter, ac_msg_str_new("take"), ASK_TIMEOUT_MS, &ans), "ac_ask_wait");
+    ac_answer_release(&ans);
+    ac_node_stats b = stats_of(r->node);
+    size_t in;
+    frame_bytes(&a, &b, &r->fs.count_ask, &in);
+}
+
+/* Iterations alternate: actorc first (its warm-up measures the frames),
+ * then the order flips each time. Returns the medians (actorc, zmq). */
+static void tell_phase(run *r, double *actorc_rate, double *zmq_rate)
+{
+    double ra[TELL_ITERS], rz[TELL_ITERS];
+    measure_count_ask(r);
+    for (int it = 0; it < TELL_WARM + TELL_ITERS; it++) {
+        int64_t ea, ez;
+        if (it % 2 == 0) {
+            ea = tell_once_actorc(r, it == 0);
+            if (it == 0) {
+                r->fs.tell = usable_size(r->fs.tell, "tell");
+                r->fs.count_ask = usable_size(r->fs.count_ask, "count ask");
+                r->fs.count_reply = usable_size(r->fs.count_reply, "count reply");
+            }
+            ez = tell_once_zmq(r);
+        } else {
+            ez = tell_once_zmq(r);
+            ea = tell_once_actorc(r, false);
+        }
+        if (it >= TELL_WARM) {
+            ra[it - TELL_WARM] = TELL_N * 1e9 / (double)ea;
+            rz[it - TELL_WARM] = TELL_N * 1e9 / (double)ez;
+        }
+    }
+    *actorc_rate = median(ra, TELL_ITERS);
+    *zmq_rate = median(rz, TELL_ITERS);
+}
+
+/* ---- setting up and ending a run --------------------------------------- */
+
+static ac_ref *spawn_local(ac_system *sys, const ac_actor_def *def, void *user)
+{
+    ac_ref *r = ac_spawn(sys, ac_props_new(def, user), NULL);
+    if (!r)
+        rb_die_ac("ac_spawn");
+    return r;
+}
+
+static ac_ref *resolve(ac_node *node, const char *address, const char *path)
+{
+    char full[512];
+    snprintf(full, sizeof full, "actorc://bench_b@%s%s", address, path);
+    ac_ref *r = ac_node_resolve(node, full);
+    if (!r)
+        rb_die_ac("ac_node_resolve");
+    return r;
+}
+
+static void run_begin(run *r, const char *suffix, const keys *k, ac_node_curve *curve,
+                      const char **allowed)
+{
+    r->suffix = suffix;
+    static const char *const names[] = {"remote_ask", "remote_ask_in", "zmq_rtt", "remote_tell"};
+    for (int i = 0; i < 4; i++)
+        wl_name(r->wl[i], sizeof r->wl[i], names[i], suffix);
+    server_start(&r->actorc_srv, "actorc", k);
+    server_start(&r->zmq_srv, "zmq", k);
+    r->sys = system_new("bench_a");
+    r->node = node_new(r->sys, k, true, curve, allowed);
+    r->inc = resolve(r->node, r->actorc_srv.address, "/user/inc");
+    r->counter = resolve(r->node, r->actorc_srv.address, "/user/counter");
+    r->aenv = (asker_env){.wl = r->wl[1], .target = r->inc};
+    latch_init(&r->aenv.done);
+    r->senv = (sender_env){.target = r->counter, .node = r->node};
+    latch_init(&r->senv.done);
+    r->asker = spawn_local(r->sys, &asker_def, &r->aenv);
+    r->sender = spawn_local(r->sys, &sender_def, &r->senv);
+    r->zctx = zmq_ctx_new();
+    r->dealer = zclient_open(r->zctx, r->zmq_srv.address, k);
+}
+
+static void run_end(run *r)
+{
+    zmq_close(r->dealer);
+    zmq_ctx_term(r->zctx);
+    ac_ref_release(r->inc);
+    ac_ref_release(r->counter);
+    ac_ref_release(r->asker);
+    ac_ref_release(r->sender);
+    ac_system_terminate(r->sys);
+    latch_fini(&r->aenv.done);
+    latch_fini(&r->senv.done);
+    server_end(&r->actorc_srv);
+    server_end(&r->zmq_srv);
+}
+
+static void report_ratios(const char *suffix, const latency l[3], double tell, double zmq)
+{
+    char wl[64];
+    for (int w = 0; w < 2; w++) {
+        wl_name(wl, sizeof wl, w == 0 ? "remote_ask" : "remote_ask_in", suffix);
+        result(wl, "p50_vs_zmq", l[w].p50_us / l[2].p50_us, "x");
+        result(wl, "p99_vs_zmq", l[w].p99_us / l[2].p99_us, "x");
+    }
+    result(wl_name(wl, sizeof wl, "remote_tell", suffix), "vs_zmq", tell / zmq, "x");
+}
+
+static bool run_asks = true, run_tells = true;
+
+static void run_mode(const char *suffix, const keys *k)
+{
+    run *r = xcalloc(1, sizeof *r);
+    ac_node_curve curve;
+    const char *allowed;
+    char wl[64];
+    run_begin(r, suffix, k, &curve, &allowed);
+    latency l[3] = {{0}};
+    if (run_asks)
+        ask_phase(r, l);
+    double tell = 0, zmq = 0;
+    if (run_tells) {
+        tell_phase(r, &tell, &zmq);
+        result(r->wl[3], "msgs_per_s", tell, "msg/s");
+        result(wl_name(wl, sizeof wl, "zmq_pipelined", suffix), "msgs_per_s", zmq, "msg/s");
+    }
+    printf("INFO remote%s frame_bytes ask %zu reply %zu tell %zu count_ask %zu count_reply %zu\n",
+           suffix, r->fs.ask, r->fs.reply, r->fs.tell, r->fs.count_ask, r->fs.count_reply);
+    if (run_asks && run_tells)
+        report_ratios(suffix, l, tell, zmq);
+    run_end(r);
+    free(r);
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: actorc-bench-remote [all|plain|curve [ask|tell]]\n");
+    return 64;
+}
+
+static int serve_main(int argc, char **argv)
+{
+    keys k;
+    const keys *kp = NULL;
+    if (argc == 8) { /* serve WHAT SERVER_PUB SERVER_SEC PUB SEC ALLOWED: b's view */
+        snprintf(k.spub, sizeof k.spub, "%s", argv[3]);
+        snprintf(k.ssec, sizeof k.ssec, "%s", argv[4]);
+        snprintf(k.bpub, sizeof k.bpub, "%s", argv[5]);
+        snprintf(k.bsec, sizeof k.bsec, "%s", argv[6]);
+        snprintf(k.apub, sizeof k.apub, "%s", argv[7]);
+        kp = &k;
+    } else if (argc != 3) {
+        return usage();
+    }
+    if (strcmp(argv[2], "actorc") == 0)
+        return actorc_serve(kp);
+    if (strcmp(argv[2], "zmq") == 0)
+        return zmq_serve(kp);
+    return usage();
+}
+
+int main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    if (argc > 1 && strcmp(argv[1], "serve") == 0)
+        return serve_main(argc, argv);
+    const char *what = argc > 1 ? argv[1] : "all";
+    bool plain = strcmp(what, "all") == 0 || strcmp(what, "plain") == 0;
+    bool curve = strcmp(what, "all") == 0 || strcmp(what, "curve") == 0;
+    if (argc == 3) {
+        run_asks = strcmp(argv[2], "ask") == 0;
+        run_tells = strcmp(argv[2], "tell") == 0;
+    }
+    if ((!plain && !curve) || argc > 3 || (!run_asks && !run_tells))
+        return usage();
+    signal(SIGINT, on_fatal_signal);
+    signal(SIGTERM, on_fatal_signal);
+    signal(SIGALRM, on_fatal_signal);
+    alarm(RUN_MAX_S);
+    atexit(kill_children);
+    if (plain)
+        run_mode("", NULL);
+    if (curve) {
+        keys k;
+        keys_make(&k);
+        run_mode("_curve", &k);
+    }
+    return 0;
+}
