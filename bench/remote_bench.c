@@ -92,7 +92,7 @@ enum { TELL_N = 100000, TELL_WARM = 1, TELL_ITERS = 5 };
 static _Noreturn void rb_die(const char *fmt, ...) AC_PRINTF(1, 2);
 
 /* The second processes, ended on every way out of this one. */
-#define MAX_CHILDREN 2
+#define MAX_CHILDREN 4
 static volatile pid_t children[MAX_CHILDREN];
 
 static void remember_child(pid_t pid)
@@ -950,9 +950,155 @@ static void run_mode(const char *suffix, const keys *k)
     free(r);
 }
 
+/* ------------------------------------------------------- remote_scatter --- */
+/* A scatter of 3 over replicas in 3 other processes (a group
+ * scatter/gather router over their remote refs), each request taking a
+ * replica 1 ms (98%) or 100 ms (2%), drawn from (replica, request) by a
+ * hash both sides compute, so the ideal — the smallest of the 3 drawn
+ * delays — is known here. The same scatter over 3 local replicas with the
+ * same draws is measured in the same run: p99_overhead_pct compares the
+ * remote scatter's p99 with the ideal's, p99_vs_local_pct with the local
+ * scatter's (what the wire adds). Sequential asks from outside. */
+
+enum { SC_WARM = 200, SC_N = 3000, SC_FAST_MS = 1, SC_SLOW_MS = 100, SC_SLOW_PER_10K = 200 };
+
+static int64_t sc_delay_ms(int replica, int64_t req)
+{
+    uint64_t x = (uint64_t)req * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(replica + 1) << 56);
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    return x % 10000 < SC_SLOW_PER_10K ? SC_SLOW_MS : SC_FAST_MS;
+}
+
+static const ac_msg_type sc_fire_type = {.name = "bench.ScatterFire"}; /* local only */
+
+static void sc_replica_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    int replica = (int)(intptr_t)ac_ctx_user_data(ctx);
+    if (ac_msg_is(msg, &sc_fire_type)) {
+        int64_t req;
+        memcpy(&req, ac_msg_data(msg), sizeof req);
+        ac_reply(ctx, ac_msg_int64_new(req));
+        return;
+    }
+    int64_t req;
+    if (ac_msg_int64_get(msg, &req) != AC_OK)
+        return;
+    ac_msg *fire = ac_msg_new(&sc_fire_type, sizeof req);
+    memcpy(ac_msg_payload(fire), &req, sizeof req);
+    /* The reply target travels as the scheduled message's sender. */
+    ac_cancellable *c = ac_schedule_once(ac_self(ctx), sc_delay_ms(replica, req), fire, ac_sender(ctx));
+    if (!c)
+        rb_die_ac("ac_schedule_once");
+    ac_cancellable_release(c);
+}
+static const ac_actor_def sc_replica_def = {.name = "ScatterReplica", .receive = sc_replica_receive};
+
+static int replica_serve(int replica)
+{
+    char name[32];
+    snprintf(name, sizeof name, "replica%d", replica);
+    ac_system *sys = system_new(name);
+    ac_node_curve curve;
+    const char *allowed;
+    ac_node *node = node_new(sys, NULL, false, &curve, &allowed);
+    if (!ac_spawn(sys, ac_props_new(&sc_replica_def, (void *)(intptr_t)replica), "replica"))
+        rb_die_ac("ac_spawn");
+    printf("READY %s\n", ac_node_address(node));
+    fflush(stdout);
+    int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
+    while (!serve_should_end(deadline))
+        sleep_ms(50);
+    ac_system_terminate(sys);
+    return 0;
+}
+
+/* p99 (us) of SC_N sequential scatters through `router`. */
+static double sc_measure(ac_ref *router, const char *wl)
+{
+    int64_t *lat = calloc(SC_N, sizeof *lat);
+    if (!lat)
+        rb_die("out of memory");
+    for (int64_t i = 0; i < SC_WARM + SC_N; i++) {
+        ac_answer a = {0};
+        int64_t t0 = now_ns();
+        ac_status st = ac_ask_wait(router, ac_msg_int64_new(i), 10000, &a);
+        int64_t el = now_ns() - t0;
+        int64_t r;
+        if (st != AC_OK || ac_msg_int64_get(a.reply, &r) != AC_OK || r != i)
+            rb_fail("%s: scatter %" PRId64 " failed: %s %s", wl, i, ac_status_name(st),
+                    a.error ? ac_error_message(a.error) : "");
+        ac_answer_release(&a);
+        if (i >= SC_WARM)
+            lat[i - SC_WARM] = el;
+    }
+    double p99 = (double)pct(lat, SC_N, 99) / 1e3;
+    free(lat);
+    return p99;
+}
+
+static void scatter_phase(void)
+{
+    server rep[3];
+    for (int k = 0; k < 3; k++) {
+        char what[16];
+        snprintf(what, sizeof what, "replica%d", k);
+        server_start(&rep[k], what, NULL);
+    }
+    ac_system *sys = system_new("bench_a");
+    ac_node_curve curve;
+    const char *allowed;
+    ac_node *node = node_new(sys, NULL, true, &curve, &allowed);
+    ac_ref *remote[3], *local[3];
+    for (int k = 0; k < 3; k++) {
+        char path[320];
+        snprintf(path, sizeof path, "actorc://replica%d@%s/user/replica", k, rep[k].address);
+        if (!(remote[k] = ac_node_resolve(node, path)))
+            rb_die_ac("ac_node_resolve");
+        char name[16];
+        snprintf(name, sizeof name, "local%d", k);
+        if (!(local[k] = ac_spawn(sys, ac_props_new(&sc_replica_def, (void *)(intptr_t)k), name)))
+            rb_die_ac("ac_spawn");
+    }
+    ac_scatter_gather_options o = {.timeout_ms = 5000};
+    ac_ref *rsg = ac_spawn(sys, ac_router_group_scatter_gather_first_completed(remote, 3, &o), "rsg");
+    ac_ref *lsg = ac_spawn(sys, ac_router_group_scatter_gather_first_completed(local, 3, &o), "lsg");
+    if (!rsg || !lsg)
+        rb_die_ac("ac_spawn (router)");
+    /* Interleaved halves, so that the machine's moods fall on both. */
+    double lp = sc_measure(lsg, "remote_scatter (local)");
+    double rp = sc_measure(rsg, "remote_scatter");
+    int64_t *ideal = calloc(SC_N, sizeof *ideal);
+    for (int64_t i = 0; i < SC_N; i++) {
+        int64_t best = INT64_MAX;
+        for (int k = 0; k < 3; k++) {
+            int64_t d = sc_delay_ms(k, i + SC_WARM);
+            best = d < best ? d : best;
+        }
+        ideal[i] = best * 1000;
+    }
+    double ip = (double)pct(ideal, SC_N, 99);
+    free(ideal);
+    result("remote_scatter", "p99", rp, "us");
+    result("remote_scatter", "local_p99", lp, "us");
+    result("remote_scatter", "ideal_p99", ip, "us");
+    result("remote_scatter", "p99_overhead_pct", (rp - ip) / ip * 100.0, "%");
+    result("remote_scatter", "p99_vs_local_pct", (rp - lp) / lp * 100.0, "%");
+    for (int k = 0; k < 3; k++) {
+        ac_ref_release(remote[k]);
+        ac_ref_release(local[k]);
+    }
+    ac_ref_release(rsg);
+    ac_ref_release(lsg);
+    ac_system_terminate(sys);
+    for (int k = 0; k < 3; k++)
+        server_end(&rep[k]);
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: actorc-bench-remote [all|plain|curve [ask|tell]]\n");
+    fprintf(stderr, "usage: actorc-bench-remote [all|plain|curve [ask|tell]] | scatter\n");
     return 64;
 }
 
@@ -974,6 +1120,8 @@ static int serve_main(int argc, char **argv)
         return actorc_serve(kp);
     if (strcmp(argv[2], "zmq") == 0)
         return zmq_serve(kp);
+    if (strncmp(argv[2], "replica", 7) == 0 && argv[2][7] >= '0' && argv[2][7] <= '2' && !argv[2][8])
+        return replica_serve(argv[2][7] - '0');
     return usage();
 }
 
@@ -983,6 +1131,15 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "serve") == 0)
         return serve_main(argc, argv);
     const char *what = argc > 1 ? argv[1] : "all";
+    if (strcmp(what, "scatter") == 0 && argc == 2) {
+        signal(SIGINT, on_fatal_signal);
+        signal(SIGTERM, on_fatal_signal);
+        signal(SIGALRM, on_fatal_signal);
+        alarm(RUN_MAX_S);
+        atexit(kill_children);
+        scatter_phase();
+        return 0;
+    }
     bool plain = strcmp(what, "all") == 0 || strcmp(what, "plain") == 0;
     bool curve = strcmp(what, "all") == 0 || strcmp(what, "curve") == 0;
     if (argc == 3) {
@@ -1003,5 +1160,7 @@ int main(int argc, char **argv)
         keys_make(&k);
         run_mode("_curve", &k);
     }
+    if (strcmp(what, "all") == 0 && run_asks && run_tells)
+        scatter_phase();
     return 0;
 }
