@@ -193,6 +193,8 @@ ac_status ac__ext_deliver_path(ac_system *sys, const char *path, size_t len, ac_
     return st;
 }
 
+bool ac__ext_ref_is_dead(const ac_ref *ref) { return ac__ref_is_dead(ref); }
+
 /* ---- dead letters ----------------------------------------------------- */
 
 void ac__ext_dead_letter(ac_system *sys, ac_msg *msg, ac_ref *sender, ac_ref *recipient,

@@ -46,6 +46,9 @@ AC__SPI ac_status ac__ext_deliver_path(ac_system *sys, const char *path, size_t 
  * are reached with ac__ext_deliver_path). Any thread. */
 AC__SPI ac_ref *ac__ext_lookup_top(ac_system *sys, const char *path, size_t len);
 
+/* Has the local actor `ref` stopped (false for other refs)? Any thread. */
+AC__SPI bool ac__ext_ref_is_dead(const ac_ref *ref);
+
 /* Count, log and publish an undeliverable message (consumed) from
  * `sender` (borrowed) to `recipient` (borrowed, may be NULL), telling a
  * sender that waits for an answer `why` (NULL: the recipient stopped). */

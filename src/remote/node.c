@@ -441,6 +441,7 @@ static void close_dealer(ac__peer *p)
 }
 
 static void backlog_flush(ac_node *node, ac__peer *p);
+static void forget_last(ac_node *node, const ac__peer *peer);
 
 /* Lose `peer` for good (transport thread). */
 static void peer_down(ac_node *node, ac__peer *peer, const char *why)
@@ -462,6 +463,7 @@ static void peer_down(ac_node *node, ac__peer *peer, const char *why)
     pthread_mutex_unlock(&node->lock);
     close_dealer(peer);
     backlog_flush(node, peer); /* DOWN: drops them */
+    forget_last(node, peer);
     COUNT(node, node_down, c_nodes_down, 1);
     /* A leave, ours or theirs, is news; anything else a warning. */
     bool graceful = strcmp(why, "this node stopped") == 0 || strcmp(why, "it left") == 0;
@@ -661,11 +663,89 @@ static ac_ref *sender_ref(ac_node *node, ac__peer *from, const ac__wire_env *env
     }
 }
 
+/* ---- the transport's memory of the last frame --------------------------- */
+
+static bool span_eq(ac__wire_span s, const char *text, size_t len)
+{
+    return s.len == len && memcmp(s.ptr, text, len) == 0;
+}
+
+static const ac_msg_type *type_cached(ac_node *node, ac__wire_span name)
+{
+    const ac_msg_type *t = node->last.type;
+    if (t && span_eq(name, t->name, strlen(t->name)))
+        return t;
+    t = type_named(node, name.ptr, name.len);
+    if (t)
+        node->last.type = t; /* types are never unregistered */
+    return t;
+}
+
+/* A local sender (an actor on `from`), retained: the last one again, or
+ * looked up and remembered. */
+static ac_ref *sender_cached(ac_node *node, ac__peer *from, ac__wire_span path)
+{
+    if (node->last.sender && node->last.sender_peer == from &&
+        span_eq(path, node->last.sender_path, node->last.sender_len))
+        return ac_ref_retain(node->last.sender);
+    ac__rref *r = ac__rref_get(node, from, (const char *)path.ptr, path.len);
+    if (r && path.len < sizeof node->last.sender_path) {
+        ac_ref_release(node->last.sender);
+        node->last.sender = ac_ref_retain(&r->ref);
+        node->last.sender_peer = from;
+        memcpy(node->last.sender_path, path.ptr, path.len);
+        node->last.sender_len = path.len;
+    }
+    return r ? &r->ref : NULL;
+}
+
+/* Deliver to the local actor at path: the last top-level target again
+ * while it lives, else by path (remembering a top-level one). */
+static void deliver_cached(ac_node *node, ac__wire_span path, ac_msg *msg, ac_ref *sender)
+{
+    if (node->last.target && span_eq(path, node->last.target_path, node->last.target_len) &&
+        !ac__ext_ref_is_dead(node->last.target)) {
+        ac_tell(node->last.target, msg, sender);
+        return;
+    }
+    ac_ref *top = path.len < sizeof node->last.target_path
+                      ? ac__ext_lookup_top(node->system, (const char *)path.ptr, path.len)
+                      : NULL;
+    if (top) {
+        ac_ref_release(node->last.target);
+        node->last.target = top; /* the lookup's reference */
+        memcpy(node->last.target_path, path.ptr, path.len);
+        node->last.target_len = path.len;
+        ac_tell(top, msg, sender);
+        return;
+    }
+    (void)ac__ext_deliver_path(node->system, (const char *)path.ptr, path.len, msg, sender);
+}
+
+/* Forget what the memory holds of `peer` (NULL: everything). */
+static void forget_last(ac_node *node, const ac__peer *peer)
+{
+    if (!peer || node->last.from == peer) {
+        ac__peer_release(node->last.from);
+        node->last.from = NULL;
+        node->last.id = 0;
+    }
+    if (!peer || node->last.sender_peer == peer) {
+        ac_ref_release(node->last.sender);
+        node->last.sender = NULL;
+        node->last.sender_peer = NULL;
+    }
+    if (!peer) {
+        ac_ref_release(node->last.target);
+        node->last.target = NULL;
+    }
+}
+
 /* A message frame (TELL, ASK) for a local actor. */
 static void handle_message(ac_node *node, ac__peer *from, const ac__wire_env *env)
 {
     char why[320];
-    const ac_msg_type *type = type_named(node, env->type_name.ptr, env->type_name.len);
+    const ac_msg_type *type = type_cached(node, env->type_name);
     ac_msg *msg = NULL;
     const char *err = NULL;
     if (!type) {
@@ -679,7 +759,9 @@ static void handle_message(ac_node *node, ac__peer *from, const ac__wire_env *en
         COUNT(node, decode_errors, c_decode_errors, 1);
     }
     ac_ref *sender = env->kind == AC__WIRE_ASK ? ac__rreply_new(node, from, env->corr)
-                                               : sender_ref(node, from, env);
+                     : env->sender.kind == AC__WIRE_SENDER_LOCAL
+                         ? sender_cached(node, from, env->sender.path)
+                         : sender_ref(node, from, env);
     if (!msg) {
         /* The sender's reply target hears why; a plain tell is logged. */
         if (sender && sender->ops->undeliverable)
@@ -689,8 +771,7 @@ static void handle_message(ac_node *node, ac__peer *from, const ac__wire_env *en
         ac_ref_release(sender);
         return;
     }
-    (void)ac__ext_deliver_path(node->system, (const char *)env->target_path.ptr,
-                               env->target_path.len, msg, sender);
+    deliver_cached(node, env->target_path, msg, sender);
     ac_ref_release(sender);
 }
 
@@ -949,7 +1030,21 @@ static size_t drain_in(ac_node *node, size_t budget)
         size_t len = zmq_msg_size(&body);
         atomic_fetch_add_explicit(&node->m.frames_in, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&node->m.bytes_in, len, memory_order_relaxed);
-        ac__peer *from = peer_by_routing_id(node, zmq_msg_data(&id), zmq_msg_size(&id));
+        ac__peer *from = NULL;
+        uint64_t rid = 0;
+        if (zmq_msg_size(&id) == sizeof rid)
+            memcpy(&rid, zmq_msg_data(&id), sizeof rid);
+        if (rid && node->last.from && node->last.id == rid &&
+            atomic_load_explicit(&node->last.from->state, memory_order_relaxed) == AC__PEER_UP) {
+            from = ac__peer_retain(node->last.from);
+        } else {
+            from = peer_by_routing_id(node, zmq_msg_data(&id), zmq_msg_size(&id));
+            if (from && rid) {
+                ac__peer_release(node->last.from);
+                node->last.from = ac__peer_retain(from);
+                node->last.id = rid;
+            }
+        }
         if (from) {
             metrics_peer(node, from);
             ac_counter_inc(from->m_frames_in);
@@ -1187,6 +1282,7 @@ static void *transport_main(void *arg)
         ac__peer_release(o->peer);
         free(o);
     }
+    forget_last(node, NULL);
     return NULL;
 }
 

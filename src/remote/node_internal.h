@@ -131,6 +131,23 @@ struct ac_node {
     const ac_msg_type **types;
     size_t type_count, type_cap;
 
+    /* The transport thread's memory of the last frame it took, so that a
+     * stream from one peer, of one type, from one sender, to one actor
+     * costs no lock and no lookup per frame. Each held ref is retained;
+     * all are dropped when their peer is lost and at stop. */
+    struct {
+        uint64_t id;
+        ac__peer *from;
+        const ac_msg_type *type;
+        ac__peer *sender_peer;
+        char sender_path[256];
+        size_t sender_len;
+        ac_ref *sender;
+        char target_path[256];
+        size_t target_len;
+        ac_ref *target;
+    } last;
+
     ac__node_metrics m;
     /* Metric families, when metrics were on at start (else NULL). */
     ac_metric_family *f_frames_out, *f_bytes_out, *f_frames_in, *f_bytes_in;
