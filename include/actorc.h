@@ -21,6 +21,7 @@
 #include "actorc/ask.h"
 #include "actorc/router.h"
 #include "actorc/scatter_gather.h"
+#include "actorc/hedge.h"
 #include "actorc/metrics.h"
 #include "actorc/breaker.h"
 

@@ -1,5 +1,5 @@
 /*
- * Shared by the pool routers and scatter/gather.
+ * Shared by the pool routers, scatter/gather and the hedged router.
  */
 #ifndef AC_ROUTING_ROUTER_INTERNAL_H
 #define AC_ROUTING_ROUTER_INTERNAL_H
@@ -35,6 +35,8 @@ typedef struct ac__router_kind {
     /* When spawned, on the spawner's thread (ac__props_on_spawn); optional. */
     void (*on_spawn)(ac_system *system, ac__router_cfg *cfg);
     bool count_mailbox;
+    /* Answers a message itself when no routees are left (not a dead letter). */
+    bool answers_empty;
 } ac__router_kind;
 
 struct ac__router_cfg {
@@ -45,6 +47,7 @@ struct ac__router_cfg {
     ac_routing_fn fn;
     void *fn_user;
     ac_breaker_options *breaker; /* per-routee breakers (a copy), or NULL */
+    bool skip_cancelled; /* routees drop requests nobody waits for (hedge.h) */
     void *extra; /* kind-specific; freed with extra_free */
     void (*extra_free)(void *);
 };
@@ -68,6 +71,5 @@ void ac__router_answer_routees(ac_ctx *ctx, ac_ref *const *routees, size_t n);
 ac_status ac__router_copy_breaker(ac__router_cfg *cfg, const ac_routee_options *routee_opts,
                                   const char *fn);
 
-extern const ac__router_kind ac__scatter_gather_kind;
 
 #endif
