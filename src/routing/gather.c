@@ -370,8 +370,9 @@ static void slot_done(ac__gather_slot *s)
 static void mark_failing(ac__gather_slot *s, unsigned char failing)
 {
     ac__gather_shared *sh = s->g->shared;
-    if (sh->failing && s->routee_index)
-        atomic_store_explicit(&sh->failing[s->routee_index], failing, memory_order_relaxed);
+    uint32_t k = sh->failing ? ac__gather_routee_index(s->routee, sh->pool_size) : 0;
+    if (k)
+        atomic_store_explicit(&sh->failing[k], failing, memory_order_relaxed);
 }
 
 static void record_failure(ac__gather_slot *s, ac_error *err, ac__slot_outcome outcome)
@@ -590,7 +591,6 @@ static void slot_init(ac__gather *g, uint32_t i, ac_ref *routee, ac_breaker *bre
     s->sent_ns = 0;
     atomic_init(&s->claimed, 0);
     atomic_init(&s->outcome, AC__SLOT_OPEN);
-    s->routee_index = ac__gather_routee_index(routee, g->shared->pool_size);
     s->won = false;
 }
 

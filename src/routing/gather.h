@@ -156,7 +156,6 @@ typedef struct ac__gather_slot {
     uint64_t sent_ns;    /* hedged: when the request went out */
     atomic_int claimed;
     atomic_int outcome;  /* ac__slot_outcome, published with release */
-    uint32_t routee_index; /* 1..pool size, from its name; 0: unknown */
     bool won;            /* written by the settler, read at the end */
 } ac__gather_slot;
 

@@ -285,7 +285,8 @@ void ac__gather_count_slots(const ac__gather *g)
     for (uint32_t i = 0; i < g->n; i++) {
         const ac__gather_slot *s = &g->slots[i];
         int outcome = routee_outcome_of(s);
-        if (outcome >= 0 && s->routee_index > 0 && (int)s->routee_index <= e->pool_size)
-            ac_counter_inc(routee_counter(e, s->routee_index, outcome));
+        uint32_t k = outcome >= 0 ? ac__gather_routee_index(s->routee, e->pool_size) : 0;
+        if (k)
+            ac_counter_inc(routee_counter(e, k, outcome));
     }
 }

@@ -199,6 +199,27 @@ uint64_t hg_outcome(hg_data *d, const char *router, int k, const char *outcome)
     return hg_counter(d, "router_routee_outcomes_total", labels, 3);
 }
 
+static uint64_t outcomes_of(hg_data *d, const char *router, int size)
+{
+    static const char *const names[] = {"win", "loss", "error", "timeout"};
+    uint64_t n = 0;
+    for (int k = 1; k <= size; k++)
+        for (int o = 0; o < 4; o++)
+            n += hg_outcome(d, router, k, names[o]);
+    return n;
+}
+
+void hg_wait_outcomes(hg_data *d, const char *router, int size, uint64_t total)
+{
+    for (double end = ts_now() + TS_WAIT_S; outcomes_of(d, router, size) < total;) {
+        if (ts_now() > end)
+            fail_msg("%s: %llu outcomes counted, expected %llu", router,
+                     (unsigned long long)outcomes_of(d, router, size),
+                     (unsigned long long)total);
+        ts_sleep_ms(1);
+    }
+}
+
 ac_status hg_wait(ac_future *f, ac_answer *a)
 {
     assert_non_null(f);

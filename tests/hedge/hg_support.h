@@ -93,6 +93,10 @@ void hg_advance(hg_data *d, int64_t ms);
 /* Counter values by name and labels (0 when absent). */
 uint64_t hg_counter(hg_data *d, const char *name, const char *const *labels, size_t n);
 uint64_t hg_outcome(hg_data *d, const char *router, int k, const char *outcome);
+/* Wait until routees 1..size of `router` have `total` outcomes counted: a
+ * request's are counted once the last envelope naming it has gone, which
+ * may be at the end of a routee's turn, after what the test waited for. */
+void hg_wait_outcomes(hg_data *d, const char *router, int size, uint64_t total);
 
 /* Checks on the test thread. */
 void hg_assert_reply(ac_status st, const ac_answer *a, hg_data *d, int k, const char *key);

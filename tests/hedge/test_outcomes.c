@@ -80,6 +80,7 @@ static void test_hedged_outcomes_add_up(void **state)
     answered_by(d, f, 2, "d");
     hg_advance(d, 15); /* routee-1's late reply */
 
+    hg_wait_outcomes(d, "hedged", 3, 7);
     expect(d, "hedged", 1, 2, 1, 0, 0);
     expect(d, "hedged", 2, 1, 0, 0, 1);
     expect(d, "hedged", 3, 1, 0, 1, 0);
@@ -114,6 +115,7 @@ static void test_scatter_outcomes_beside_the_spec_families(void **state)
         answered_by(d, f, 1, "k");
         hg_advance(d, 99);
     }
+    hg_wait_outcomes(d, "scatter-gather", 3, 15);
     expect(d, "scatter-gather", 1, 5, 0, 0, 0);
     expect(d, "scatter-gather", 2, 0, 0, 5, 0);
     expect(d, "scatter-gather", 3, 0, 0, 0, 5);
