@@ -17,13 +17,14 @@
  *     (a scatter is sealed from the start; a hedged gather when its last
  *     attempt goes out, when its budget refuses a hedge, at the deadline,
  *     or when it is settled). Slots never sent are let go at the seal.
- *   - A success takes the next place in `succeeded`, which is arrival
- *     order. With a quorum of 1, the first success CAS-settles the gather
- *     and is told to the caller with the winning routee as sender. With a
- *     quorum of K, the first K store their reply; the one that completes
- *     the K-th store (`stored`, acq_rel, so it sees the others) settles
- *     and tells the caller one Quorum message, sent by the router. Later
- *     successes vanish silently.
+ *   - With a quorum of 1, the first success CAS-settles the gather and is
+ *     told to the caller with the winning routee as sender. With a quorum
+ *     of K, a success takes the next place in `succeeded`, which is
+ *     arrival order; the first K store their reply, and the one that
+ *     completes the K-th store (`stored`, acq_rel, so it sees the others)
+ *     settles and tells the caller one Quorum message, sent by the
+ *     router. Later successes vanish silently (a loser of a settled
+ *     gather learns it from one load, without the lock).
  *   - A failure publishes its slot's error (release on `outcome`) and
  *     counts in `failed`; whoever sees failed + quorum above what can
  *     still be sent (seq_cst on `failed` and `launched`, so that a failure
@@ -194,8 +195,12 @@ static void finish(ac__gather *g)
 
 uint32_t ac__gather_seal(ac__gather *g)
 {
-    /* seq_cst: pairs with slot_done's increment and check_failure's loads
-     * (see the top of the file). */
+    /* A scatter is sealed from the start: no write for it. seq_cst: pairs
+     * with slot_done's increment and check_failure's loads (see the top of
+     * the file). */
+    uint32_t w = atomic_load_explicit(&g->launched, memory_order_seq_cst);
+    if (w & AC__GATHER_SEALED)
+        return ac__gather_count(w);
     uint32_t old = atomic_fetch_or_explicit(&g->launched, AC__GATHER_SEALED, memory_order_seq_cst);
     uint32_t count = ac__gather_count(old);
     if (old & AC__GATHER_SEALED)
@@ -213,6 +218,8 @@ uint32_t ac__gather_seal(ac__gather *g)
 static bool settle(ac__gather *g)
 {
     ac__gather_shared *sh = g->shared;
+    if (ac__gather_settled(g))
+        return false; /* a loser need not take the lock to learn it */
     pthread_mutex_lock(&sh->lock);
     int expected = 0;
     /* acq_rel: pairs with the other settlers' CAS; one wins. */
@@ -462,14 +469,17 @@ static void slot_succeeded(ac__gather_slot *s, ac_msg *reply, ac_ref *sender)
     ac__gather *g = s->g;
     if (g->shared->hedged)
         note_success(s);
+    atomic_store_explicit(&s->outcome, AC__SLOT_OK, memory_order_release);
+    if (g->quorum == 1) {
+        win_first(s, reply, sender); /* the settle's CAS picks the winner */
+        slot_done(s);
+        return;
+    }
     /* acq_rel: this counter's order is the order of arrival. */
     uint32_t pos = atomic_fetch_add_explicit(&g->succeeded, 1, memory_order_acq_rel);
-    atomic_store_explicit(&s->outcome, AC__SLOT_OK, memory_order_release);
     if (pos >= g->quorum) {
         ac_msg_release(reply); /* a loser: silently */
         ac_ref_release(sender);
-    } else if (g->quorum == 1) {
-        win_first(s, reply, sender);
     } else {
         keep_success(s, pos, reply, sender);
     }

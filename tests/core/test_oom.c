@@ -84,6 +84,10 @@ static void test_constructors_fail_cleanly(void **state)
     assert_enomem();
 
     ac__alloc_fail_after(1);
+    assert_null(ac_router_hedged(3, &echo_def, NULL, NULL));
+    assert_enomem();
+
+    ac__alloc_fail_after(1);
     assert_null(ac_metrics_counter(sys, "oom_total", NULL));
     assert_enomem();
 
@@ -213,8 +217,9 @@ static void spawn_and_ask(ac_system *sys, ac_props *props, const char *factory, 
     ac_ref_release(r);
 }
 
-/* Create a system with metrics, spawn an actor, a pool router and a
- * scatter/gather router, ask each, terminate; each step may fail cleanly. */
+/* Create a system with metrics, spawn an actor, a pool router, a
+ * scatter/gather router and a hedged one, ask each, terminate; each step
+ * may fail cleanly. */
 static void scenario(void)
 {
     ac_system_options o = {.workers = 1, .log_level = AC_LOG_OFF, .metrics = true};
@@ -228,6 +233,10 @@ static void scenario(void)
                   "pool");
     spawn_and_ask(sys, ac_router_scatter_gather_first_completed(2, &echo_def, NULL, NULL),
                   "ac_router_scatter_gather_first_completed", "scatter");
+    static const ac_hedge_budget budget = {.ratio = 0.5};
+    ac_hedged_options hedged = {.delay_kind = AC_HEDGE_DELAY_ADAPTIVE, .budget = &budget};
+    spawn_and_ask(sys, ac_router_hedged(2, &echo_def, &hedged, NULL), "ac_router_hedged",
+                  "hedged");
     if (!ac_metrics_counter(sys, "sweep_total", NULL))
         must_explain("ac_metrics_counter");
     ac_status st = ac_system_terminate(sys);
