@@ -353,6 +353,105 @@ static void write_png(const char *svg)
     free(cmd);
 }
 
+/* The system, serving its metrics when asked to; NULL when it cannot run. */
+static ac_system *start_system(const options *o)
+{
+    ac_system_options so = {.log_level = AC_LOG_WARN};
+    ac_system *sys = ac_system_create("hedge", &so);
+    if (!sys) {
+        fprintf(stderr, "actorc-hedge: %s\n", ac_last_error());
+        return NULL;
+    }
+    if (o->metrics_port < 0)
+        return sys;
+    ac_metrics_http_options mo = {.port = o->metrics_port};
+    if (ac_metrics_serve(sys, &mo) != AC_OK) {
+        fprintf(stderr, "actorc-hedge: cannot serve metrics: %s\n", ac_last_error());
+        ac_system_terminate(sys);
+        return NULL;
+    }
+    printf("serving metrics on http://127.0.0.1:%d/metrics\n", ac_metrics_http_port(sys));
+    fflush(stdout);
+    return sys;
+}
+
+typedef struct plan {
+    const char *name;
+    ac_props *props;
+    int64_t ask_timeout;
+} plan;
+
+/* Every strategy, with routee options `r`; a pass with breakers has names
+ * ending in "+cb". The hedged routers' names are kept in `names`. */
+static void make_plans(const options *o, const ac_routee_options *r, bool cb,
+                       char names[2][32], plan out[PLANS])
+{
+    ac_scatter_gather_options sg = {.timeout_ms = o->timeout_ms};
+    /* The fixed delay, and the adaptive one that starts from it. */
+    ac_hedged_options fixed = {.timeout_ms = o->timeout_ms, .delay_us = o->hedge_delay_us};
+    ac_hedged_options adaptive = {.timeout_ms = o->timeout_ms,
+                                  .delay_kind = AC_HEDGE_DELAY_ADAPTIVE,
+                                  .delay_us = o->hedge_delay_us,
+                                  .percentile = o->hedge_percentile};
+    snprintf(names[0], 32, "hedged-%gms%s", (double)o->hedge_delay_us / 1000, cb ? "+cb" : "");
+    snprintf(names[1], 32, "hedged-p%g%s", o->hedge_percentile, cb ? "+cb" : "");
+    int n = o->replicas;
+    /* A gathering router's caller waits longer than the router, so that a
+     * failed request reports its AggregateError rather than the caller's
+     * own timeout. */
+    int64_t t = o->timeout_ms, gather_t = o->timeout_ms + 500;
+    plan plans[PLANS] = {
+        {cb ? "round-robin+cb" : "round-robin", ac_router_round_robin(n, &hedge_replica, r), t},
+        {cb ? "random+cb" : "random", ac_router_random(n, &hedge_replica, r), t},
+        {cb ? "smallest-mailbox+cb" : "smallest-mailbox",
+         ac_router_smallest_mailbox(n, &hedge_replica, r), t},
+        {cb ? "scatter-gather+cb" : "scatter-gather",
+         ac_router_scatter_gather_first_completed(n, &hedge_replica, &sg, r), gather_t},
+        {names[0], ac_router_hedged(n, &hedge_replica, &fixed, r), gather_t},
+        {names[1], ac_router_hedged(n, &hedge_replica, &adaptive, r), gather_t},
+    };
+    memcpy(out, plans, sizeof plans);
+}
+
+/* Run every strategy once, after `runs[*n]`; returns how many were planned. */
+static size_t run_pass(ac_system *sys, replica_model *m, const options *o, bool breakers,
+                       run_result *runs, size_t *n)
+{
+    static char names[2][2][32];
+    /* A call slower than the request's deadline is a failure of its
+     * replica; the jitter keeps the pools' probes apart. */
+    ac_breaker_options bo = {.max_failures = 5, .call_timeout_ms = o->timeout_ms,
+                             .reset_timeout_ms = 1000, .max_reset_timeout_ms = 10000,
+                             .random_factor = 0.2, .seed = m->seed};
+    ac_routee_options ro = {.user_data = m, .breaker = breakers ? &bo : NULL};
+    plan plans[PLANS];
+    make_plans(o, &ro, breakers, names[breakers], plans);
+    for (size_t i = 0; i < PLANS; i++) {
+        if (!plans[i].props)
+            fprintf(stderr, "actorc-hedge: cannot make %s: %s\n", plans[i].name,
+                    ac_last_error());
+        else if (run_strategy(sys, m, o, plans[i].name, plans[i].props, plans[i].ask_timeout,
+                              &runs[*n]) == 0)
+            (*n)++;
+    }
+    return PLANS;
+}
+
+static void report(const options *o, run_result *runs, size_t n, const char *subtitle)
+{
+    printf("\n");
+    report_table(stdout, runs, n);
+    report_price(stdout, runs, n);
+    printf("\n");
+    report_histogram(stdout, runs, n);
+    if (report_svg(o->svg, runs, n, subtitle) == 0) {
+        printf("\nlatency CDF written to %s\n", o->svg);
+        write_png(o->svg);
+    } else {
+        fprintf(stderr, "actorc-hedge: could not write %s: %s\n", o->svg, strerror(errno));
+    }
+}
+
 int main(int argc, char **argv)
 {
     options o = {.requests = 20000, .concurrency = 32, .replicas = 3, .timeout_ms = 1000,
@@ -363,23 +462,9 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o, &m);
     if (rc)
         return rc;
-
-    ac_system_options so = {.log_level = AC_LOG_WARN};
-    ac_system *sys = ac_system_create("hedge", &so);
-    if (!sys) {
-        fprintf(stderr, "actorc-hedge: %s\n", ac_last_error());
+    ac_system *sys = start_system(&o);
+    if (!sys)
         return 1;
-    }
-    if (o.metrics_port >= 0) {
-        ac_metrics_http_options mo = {.port = o.metrics_port};
-        if (ac_metrics_serve(sys, &mo) != AC_OK) {
-            fprintf(stderr, "actorc-hedge: cannot serve metrics: %s\n", ac_last_error());
-            ac_system_terminate(sys);
-            return 1;
-        }
-        printf("serving metrics on http://127.0.0.1:%d/metrics\n", ac_metrics_http_port(sys));
-        fflush(stdout);
-    }
     char subtitle[256];
     snprintf(subtitle, sizeof subtitle,
              "%d replicas; latency log-normal (median %.3g ms, sigma %.2g) + %.3g%% stalls of "
@@ -387,74 +472,11 @@ int main(int argc, char **argv)
              o.replicas, m.median_ms, m.sigma, m.tail_pct, m.tail_ms, m.error_pct,
              m.dead_replica ? "; one dead replica" : "", o.requests, o.concurrency);
     printf("actorc-hedge: %s\n\n", subtitle);
-
-    ac_routee_options ro = {.user_data = &m};
-    ac_scatter_gather_options sg = {.timeout_ms = o.timeout_ms};
-    /* The fixed delay, and the adaptive one that starts from it. */
-    ac_hedged_options fixed = {.timeout_ms = o.timeout_ms, .delay_us = o.hedge_delay_us};
-    ac_hedged_options adaptive = {.timeout_ms = o.timeout_ms,
-                                  .delay_kind = AC_HEDGE_DELAY_ADAPTIVE,
-                                  .delay_us = o.hedge_delay_us,
-                                  .percentile = o.hedge_percentile};
-    /* A call slower than the request's deadline is a failure of its
-     * replica; the jitter keeps the pools' probes apart. */
-    ac_breaker_options bo = {.max_failures = 5, .call_timeout_ms = o.timeout_ms,
-                             .reset_timeout_ms = 1000, .max_reset_timeout_ms = 10000,
-                             .random_factor = 0.2, .seed = m.seed};
-    ac_routee_options ro_cb = {.user_data = &m, .breaker = &bo};
-    char names[2][2][32];
     run_result runs[2 * PLANS];
-    size_t n = 0, planned = 0;
-    for (int pass = 0; pass < (o.breakers ? 2 : 1); pass++) {
-        const ac_routee_options *r = pass ? &ro_cb : &ro;
-        const char *cb = pass ? "+cb" : "";
-        snprintf(names[pass][0], sizeof names[pass][0], "hedged-%gms%s",
-                 (double)o.hedge_delay_us / 1000, cb);
-        snprintf(names[pass][1], sizeof names[pass][1], "hedged-p%g%s", o.hedge_percentile, cb);
-        struct {
-            const char *name;
-            ac_props *props;
-            int64_t ask_timeout;
-        } plan[PLANS] = {
-            {pass ? "round-robin+cb" : "round-robin",
-             ac_router_round_robin(o.replicas, &hedge_replica, r), o.timeout_ms},
-            {pass ? "random+cb" : "random", ac_router_random(o.replicas, &hedge_replica, r),
-             o.timeout_ms},
-            {pass ? "smallest-mailbox+cb" : "smallest-mailbox",
-             ac_router_smallest_mailbox(o.replicas, &hedge_replica, r), o.timeout_ms},
-            /* The caller's budget stays above the router's, so that a failed
-             * scatter reports its AggregateError rather than the caller's own
-             * timeout. */
-            {pass ? "scatter-gather+cb" : "scatter-gather",
-             ac_router_scatter_gather_first_completed(o.replicas, &hedge_replica, &sg, r),
-             o.timeout_ms + 500},
-            {names[pass][0], ac_router_hedged(o.replicas, &hedge_replica, &fixed, r),
-             o.timeout_ms + 500},
-            {names[pass][1], ac_router_hedged(o.replicas, &hedge_replica, &adaptive, r),
-             o.timeout_ms + 500},
-        };
-        for (size_t i = 0; i < PLANS; i++, planned++) {
-            if (!plan[i].props) {
-                fprintf(stderr, "actorc-hedge: cannot make %s: %s\n", plan[i].name,
-                        ac_last_error());
-                continue;
-            }
-            if (run_strategy(sys, &m, &o, plan[i].name, plan[i].props, plan[i].ask_timeout,
-                             &runs[n]) == 0)
-                n++;
-        }
-    }
-    printf("\n");
-    report_table(stdout, runs, n);
-    report_price(stdout, runs, n);
-    printf("\n");
-    report_histogram(stdout, runs, n);
-    if (report_svg(o.svg, runs, n, subtitle) == 0) {
-        printf("\nlatency CDF written to %s\n", o.svg);
-        write_png(o.svg);
-    } else {
-        fprintf(stderr, "actorc-hedge: could not write %s: %s\n", o.svg, strerror(errno));
-    }
+    size_t n = 0, planned = run_pass(sys, &m, &o, false, runs, &n);
+    if (o.breakers)
+        planned += run_pass(sys, &m, &o, true, runs, &n);
+    report(&o, runs, n, subtitle);
     for (size_t i = 0; i < n; i++)
         free(runs[i].latency_us);
     ac_system_terminate(sys);
