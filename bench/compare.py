@@ -19,8 +19,8 @@ CAF's outside `ask`.
 Scatter/gather: actorc's scatter_seq_in (an actor tells the router with
 itself as the sender) and scatter_seq_in_ask (the same caller with
 ac_ask_in) both meet CAF's in-system scatter_seq_in_R and Erlang's
-scatter_seq; scatter_par meets both peers' scatter_par. scatter_tail and
-scatter_open have no peer counterpart.
+scatter_seq; scatter_par meets both peers' scatter_par. scatter_tail,
+hedge_tail and scatter_open have no peer counterpart.
 """
 import statistics
 import sys
@@ -169,7 +169,7 @@ def main(argv):
     print("spawn_in, ask_in and scatter_seq_in rows; CAF's scatter_seq_in_R in scatter_seq_in.")
     print("Both also stand beside scatter_seq_in_ask (actorc's in-system scatter by ac_ask_in).")
     print("ask and scatter_seq (CAF's and actorc's) are asked from a blocked thread outside")
-    print("the runtime. scatter_tail and scatter_open have no peer counterpart.")
+    print("the runtime. scatter_tail, hedge_tail and scatter_open have no peer counterpart.")
     print()
     rows = build_rows(data)
     for line in table_lines(rows, markdown):

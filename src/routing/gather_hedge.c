@@ -19,9 +19,12 @@
  * lock, since the launcher re-arms it while it may be firing: a cancel
  * that fails because the timer is due leaves `hedge_rearm` for the firing
  * to act on — it then re-arms for the attempt now next, a full delay from
- * now, instead of sending it. A firing sends only the attempt it was
- * armed for, so a hedge never follows an error-triggered attempt early.
- * The armed timer holds a reference to the gather; sealing cancels it.
+ * now, instead of sending it. A firing sends the next attempt only when
+ * none has gone out since it was armed, so a hedge does not follow an
+ * error-triggered attempt at once (a failure that lands in the same
+ * instant as the firing may still make it send one early: a request more,
+ * never a wrong answer). The armed timer holds a reference to the gather;
+ * sealing cancels it.
  *
  * The budget. Every attempt after the first takes a token; none left,
  * the gather is sealed with what it has sent (counted as budget
