@@ -154,27 +154,41 @@ ac_error *ac__gather_must_have(ac_error *err, const char *what)
 
 /* ---- gather lifetime -------------------------------------------------- */
 
-static size_t gather_size(uint32_t n, uint32_t quorum)
+/* The gather, its slots, a quorum's successes, a hedged gather's part. */
+static size_t gather_size(uint32_t n, uint32_t quorum, bool hedged)
 {
     size_t size = sizeof(ac__gather) + n * sizeof(ac__gather_slot);
-    return quorum > 1 ? size + quorum * sizeof(ac__gather_success) : size;
+    if (quorum > 1)
+        size += quorum * sizeof(ac__gather_success);
+    if (hedged)
+        size += sizeof(ac__gather_hedging) + n * sizeof(ac__gather_attempt);
+    return size;
+}
+
+static void hedge_part_free(ac__gather_hedging *h, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        ac_breaker_release(h->attempts[i].breaker);
+    ac_msg_release(h->request);
 }
 
 static void gather_free(ac__gather *g)
 {
     ac__gather_count_slots(g);
     for (uint32_t i = 0; i < g->n; i++) {
-        ac_ref_release(g->slots[i].routee);
-        ac_breaker_release(g->slots[i].breaker);
-        ac_error_release(g->slots[i].error);
+        ac__gather_slot *s = &g->slots[i];
+        ac_ref_release(s->routee);
+        if (s->error)
+            ac_error_release(s->error);
     }
     uint32_t kept = atomic_load_explicit(&g->succeeded, memory_order_relaxed);
     for (uint32_t i = 0; g->successes && i < kept && i < g->quorum; i++) {
         ac_msg_release(g->successes[i].reply);
         ac_ref_release(g->successes[i].sender);
     }
+    if (g->hedge)
+        hedge_part_free(g->hedge, g->n);
     ac_ref_release(g->caller);
-    ac_msg_release(g->request);
     ac__gather_shared_release(g->shared);
     free(g);
 }
@@ -351,7 +365,7 @@ static void answer_quorum(ac__gather *g)
         ac__oom_abort("a scatter/gather's Quorum answer");
     for (uint32_t i = 0; i < g->quorum; i++) {
         ac__gather_success *w = &g->successes[i];
-        g->slots[w->slot].won = true;
+        atomic_store_explicit(&g->slots[w->slot].outcome, AC__SLOT_WON, memory_order_relaxed);
         ac__quorum_put(m, i, w->reply, w->sender);
         w->reply = NULL;
         w->sender = NULL;
@@ -429,7 +443,7 @@ static void win_first(ac__gather_slot *s, ac_msg *reply, ac_ref *sender)
 {
     ac__gather *g = s->g;
     if (settle(g)) {
-        s->won = true;
+        atomic_store_explicit(&s->outcome, AC__SLOT_WON, memory_order_relaxed);
         ac__gather_count_outcome(g->shared, g->system, AC__GATHER_FIRST, g->start_ns);
         if (s != &g->slots[0] && g->shared->style->hedges)
             ac__gather_count_hedge_won(g->shared, g->system);
@@ -459,8 +473,9 @@ static void note_success(ac__gather_slot *s)
     ac__gather_shared *sh = s->g->shared;
     mark_failing(s, 0);
     if (sh->delay.adaptive) {
+        uint64_t sent = s->g->hedge->attempts[s - s->g->slots].sent_ns;
         uint64_t now = ac__gather_now_ns(s->g->system);
-        ac__latency_window_record(&sh->delay.window, now > s->sent_ns ? now - s->sent_ns : 0);
+        ac__latency_window_record(&sh->delay.window, now > sent ? now - sent : 0);
     }
 }
 
@@ -589,19 +604,33 @@ uint32_t ac__gather_routee_index(const ac_ref *routee, int max)
     return *end == '\0' && k >= 1 && k <= max ? (uint32_t)k : 0;
 }
 
-static void slot_init(ac__gather *g, uint32_t i, ac_ref *routee, ac_breaker *breaker)
+static void slot_init(ac__gather *g, uint32_t i, ac_ref *routee)
 {
     ac__gather_slot *s = &g->slots[i];
     ac__ref_init(&s->ref, &slot_ops.ref, g->system);
     atomic_init(&s->ref.refs, 2); /* its own hold and the router's (see the top) */
     s->g = g;
     s->routee = ac_ref_retain(routee);
-    s->breaker = breaker ? ac_breaker_retain(breaker) : NULL;
     s->error = NULL;
-    s->sent_ns = 0;
     atomic_init(&s->claimed, 0);
     atomic_init(&s->outcome, AC__SLOT_OPEN);
-    s->won = false;
+}
+
+/* A hedged gather's part, after the slots and successes. */
+static void hedge_part_init(ac__gather *g, void *at, ac_breaker *const *breakers, ac_msg *msg)
+{
+    ac__gather_hedging *h = at;
+    h->g = g;
+    memset(&h->timer, 0, sizeof h->timer);
+    h->timer.ops = &ac__gather_hedge_timer_ops;
+    h->armed = h->rearm = false;
+    h->due_for = 0;
+    atomic_init(&h->launch_requests, 0);
+    h->request = ac_msg_retain(msg);
+    for (uint32_t i = 0; i < g->n; i++)
+        h->attempts[i] = (ac__gather_attempt){
+            .breaker = breakers && breakers[i] ? ac_breaker_retain(breakers[i]) : NULL};
+    g->hedge = h;
 }
 
 static void gather_counters_init(ac__gather *g, uint32_t n)
@@ -613,38 +642,39 @@ static void gather_counters_init(ac__gather *g, uint32_t n)
     atomic_init(&g->succeeded, 0);
     atomic_init(&g->stored, 0);
     atomic_init(&g->failed, 0);
-    atomic_init(&g->launch_requests, 0);
 }
 
 ac__gather *ac__gather_new(ac__gather_shared *sh, ac_ref *const *routees,
                            ac_breaker *const *breakers, uint32_t n, ac_ref *caller, ac_msg *msg,
                            ac_system *sys)
 {
-    ac__gather *g = ac__malloc(gather_size(n, sh->quorum));
+    ac__gather *g = ac__malloc(gather_size(n, sh->quorum, sh->hedged));
     if (!g)
         return NULL;
     gather_counters_init(g, n);
     memset(&g->deadline, 0, sizeof g->deadline);
     g->deadline.ops = &deadline_ops;
-    memset(&g->hedge, 0, sizeof g->hedge);
-    g->hedge.ops = &ac__gather_hedge_timer_ops;
-    g->hedge_armed = g->hedge_rearm = false;
-    g->hedge_due_for = 0;
     atomic_fetch_add_explicit(&sh->refs, 1, memory_order_relaxed);
     g->shared = sh;
     g->prev = NULL;
     g->caller = ac_ref_retain(caller);
-    g->request = msg ? ac_msg_retain(msg) : NULL;
     g->system = sys;
     /* The clock is read only for the latency histogram. */
     g->start_ns = ac__gather_metrics_of(sh, sys) ? ac__now_ns() : 0;
     g->n = n;
     g->quorum = sh->quorum;
-    g->successes = g->quorum > 1 ? (ac__gather_success *)(void *)&g->slots[n] : NULL;
-    if (g->successes)
+    char *after = (char *)&g->slots[n];
+    g->successes = NULL;
+    if (g->quorum > 1) {
+        g->successes = (ac__gather_success *)(void *)after;
         memset(g->successes, 0, g->quorum * sizeof *g->successes);
+        after += g->quorum * sizeof *g->successes;
+    }
+    g->hedge = NULL;
+    if (sh->hedged)
+        hedge_part_init(g, after, breakers, msg);
     for (uint32_t i = 0; i < n; i++)
-        slot_init(g, i, routees[i], breakers ? breakers[i] : NULL);
+        slot_init(g, i, routees[i]);
     pthread_mutex_lock(&sh->lock);
     g->next = sh->open;
     if (sh->open)
@@ -654,7 +684,8 @@ ac__gather *ac__gather_new(ac__gather_shared *sh, ac_ref *const *routees,
     return g;
 }
 
-void ac__gather_scatter(ac__gather *g, ac_msg *msg, const ac_breaker_permit *permits)
+void ac__gather_scatter(ac__gather *g, ac_msg *msg, ac_breaker *const *breakers,
+                        const ac_breaker_permit *permits)
 {
     /* Every slot goes out now: sealed from the start. No other thread
      * knows the gather before the first request is told. */
@@ -663,8 +694,8 @@ void ac__gather_scatter(ac__gather *g, ac_msg *msg, const ac_breaker_permit *per
     ac__timer_arm(g->system->timers, &g->deadline, timeout_ms);
     for (uint32_t i = 0; i < g->n; i++) {
         ac__gather_slot *s = &g->slots[i];
-        if (permits)
-            ac_breaker_tell(s->breaker, &permits[i], s->routee, ac_msg_retain(msg), &s->ref,
+        if (breakers)
+            ac_breaker_tell(breakers[i], &permits[i], s->routee, ac_msg_retain(msg), &s->ref,
                             timeout_ms);
         else
             ac_tell(s->routee, ac_msg_retain(msg), &s->ref);

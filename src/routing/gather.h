@@ -86,17 +86,18 @@ const char *ac__gather_router_path(const ac__gather_shared *sh);
 /* ---- one gather ---- */
 
 /* A gather over `routees` (borrowed; retained) in the order they will be
- * asked, with their breakers (NULL: none; retained), answering `caller`.
- * `msg` (borrowed) is kept for requests sent later (hedged); scatter/gather
- * passes NULL. NULL when out of memory. It starts with one reference for
- * the creator, which ac__gather_scatter and ac__gather_hedge consume. In
- * the router's turn. */
+ * asked, answering `caller`. A hedged router's also keeps `msg` (borrowed)
+ * and the routees' `breakers` (NULL: none; retained) for the requests it
+ * sends later; scatter/gather passes NULL for both. NULL when out of
+ * memory. It starts with one reference for the creator, which
+ * ac__gather_scatter and ac__gather_hedge consume. In the router's turn. */
 ac__gather *ac__gather_new(ac__gather_shared *sh, ac_ref *const *routees,
                            ac_breaker *const *breakers, uint32_t n, ac_ref *caller, ac_msg *msg,
                            ac_system *sys);
 /* Arm the deadline and send every slot's request: plain tells, or
- * (permits non-NULL) each through its routee's breaker with its permit. */
-void ac__gather_scatter(ac__gather *g, ac_msg *msg, const ac_breaker_permit *permits);
+ * (breakers non-NULL) each through its routee's breaker with its permit. */
+void ac__gather_scatter(ac__gather *g, ac_msg *msg, ac_breaker *const *breakers,
+                        const ac_breaker_permit *permits);
 /* Arm the deadline and send the first request; the rest follow as the
  * hedge delay passes or attempts fail (gather_hedge.c). */
 void ac__gather_hedge(ac__gather *g);
@@ -141,7 +142,8 @@ void ac__gather_on_spawn(ac_system *system, ac__router_cfg *cfg);
 /* A slot: the reply ref one routee answers to. */
 typedef enum ac__slot_outcome {
     AC__SLOT_OPEN = 0, /* not claimed yet, or never sent */
-    AC__SLOT_OK,       /* a reply */
+    AC__SLOT_OK,       /* a reply that did not answer the caller: a loss */
+    AC__SLOT_WON,      /* a reply that did (written by the settler) */
     AC__SLOT_FAILED,   /* an error reply, a stopped routee, a breaker's refusal */
     AC__SLOT_TIMEOUT,  /* the deadline */
     AC__SLOT_CANCELLED /* dropped unhandled at its routee after the answer */
@@ -150,14 +152,28 @@ typedef enum ac__slot_outcome {
 typedef struct ac__gather_slot {
     ac_ref ref; /* first: the reply ref the routee answers to */
     ac__gather *g;
-    ac_ref *routee;      /* retained */
-    ac_breaker *breaker; /* retained; NULL: none */
-    ac_error *error;     /* written by the claimer before `outcome` */
-    uint64_t sent_ns;    /* hedged: when the request went out */
+    ac_ref *routee;  /* retained */
+    ac_error *error; /* written by the claimer before `outcome` */
     atomic_int claimed;
-    atomic_int outcome;  /* ac__slot_outcome, published with release */
-    bool won;            /* written by the settler, read at the end */
+    atomic_int outcome; /* ac__slot_outcome, published with release */
 } ac__gather_slot;
+
+/* What a hedged gather keeps beyond a scatter's, after the slots (and a
+ * quorum's successes): the hedge timer and what sending later needs. */
+typedef struct ac__gather_attempt {
+    ac_breaker *breaker; /* retained; NULL: none */
+    uint64_t sent_ns;    /* when the request went out (the system's clock) */
+} ac__gather_attempt;
+
+typedef struct ac__gather_hedging {
+    ac__gather *g;
+    ac__timer timer; /* its state is under shared->lock: */
+    bool armed, rearm;
+    uint32_t due_for;             /* the attempt it will send */
+    atomic_uint launch_requests;  /* see gather_hedge.c */
+    ac_msg *request;              /* retained */
+    ac__gather_attempt attempts[]; /* one per slot */
+} ac__gather_hedging;
 
 /* The successes of a quorum, in arrival order. */
 typedef struct ac__gather_success {
@@ -177,19 +193,15 @@ struct ac__gather {
     atomic_uint succeeded; /* successes so far; their order is arrival order */
     atomic_uint stored;    /* successes kept for a quorum */
     atomic_uint failed;    /* failures so far (not cancellations) */
-    atomic_uint launch_requests; /* hedged: see gather_hedge.c */
     ac__timer deadline;
-    ac__timer hedge; /* hedged; its state is under shared->lock: */
-    bool hedge_armed, hedge_rearm;
-    uint32_t hedge_due_for; /* the attempt it will send */
     ac__gather_shared *shared;
     ac__gather *prev, *next; /* open list, under shared->lock */
     ac_ref *caller;
-    ac_msg *request; /* retained; hedged */
     ac_system *system;
     uint64_t start_ns;    /* for the latency histogram; 0: not measured */
     uint32_t n, quorum;
     ac__gather_success *successes; /* quorum >= 2: `quorum` of them, after the slots */
+    ac__gather_hedging *hedge;       /* hedged: after the slots and successes */
     ac__gather_slot slots[];
 };
 

@@ -15,9 +15,9 @@
  *
  * The hedge timer. Armed after each attempt for the one after it, with
  * the delay of that moment (fixed, or the adaptive window's). Its state
- * (hedge_armed, hedge_rearm, hedge_due_for) is under the router's shared
- * lock, since the launcher re-arms it while it may be firing: a cancel
- * that fails because the timer is due leaves `hedge_rearm` for the firing
+ * (armed, rearm, due_for in the gather's hedge part) is under the router's
+ * shared lock, since the launcher re-arms it while it may be firing: a
+ * cancel that fails because the timer is due leaves `rearm` for the firing
  * to act on — it then re-arms for the attempt now next, a full delay from
  * now, instead of sending it. A firing sends the next attempt only when
  * none has gone out since it was armed, so a hedge does not follow an
@@ -40,15 +40,15 @@ static uint64_t hedge_delay_ns(ac__gather_shared *sh)
 
 static ac__gather *gather_of_hedge(ac__timer *t)
 {
-    return (ac__gather *)(void *)((char *)t - offsetof(ac__gather, hedge));
+    return ((ac__gather_hedging *)(void *)((char *)t - offsetof(ac__gather_hedging, timer)))->g;
 }
 
 /* Call with the shared lock held: arm for attempt `next`. */
 static void hedge_arm_locked(ac__gather *g, uint32_t next)
 {
-    g->hedge_armed = true;
-    g->hedge_due_for = next;
-    ac__timer_arm_ns(g->system->timers, &g->hedge, hedge_delay_ns(g->shared));
+    g->hedge->armed = true;
+    g->hedge->due_for = next;
+    ac__timer_arm_ns(g->system->timers, &g->hedge->timer, hedge_delay_ns(g->shared));
 }
 
 /* After attempt next - 1 went out: the hedge timer for attempt `next`. */
@@ -57,13 +57,13 @@ static void hedge_arm_next(ac__gather *g, uint32_t next)
     ac__gather_shared *sh = g->shared;
     pthread_mutex_lock(&sh->lock);
     if (!(atomic_load_explicit(&g->launched, memory_order_seq_cst) & AC__GATHER_SEALED)) {
-        if (!g->hedge_armed) {
+        if (!g->hedge->armed) {
             atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed); /* the timer's */
             hedge_arm_locked(g, next);
-        } else if (ac__timer_cancel(g->system->timers, &g->hedge)) {
+        } else if (ac__timer_cancel(g->system->timers, &g->hedge->timer)) {
             hedge_arm_locked(g, next); /* keeps the timer's reference */
         } else {
-            g->hedge_rearm = true; /* firing now: it re-arms */
+            g->hedge->rearm = true; /* firing now: it re-arms */
         }
     }
     pthread_mutex_unlock(&sh->lock);
@@ -73,9 +73,9 @@ void ac__gather_hedge_stop(ac__gather *g)
 {
     ac__gather_shared *sh = g->shared;
     pthread_mutex_lock(&sh->lock);
-    bool dropped = g->hedge_armed && ac__timer_cancel(g->system->timers, &g->hedge);
+    bool dropped = g->hedge->armed && ac__timer_cancel(g->system->timers, &g->hedge->timer);
     if (dropped)
-        g->hedge_armed = false;
+        g->hedge->armed = false;
     pthread_mutex_unlock(&sh->lock);
     if (dropped)
         ac__gather_unref(g); /* the timer's reference */
@@ -84,21 +84,21 @@ void ac__gather_hedge_stop(ac__gather *g)
 static void hedge_fire(ac__timer *t)
 {
     ac__gather *g = gather_of_hedge(t);
-    ac__gather_shared *sh = g->shared;
+    ac__gather_hedging *h = g->hedge;
     bool launch = false, rearmed = false;
-    pthread_mutex_lock(&sh->lock);
-    g->hedge_armed = false;
+    pthread_mutex_lock(&g->shared->lock);
+    h->armed = false;
     uint32_t w = atomic_load_explicit(&g->launched, memory_order_seq_cst);
     if (!(w & AC__GATHER_SEALED)) {
-        if (g->hedge_rearm && ac__gather_count(w) < g->n) {
+        if (h->rearm && ac__gather_count(w) < g->n) {
             hedge_arm_locked(g, ac__gather_count(w));
             rearmed = true;
         } else {
-            launch = !g->hedge_rearm && ac__gather_count(w) == g->hedge_due_for;
+            launch = !h->rearm && ac__gather_count(w) == h->due_for;
         }
     }
-    g->hedge_rearm = false;
-    pthread_mutex_unlock(&sh->lock);
+    h->rearm = false;
+    pthread_mutex_unlock(&g->shared->lock);
     if (launch)
         ac__gather_launch(g);
     if (!rearmed)
@@ -118,15 +118,16 @@ const ac__timer_ops ac__gather_hedge_timer_ops = {.fire = hedge_fire, .discard =
 static bool send_attempt(ac__gather *g, uint32_t i)
 {
     ac__gather_slot *s = &g->slots[i];
+    ac__gather_attempt *at = &g->hedge->attempts[i];
     ac__gather_shared *sh = g->shared;
-    s->sent_ns = ac__gather_now_ns(g->system);
+    at->sent_ns = ac__gather_now_ns(g->system);
     ac_breaker_permit permit;
     ac_error *refusal = NULL;
-    if (s->breaker && !ac_breaker_acquire(s->breaker, &permit, &refusal)) {
+    if (at->breaker && !ac_breaker_acquire(at->breaker, &permit, &refusal)) {
         ac_ref_release(&s->ref); /* the router's hold: nothing was told */
         if (!refusal)
             refusal = ac_error_new(AC_CIRCUIT_BREAKER_OPEN_ERROR, "Circuit breaker %s is open",
-                                   ac_breaker_name(s->breaker));
+                                   ac_breaker_name(at->breaker));
         if (ac__oneshot_claim(&s->ref))
             ac__gather_slot_failed(s, ac__gather_must_have(refusal, "a breaker's refusal"),
                                    AC__SLOT_FAILED, false);
@@ -136,11 +137,11 @@ static bool send_attempt(ac__gather *g, uint32_t i)
     }
     if (i > 0)
         ac__gather_count_hedge_sent(sh, g->system);
-    if (s->breaker)
-        ac_breaker_tell(s->breaker, &permit, s->routee, ac_msg_retain(g->request), &s->ref,
+    if (at->breaker)
+        ac_breaker_tell(at->breaker, &permit, s->routee, ac_msg_retain(g->hedge->request), &s->ref,
                         sh->timeout_ms);
     else
-        ac_tell(s->routee, ac_msg_retain(g->request), &s->ref);
+        ac_tell(s->routee, ac_msg_retain(g->hedge->request), &s->ref);
     ac_ref_release(&s->ref); /* the router's hold: the envelope has its own */
     return true;
 }
@@ -194,11 +195,12 @@ void ac__gather_launch(ac__gather *g)
 {
     /* acq_rel: a wish counted here is seen by the running launcher's
      * decrement, and the launches it runs see what the wisher wrote. */
-    if (atomic_fetch_add_explicit(&g->launch_requests, 1, memory_order_acq_rel) != 0)
+    atomic_uint *wishes = &g->hedge->launch_requests;
+    if (atomic_fetch_add_explicit(wishes, 1, memory_order_acq_rel) != 0)
         return;
     do
         launch_one(g);
-    while (atomic_fetch_sub_explicit(&g->launch_requests, 1, memory_order_acq_rel) != 1);
+    while (atomic_fetch_sub_explicit(wishes, 1, memory_order_acq_rel) != 1);
 }
 
 void ac__gather_hedge(ac__gather *g)

@@ -260,8 +260,10 @@ static ac_counter *routee_counter(gather_extras *e, uint32_t index, int outcome)
 static int routee_outcome_of(const ac__gather_slot *s)
 {
     switch (atomic_load_explicit(&s->outcome, memory_order_relaxed)) {
+    case AC__SLOT_WON:
+        return ROUTEE_WIN;
     case AC__SLOT_OK:
-        return s->won ? ROUTEE_WIN : ROUTEE_LOSS;
+        return ROUTEE_LOSS;
     case AC__SLOT_CANCELLED:
         return ROUTEE_LOSS;
     case AC__SLOT_FAILED:

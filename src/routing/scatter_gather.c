@@ -72,10 +72,10 @@ static void scatter_admitted(ac_ctx *ctx, ac__gather_shared *sh, ac__router_stat
                              ac_msg *msg, ac_ref *caller, ac_breaker **breakers,
                              ac_breaker_permit *permits, uint32_t admitted)
 {
-    ac__gather *g = ac__gather_new(sh, st->scratch, breakers, admitted, caller, NULL,
+    ac__gather *g = ac__gather_new(sh, st->scratch, NULL, admitted, caller, NULL,
                                    ac_ctx_system(ctx));
     if (g) {
-        ac__gather_scatter(g, msg, permits);
+        ac__gather_scatter(g, msg, breakers, permits);
         return;
     }
     for (uint32_t i = 0; i < admitted; i++)
@@ -138,14 +138,18 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
         scatter_guarded(ctx, sh, st, msg, caller, start, asked);
         return;
     }
-    for (uint32_t i = 0; i < asked; i++)
-        st->scratch[i] = st->routees[(start + i) % st->n];
-    ac__gather *g = ac__gather_new(sh, st->scratch, NULL, asked, caller, NULL, ac_ctx_system(ctx));
+    ac_ref **routees = st->routees; /* all of them, in pool order */
+    if (asked < st->n) {
+        for (uint32_t i = 0; i < asked; i++)
+            st->scratch[i] = st->routees[(start + i) % st->n];
+        routees = st->scratch;
+    }
+    ac__gather *g = ac__gather_new(sh, routees, NULL, asked, caller, NULL, ac_ctx_system(ctx));
     if (!g) {
         ac__gather_answer_no_memory(ctx, sh, caller, asked);
         return;
     }
-    ac__gather_scatter(g, msg, NULL);
+    ac__gather_scatter(g, msg, NULL, NULL);
 }
 
 static const ac__router_kind scatter_gather_kind = {
