@@ -34,6 +34,7 @@
 #include <actorc.h>
 
 #include "breaker_bench.h"
+#include "hedge_bench.h"
 #include "scatter_bench.h"
 
 #include <inttypes.h>
@@ -1192,6 +1193,7 @@ static const workload WORKLOADS[] = {
     {"scatter_seq_in_ask", "suite", bench_scatter_seq_in_ask, NULL},
     {"scatter_par", "suite", bench_scatter_par, NULL},
     {"scatter_tail", "suite", bench_scatter_tail, NULL},
+    {"hedge_tail", "suite", bench_hedge_tail, NULL},
     {"scatter_open", "mem", bench_scatter_open, NULL},
     {"breaker_ask", "suite", bench_breaker_ask, NULL},
     {"timer_precision", "suite", bench_timer_precision, NULL},

@@ -24,8 +24,8 @@ same run) and its *_vs_zmq ratios have no peer counterpart.
 Scatter/gather: actorc's scatter_seq_in (an actor tells the router with
 itself as the sender) and scatter_seq_in_ask (the same caller with
 ac_ask_in) both meet CAF's in-system scatter_seq_in_R and Erlang's
-scatter_seq; scatter_par meets both peers' scatter_par. scatter_tail and
-scatter_open have no peer counterpart.
+scatter_seq; scatter_par meets both peers' scatter_par. scatter_tail,
+hedge_tail and scatter_open have no peer counterpart.
 """
 import statistics
 import sys
@@ -180,7 +180,7 @@ def main(argv):
     print("spawn_in, ask_in and scatter_seq_in rows; CAF's scatter_seq_in_R in scatter_seq_in.")
     print("Both also stand beside scatter_seq_in_ask (actorc's in-system scatter by ac_ask_in).")
     print("ask and scatter_seq (CAF's and actorc's) are asked from a blocked thread outside")
-    print("the runtime. scatter_tail and scatter_open have no peer counterpart.")
+    print("the runtime. scatter_tail, hedge_tail and scatter_open have no peer counterpart.")
     print("The peers' remote_ask (in-system callers) stands in remote_ask_in and beside")
     print("remote_ask; zmq_* (raw ZeroMQ, same run) and *_vs_zmq have no peer counterpart.")
     print()

@@ -22,6 +22,7 @@
 #include "actorc/remote.h"
 #include "actorc/router.h"
 #include "actorc/scatter_gather.h"
+#include "actorc/hedge.h"
 #include "actorc/metrics.h"
 #include "actorc/breaker.h"
 

@@ -39,6 +39,8 @@ typedef struct run_result {
 
 /* report.c */
 void report_table(FILE *out, const run_result *runs, size_t n);
+/* Each hedged router's p99 and calls per request beside scatter/gather's. */
+void report_price(FILE *out, const run_result *runs, size_t n);
 void report_histogram(FILE *out, const run_result *runs, size_t n);
 int report_svg(const char *path, const run_result *runs, size_t n, const char *subtitle);
 int64_t percentile_us(const run_result *r, double p);

@@ -1,9 +1,11 @@
 /*
  * actorc-hedge: runs the same simulated load through several routing
- * strategies — a round-robin pool, a random pool, a smallest-mailbox pool
- * and the scatter/gather-first-completed router — over replicas whose
- * latency has a heavy tail, and shows side by side what each returns: the
- * latency percentiles, the failures and the work done per request.
+ * strategies — a round-robin pool, a random pool, a smallest-mailbox pool,
+ * the scatter/gather-first-completed router, and the hedged router with a
+ * fixed delay and with an adaptive one (the p95 of its own observed
+ * latency) — over replicas whose latency has a heavy tail, and shows side
+ * by side what each returns: the latency percentiles, the failures and
+ * the work done per request.
  *
  * With --breakers, every strategy runs a second time with a circuit
  * breaker per replica (ac_routee_options.breaker): a dead replica's
@@ -17,6 +19,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +36,8 @@ typedef struct options {
     int metrics_port;
     bool quiet;
     bool breakers;
+    int64_t hedge_delay_us;  /* the fixed hedge delay */
+    double hedge_percentile; /* the adaptive one's percentile */
 } options;
 
 typedef struct driver {
@@ -195,8 +200,9 @@ static void usage(FILE *out)
             "usage: actorc-hedge [options]\n"
             "\n"
             "Runs one simulated load through a round-robin pool, a random pool, a\n"
-            "smallest-mailbox pool and the scatter/gather-first-completed router, over\n"
-            "replicas with a heavy latency tail, and compares what each returns.\n"
+            "smallest-mailbox pool, the scatter/gather-first-completed router and the\n"
+            "hedged router (a fixed delay, and an adaptive one), over replicas with a\n"
+            "heavy latency tail, and compares what each returns.\n"
             "\n"
             "  --requests N       requests per strategy (default 20000)\n"
             "  --concurrency C    requests in flight (default 32)\n"
@@ -207,6 +213,9 @@ static void usage(FILE *out)
             "  --error-rate P%%    a share P of requests is answered with an error (default 0)\n"
             "  --dead-replica K   replica K (1..N) never answers (default: none)\n"
             "  --timeout-ms T     deadline of a request (default 1000)\n"
+            "  --hedge-delay-ms X the hedged router's fixed delay (default 10)\n"
+            "  --hedge-pct P      the adaptive hedged router's percentile of observed\n"
+            "                     latency (default 95)\n"
             "  --svg PATH         where to write the latency CDF (default actorc-hedge.svg)\n"
             "  --metrics-port N   serve Prometheus metrics on 127.0.0.1:N while running\n"
             "  --breakers         run every strategy again with a circuit breaker per\n"
@@ -259,10 +268,12 @@ static int parse_args(int argc, char **argv, options *o, replica_model *m)
         {"timeout-ms", required_argument, 0, 'T'}, {"svg", required_argument, 0, 'o'},
         {"metrics-port", required_argument, 0, 'p'}, {"seed", required_argument, 0, 'S'},
         {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
-        {"breakers", no_argument, 0, 'b'},
+        {"breakers", no_argument, 0, 'b'},        {"hedge-delay-ms", required_argument, 0, 'D'},
+        {"hedge-pct", required_argument, 0, 'P'},
         {0, 0, 0, 0}};
     int c;
     size_t v;
+    double x;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         bool ok = true;
@@ -281,6 +292,8 @@ static int parse_args(int argc, char **argv, options *o, replica_model *m)
         case 'S': ok = parse_size(optarg, 0, 1e18, &v); m->seed = v; break;
         case 'q': o->quiet = true; break;
         case 'b': o->breakers = true; break;
+        case 'D': ok = parse_double(optarg, 0.001, 60000, &x); o->hedge_delay_us = llround(x * 1000); break;
+        case 'P': ok = parse_double(optarg, 0.1, 99.9, &o->hedge_percentile); break;
         case 'h': usage(stdout); exit(0);
         default:
             fprintf(stderr, "actorc-hedge: unknown option %s\n\n", argv[optind - 1]);
@@ -298,6 +311,11 @@ static int parse_args(int argc, char **argv, options *o, replica_model *m)
         usage(stderr);
         return 2;
     }
+    if (o->hedge_delay_us >= o->timeout_ms * 1000) {
+        fprintf(stderr, "actorc-hedge: --hedge-delay-ms must be below --timeout-ms\n\n");
+        usage(stderr);
+        return 2;
+    }
     if (m->dead_replica > o->replicas) {
         fprintf(stderr, "actorc-hedge: --dead-replica %d but only %d replicas\n\n",
                 m->dead_replica, o->replicas);
@@ -308,6 +326,9 @@ static int parse_args(int argc, char **argv, options *o, replica_model *m)
 }
 
 /* ---- main ------------------------------------------------------------- */
+
+/* Strategies per pass: three pools, scatter/gather, two hedged routers. */
+#define PLANS 6
 
 /* A PNG beside the SVG, when an SVG renderer (rsvg-convert) is installed. */
 static void write_png(const char *svg)
@@ -332,31 +353,118 @@ static void write_png(const char *svg)
     free(cmd);
 }
 
-int main(int argc, char **argv)
+/* The system, serving its metrics when asked to; NULL when it cannot run. */
+static ac_system *start_system(const options *o)
 {
-    options o = {.requests = 20000, .concurrency = 32, .replicas = 3, .timeout_ms = 1000,
-                 .svg = "actorc-hedge.svg", .metrics_port = -1};
-    replica_model m = {.median_ms = 2, .sigma = 0.4, .tail_pct = 2, .tail_ms = 100, .seed = 42};
-    int rc = parse_args(argc, argv, &o, &m);
-    if (rc)
-        return rc;
-
     ac_system_options so = {.log_level = AC_LOG_WARN};
     ac_system *sys = ac_system_create("hedge", &so);
     if (!sys) {
         fprintf(stderr, "actorc-hedge: %s\n", ac_last_error());
+        return NULL;
+    }
+    if (o->metrics_port < 0)
+        return sys;
+    ac_metrics_http_options mo = {.port = o->metrics_port};
+    if (ac_metrics_serve(sys, &mo) != AC_OK) {
+        fprintf(stderr, "actorc-hedge: cannot serve metrics: %s\n", ac_last_error());
+        ac_system_terminate(sys);
+        return NULL;
+    }
+    printf("serving metrics on http://127.0.0.1:%d/metrics\n", ac_metrics_http_port(sys));
+    fflush(stdout);
+    return sys;
+}
+
+typedef struct plan {
+    const char *name;
+    ac_props *props;
+    int64_t ask_timeout;
+} plan;
+
+/* Every strategy, with routee options `r`; a pass with breakers has names
+ * ending in "+cb". The hedged routers' names are kept in `names`. */
+static void make_plans(const options *o, const ac_routee_options *r, bool cb,
+                       char names[2][32], plan out[PLANS])
+{
+    ac_scatter_gather_options sg = {.timeout_ms = o->timeout_ms};
+    /* The fixed delay, and the adaptive one that starts from it. */
+    ac_hedged_options fixed = {.timeout_ms = o->timeout_ms, .delay_us = o->hedge_delay_us};
+    ac_hedged_options adaptive = {.timeout_ms = o->timeout_ms,
+                                  .delay_kind = AC_HEDGE_DELAY_ADAPTIVE,
+                                  .delay_us = o->hedge_delay_us,
+                                  .percentile = o->hedge_percentile};
+    snprintf(names[0], 32, "hedged-%gms%s", (double)o->hedge_delay_us / 1000, cb ? "+cb" : "");
+    snprintf(names[1], 32, "hedged-p%g%s", o->hedge_percentile, cb ? "+cb" : "");
+    int n = o->replicas;
+    /* A gathering router's caller waits longer than the router, so that a
+     * failed request reports its AggregateError rather than the caller's
+     * own timeout. */
+    int64_t t = o->timeout_ms, gather_t = o->timeout_ms + 500;
+    plan plans[PLANS] = {
+        {cb ? "round-robin+cb" : "round-robin", ac_router_round_robin(n, &hedge_replica, r), t},
+        {cb ? "random+cb" : "random", ac_router_random(n, &hedge_replica, r), t},
+        {cb ? "smallest-mailbox+cb" : "smallest-mailbox",
+         ac_router_smallest_mailbox(n, &hedge_replica, r), t},
+        {cb ? "scatter-gather+cb" : "scatter-gather",
+         ac_router_scatter_gather_first_completed(n, &hedge_replica, &sg, r), gather_t},
+        {names[0], ac_router_hedged(n, &hedge_replica, &fixed, r), gather_t},
+        {names[1], ac_router_hedged(n, &hedge_replica, &adaptive, r), gather_t},
+    };
+    memcpy(out, plans, sizeof plans);
+}
+
+/* Run every strategy once, after `runs[*n]`; returns how many were planned. */
+static size_t run_pass(ac_system *sys, replica_model *m, const options *o, bool breakers,
+                       run_result *runs, size_t *n)
+{
+    static char names[2][2][32];
+    /* A call slower than the request's deadline is a failure of its
+     * replica; the jitter keeps the pools' probes apart. */
+    ac_breaker_options bo = {.max_failures = 5, .call_timeout_ms = o->timeout_ms,
+                             .reset_timeout_ms = 1000, .max_reset_timeout_ms = 10000,
+                             .random_factor = 0.2, .seed = m->seed};
+    ac_routee_options ro = {.user_data = m, .breaker = breakers ? &bo : NULL};
+    plan plans[PLANS];
+    make_plans(o, &ro, breakers, names[breakers], plans);
+    for (size_t i = 0; i < PLANS; i++) {
+        if (!plans[i].props)
+            fprintf(stderr, "actorc-hedge: cannot make %s: %s\n", plans[i].name,
+                    ac_last_error());
+        else if (run_strategy(sys, m, o, plans[i].name, plans[i].props, plans[i].ask_timeout,
+                              &runs[*n]) == 0)
+            (*n)++;
+    }
+    return PLANS;
+}
+
+static void report(const options *o, run_result *runs, size_t n, const char *subtitle)
+{
+    printf("\n");
+    report_table(stdout, runs, n);
+    report_price(stdout, runs, n);
+    printf("\n");
+    report_histogram(stdout, runs, n);
+    if (report_svg(o->svg, runs, n, subtitle) == 0) {
+        printf("\nlatency CDF written to %s\n", o->svg);
+        write_png(o->svg);
+    } else {
+        fprintf(stderr, "actorc-hedge: could not write %s: %s\n", o->svg, strerror(errno));
+    }
+}
+
+int main(int argc, char **argv)
+{
+    options o = {.requests = 20000, .concurrency = 32, .replicas = 3, .timeout_ms = 1000,
+                 .svg = "actorc-hedge.svg", .metrics_port = -1,
+                 .hedge_delay_us = AC_HEDGE_DEFAULT_DELAY_US,
+                 .hedge_percentile = AC_HEDGE_DEFAULT_PERCENTILE};
+    replica_model m = {.median_ms = 2, .sigma = 0.4, .tail_pct = 2, .tail_ms = 100, .seed = 42};
+    int rc = parse_args(argc, argv, &o, &m);
+    if (rc)
+        return rc;
+    ac_system *sys = start_system(&o);
+    if (!sys)
         return 1;
-    }
-    if (o.metrics_port >= 0) {
-        ac_metrics_http_options mo = {.port = o.metrics_port};
-        if (ac_metrics_serve(sys, &mo) != AC_OK) {
-            fprintf(stderr, "actorc-hedge: cannot serve metrics: %s\n", ac_last_error());
-            ac_system_terminate(sys);
-            return 1;
-        }
-        printf("serving metrics on http://127.0.0.1:%d/metrics\n", ac_metrics_http_port(sys));
-        fflush(stdout);
-    }
     char subtitle[256];
     snprintf(subtitle, sizeof subtitle,
              "%d replicas; latency log-normal (median %.3g ms, sigma %.2g) + %.3g%% stalls of "
@@ -364,53 +472,11 @@ int main(int argc, char **argv)
              o.replicas, m.median_ms, m.sigma, m.tail_pct, m.tail_ms, m.error_pct,
              m.dead_replica ? "; one dead replica" : "", o.requests, o.concurrency);
     printf("actorc-hedge: %s\n\n", subtitle);
-
-    ac_routee_options ro = {.user_data = &m};
-    ac_scatter_gather_options sg = {.timeout_ms = o.timeout_ms};
-    /* A call slower than the request's deadline is a failure of its
-     * replica; the jitter keeps the pools' probes apart. */
-    ac_breaker_options bo = {.max_failures = 5, .call_timeout_ms = o.timeout_ms,
-                             .reset_timeout_ms = 1000, .max_reset_timeout_ms = 10000,
-                             .random_factor = 0.2, .seed = m.seed};
-    ac_routee_options ro_cb = {.user_data = &m, .breaker = &bo};
-    run_result runs[8];
-    size_t n = 0, planned = 0;
-    for (int pass = 0; pass < (o.breakers ? 2 : 1); pass++) {
-        const ac_routee_options *r = pass ? &ro_cb : &ro;
-        struct {
-            const char *name;
-            ac_props *props;
-            int64_t ask_timeout;
-        } plan[] = {
-            {pass ? "round-robin+cb" : "round-robin",
-             ac_router_round_robin(o.replicas, &hedge_replica, r), o.timeout_ms},
-            {pass ? "random+cb" : "random", ac_router_random(o.replicas, &hedge_replica, r),
-             o.timeout_ms},
-            {pass ? "smallest-mailbox+cb" : "smallest-mailbox",
-             ac_router_smallest_mailbox(o.replicas, &hedge_replica, r), o.timeout_ms},
-            /* The caller's budget stays above the router's, so that a failed
-             * scatter reports its AggregateError rather than the caller's own
-             * timeout. */
-            {pass ? "scatter-gather+cb" : "scatter-gather",
-             ac_router_scatter_gather_first_completed(o.replicas, &hedge_replica, &sg, r),
-             o.timeout_ms + 500},
-        };
-        for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++, planned++) {
-            if (run_strategy(sys, &m, &o, plan[i].name, plan[i].props, plan[i].ask_timeout,
-                             &runs[n]) == 0)
-                n++;
-        }
-    }
-    printf("\n");
-    report_table(stdout, runs, n);
-    printf("\n");
-    report_histogram(stdout, runs, n);
-    if (report_svg(o.svg, runs, n, subtitle) == 0) {
-        printf("\nlatency CDF written to %s\n", o.svg);
-        write_png(o.svg);
-    } else {
-        fprintf(stderr, "actorc-hedge: could not write %s: %s\n", o.svg, strerror(errno));
-    }
+    run_result runs[2 * PLANS];
+    size_t n = 0, planned = run_pass(sys, &m, &o, false, runs, &n);
+    if (o.breakers)
+        planned += run_pass(sys, &m, &o, true, runs, &n);
+    report(&o, runs, n, subtitle);
     for (size_t i = 0; i < n; i++)
         free(runs[i].latency_us);
     ac_system_terminate(sys);

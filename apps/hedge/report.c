@@ -1,8 +1,9 @@
 /*
- * The report: a table of percentiles, failures and work; a terminal
- * histogram; and the latency distribution of every strategy as an SVG
- * chart, percentile on a "nines" axis (50, 90, 99, 99.9 …) against latency
- * on a log axis — the tail is where strategies differ.
+ * The report: a table of percentiles, failures and work; what each hedged
+ * router's tail costs beside scatter/gather's; a terminal histogram; and
+ * the latency distribution of every strategy as an SVG chart, percentile
+ * on a "nines" axis (50, 90, 99, 99.9 …) against latency on a log axis —
+ * the tail is where strategies differ.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -62,6 +63,43 @@ void report_table(FILE *out, const run_result *runs, size_t n)
     }
 }
 
+/* The run called `name` (with the same "+cb" suffix as `like`), or NULL. */
+static const run_result *find_run(const run_result *runs, size_t n, const char *name,
+                                  const char *like)
+{
+    bool cb = strstr(like, "+cb") != NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *r = runs[i].name;
+        size_t len = strlen(name);
+        if (strncmp(r, name, len) == 0 && strcmp(r + len, cb ? "+cb" : "") == 0)
+            return &runs[i];
+    }
+    return NULL;
+}
+
+void report_price(FILE *out, const run_result *runs, size_t n)
+{
+    bool header = false;
+    for (size_t i = 0; i < n; i++) {
+        const run_result *h = &runs[i];
+        const run_result *sg = find_run(runs, n, "scatter-gather", h->name);
+        if (strncmp(h->name, "hedged-", 7) != 0 || !sg || !h->ok || !sg->ok)
+            continue;
+        if (!header)
+            fprintf(out, "\nthe tail and its price, beside scatter-gather:\n");
+        header = true;
+        char hp[32], sp[32];
+        int64_t h99 = percentile_us(h, 99), s99 = percentile_us(sg, 99);
+        fmt_ms(hp, sizeof hp, h99);
+        fmt_ms(sp, sizeof sp, s99);
+        char name[40];
+        snprintf(name, sizeof name, "%s:", h->name);
+        fprintf(out, "  %-21s p99 %s = %.2fx scatter-gather's %s, for %.2f calls/req (not %.2f)\n",
+                name, hp, s99 > 0 ? (double)h99 / (double)s99 : 0.0, sp,
+                h->calls_per_request, sg->calls_per_request);
+    }
+}
+
 static const double bucket_ms[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, INFINITY};
 #define NBUCKETS (sizeof bucket_ms / sizeof bucket_ms[0])
 
@@ -107,17 +145,24 @@ void report_histogram(FILE *out, const run_result *runs, size_t n)
 
 /* ---- SVG -------------------------------------------------------------- */
 
-/* Eight: each strategy, and again with breakers (--breakers). */
+/* Twelve: each strategy, and again with breakers (--breakers). */
 static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                                     "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+                                     "#9467bd", "#8c564b", "#e377c2", "#17becf",
+                                     "#bcbd22", "#7f7f7f", "#393b79", "#ad494a"};
 #define NCOLORS (sizeof colors / sizeof colors[0])
 
-#define W 900
-#define H 560
+/* The legend sits right of the plot, in MR pixels: a swatch, then the
+ * name (13 px) and "p99 …, … calls/req" (11 px), at most LEGEND_CHARS
+ * characters, which a sans-serif face sets in well under 7 px each. */
+#define W 1000
+#define H 600
 #define ML 80
-#define MR 200
+#define MR 270
 #define MT 70
 #define MB 60
+#define LEGEND_CHARS 30
+#define LEGEND_X (W - MR + 46)
+_Static_assert(W - LEGEND_X >= LEGEND_CHARS * 7, "the legend's lines fit in the picture");
 
 static double nines(double p) /* p in (0,1): 0.5 -> 0.3, 0.9 -> 1, 0.99 -> 2 */
 {
@@ -180,6 +225,8 @@ int report_svg(const char *path, const run_result *runs, size_t n, const char *s
                "tail</text>\n<text x='%d' y='50' font-size='12' fill='#555'>%s</text>\n",
             ML, ML, subtitle);
     axes(f, xmin, xmax, ymax);
+    /* 44 px per strategy, closer when there are many: all stay inside */
+    int legend_step = (H - MT - 40) / (int)n < 44 ? (H - MT - 40) / (int)n : 44;
     for (size_t i = 0; i < n; i++) {
         const run_result *r = &runs[i];
         const char *color = colors[i % NCOLORS];
@@ -193,14 +240,15 @@ int report_svg(const char *path, const run_result *runs, size_t n, const char *s
             fprintf(f, "%.1f,%.1f ", x, y);
         }
         fprintf(f, "'/>\n");
-        int ly = MT + 20 + (int)i * 44;
+        int ly = MT + 20 + (int)i * legend_step;
         char p99[32];
         fmt_ms(p99, sizeof p99, percentile_us(r, 99));
         fprintf(f, "<line x1='%d' y1='%d' x2='%d' y2='%d' stroke='%s' stroke-width='3'/>\n",
                 W - MR + 15, ly, W - MR + 40, ly, color);
-        fprintf(f, "<text x='%d' y='%d' font-size='13'>%s</text>\n", W - MR + 46, ly + 4, r->name);
+        fprintf(f, "<text x='%d' y='%d' font-size='13'>%.*s</text>\n", LEGEND_X, ly + 4,
+                LEGEND_CHARS, r->name);
         fprintf(f, "<text x='%d' y='%d' font-size='11' fill='#555'>p99 %s, %.2f calls/req</text>\n",
-                W - MR + 46, ly + 20, p99, r->calls_per_request);
+                LEGEND_X, ly + 20, p99, r->calls_per_request);
     }
     fprintf(f, "</svg>\n");
     return fclose(f) == 0 ? 0 : -1;

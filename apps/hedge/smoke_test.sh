@@ -1,20 +1,38 @@
 #!/usr/bin/env bash
 # A short actorc-hedge run on a tail-heavy setting: the table and the SVG
-# must exist, and scatter/gather's p99 must beat round-robin's.
+# must exist, scatter/gather's p99 must beat round-robin's, and the hedged
+# routers' rows must be there, the adaptive one cutting the tail for a
+# fraction of scatter/gather's calls.
 set -euo pipefail
 bin=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 out="$dir/out.txt"
 run_tail() {
+    # 5 % of stalls: the adaptive delay's percentile must sit below them.
     "$bin" --requests 3000 --concurrency 16 --tail 5%:50ms --median-ms 1 --svg "$dir/cdf.svg" \
-        --quiet >"$out"
+        --hedge-pct 90 --quiet >"$out"
     cat "$out"
 }
 run_tail
 grep -q '^strategy .*p99' "$out" || { echo "FAIL: no table"; exit 1; }
 grep -q '<svg' "$dir/cdf.svg" || { echo "FAIL: no SVG"; exit 1; }
 grep -q "latency CDF written to $dir/cdf.svg" "$out" || { echo "FAIL: SVG path not printed"; exit 1; }
+for s in round-robin random smallest-mailbox scatter-gather hedged-10ms hedged-p90; do
+    grep -q "^$s " "$out" || { echo "FAIL: no row for $s"; exit 1; }
+    grep -q ">$s<" "$dir/cdf.svg" || { echo "FAIL: no legend line for $s"; exit 1; }
+done
+grep -q '^  hedged-p90: *p99 .*x scatter-gather.s .* calls/req' "$out" ||
+    { echo "FAIL: the hedged routers' price is not printed"; exit 1; }
+# Every legend line inside the picture: at most 7 px a character.
+awk -v w="$(sed -n "s/.*<svg [^>]*width='\([0-9]*\)'.*/\1/p" "$dir/cdf.svg")" '
+    match($0, /<text x=.[0-9.]+. y=.[0-9.]+. font-size=.1[13].[^>]*>[^<]*</) {
+        line = substr($0, RSTART, RLENGTH)
+        x = line; sub(/^<text x=./, "", x); sub(/[^0-9.].*/, "", x)
+        t = line; sub(/^[^>]*>/, "", t); sub(/<$/, "", t)
+        if (x + 7 * length(t) > w) { print "FAIL: legend line \"" t "\" leaves the picture"; bad = 1 }
+    }
+    END { exit bad }' "$dir/cdf.svg" || exit 1
 p99() { awk -v s="$1" '$1 == s { v = $4; sub(/ms$/, "", v); print v }' "$out"; }
 tail_beaten() {
     rr=$(p99 round-robin)
@@ -29,6 +47,17 @@ if ! tail_beaten; then
     run_tail
     tail_beaten ||
         { echo "FAIL: scatter-gather p99 ${sg} ms is not below round-robin's ${rr} ms"; exit 1; }
+fi
+col_of() { awk -v s="$1" -v c="$2" '$1 == s { print $c }' "$out"; }
+hedge_ok() {
+    echo "hedged-p90: p99 $(p99 hedged-p90) ms for $(col_of hedged-p90 10) calls/req"
+    awk -v a="$(p99 hedged-p90)" -v b="$(p99 round-robin)" -v c="$(col_of hedged-p90 10)" \
+        'BEGIN { exit !(a + 0 < b + 0 && c + 0 < 1.5) }'
+}
+if ! hedge_ok; then
+    echo "hedged-p90 did not beat round-robin for under 1.5 calls/req; measuring once more"
+    run_tail
+    hedge_ok || { echo "FAIL: hedged-p90 did not cut the tail cheaply"; exit 1; }
 fi
 # A dead replica with breakers on: once its breaker opens, round-robin
 # stops sending it a third of the load and scatter/gather stops asking it.

@@ -37,6 +37,9 @@
  *                                        no-reply-target
  *   router_scatter_gather_latency_seconds histogram (default buckets): from
  *                                        scattering to answering the caller
+ * and, with a hedged router or the options of hedge.h, the families listed
+ * there (router_hedged_*, router_hedges_*, router_routee_outcomes_total,
+ * ...).
  *
  * All functions may be called from any thread, inside actors or not,
  * except where a comment says otherwise.

@@ -24,7 +24,9 @@
  * The one-shot strategies (round-robin, random, broadcast, smallest
  * mailbox, custom) spread work for throughput. Scatter/gather-first-
  * completed (scatter_gather.h) asks every routee and takes the first reply,
- * for a shorter tail.
+ * for a shorter tail; the hedged router (hedge.h) asks one and the next
+ * only when the first is slow, for most of that tail at a fraction of the
+ * work.
  *
  * What an ask through a router answers (statuses as ac_ask_wait returns
  * them, ask.h; "sender" is ac_answer.sender):
@@ -37,23 +39,24 @@
  *   broadcast, and the Broadcast wrapper sent to any router
  *     every routee gets the request; the first answer settles the ask, with
  *     its routee as the sender, and the others are dropped silently.
- *   scatter/gather-first-completed
- *     the first successful reply, with the winning routee as the sender;
- *     failing that, one AggregateError sent by the router (AC_EFAILED; the
- *     messages are listed in scatter_gather.h).
+ *   scatter/gather-first-completed, hedged
+ *     the first successful reply, with the winning routee as the sender
+ *     (with a quorum of K, one Quorum message sent by the router); failing
+ *     that, one AggregateError sent by the router (AC_EFAILED; the
+ *     messages are listed in scatter_gather.h and hedge.h).
  *   GetRoutees (ac_router_get_routees_msg), to any router
  *     a Routees message, sent by the router itself (AC_OK).
  *
  * And when the request is not delivered:
  *
- *   no routees left, every kind but scatter/gather
+ *   no routees left, every kind but scatter/gather and hedged
  *     AC_EDEAD at once: an UndeliverableError "Ask to <router path> failed:
  *     the router has no routees left", sender NULL; the request counts as a
  *     dead letter. (A Broadcast wrapper to an empty scatter/gather router
  *     answers the same way: the wrapper bypasses the scatter.)
- *   no routees left, scatter/gather
+ *   no routees left, scatter/gather and hedged
  *     AC_EFAILED at once: an AggregateError "… has no routees left to
- *     scatter to" with no members, sent by the router.
+ *     scatter to" ("… to send to") with no members, sent by the router.
  *   a routee stopped but not pruned yet (the router learns of a stop by a
  *   message, so for a moment it may still pick it)
  *     AC_EDEAD: an ActorStoppedError naming that routee, sender NULL (a

@@ -72,6 +72,7 @@ struct ac__actor {
     atomic_int state;           /* ac__actor_state; written by its own turn */
     atomic_int mailbox_len;     /* kept only when count_mailbox */
     bool count_mailbox;         /* set at spawn, then read-only */
+    bool skip_cancelled;        /* set at spawn, then read-only */
     /* Written by the actor's own turn only (or under the guardian lock). */
     struct ac__actor *run_next; /* injection queue link */
     const ac_actor_def *def;

@@ -63,6 +63,8 @@ void ac_props_free(ac_props *props)
 
 void ac__props_count_mailbox(ac_props *props) { props->count_mailbox = true; }
 
+void ac__props_skip_cancelled(ac_props *props) { props->skip_cancelled = true; }
+
 void ac__props_on_spawn(ac_props *props, void (*fn)(ac_system *system, void *user_data))
 {
     props->on_spawn = fn;

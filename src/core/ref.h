@@ -22,6 +22,11 @@ typedef struct ac__ref_ops {
     /* Free the object once its last reference is gone. */
     void (*destroy)(ac_ref *self);
     const char *(*path)(const ac_ref *self);
+    /* Optional, for reply refs: is the request this ref awaits an answer
+     * to no longer wanted (its asker has its answer from elsewhere)? With
+     * `skip`, from a turn about to drop the request unhandled, a true
+     * answer also settles the ref as cancelled. Any thread. */
+    bool (*cancelled)(ac_ref *self, bool skip);
     /* Optional: a message this ref sent could not be delivered to
      * `recipient`, because it had stopped (why == NULL) or for the reason
      * `why`. Lets an ask fail fast. */

@@ -143,6 +143,7 @@ static ac_status spawn_child_of(ac__actor *parent, ac_props *props, const char *
         a->ext->user_data_free = props->user_data_free;
     }
     a->count_mailbox = props->count_mailbox;
+    a->skip_cancelled = props->skip_cancelled;
     a->parent = parent;
     a->user_data = props->user_data;
     if (props->on_spawn)

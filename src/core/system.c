@@ -173,7 +173,8 @@ static bool system_build(ac_system *sys, const char *name, const ac_system_optio
         ac__fail(AC_ENOMEM, "ac_system_create: out of memory for the guardian");
         goto fail_guardian;
     }
-    if (!(sys->timers = ac__timers_create(sys, options && options->manual_clock)))
+    sys->manual_clock = options && options->manual_clock;
+    if (!(sys->timers = ac__timers_create(sys, sys->manual_clock)))
         goto fail_timers;
     if (ac__scheduler_start(sys->sched) != AC_OK)
         goto fail_start;

@@ -19,6 +19,7 @@ struct ac_system {
     int workers, batch;
     ac__log_target log; /* set at creation, read-only after */
     int dead_letter_log_per_s;
+    bool manual_clock; /* set at creation, read-only after */
     /* What an optional part installed to hear of events (core/hooks.h):
      * NULL while nothing listens, as when metrics are off. */
     _Atomic(const struct ac__hooks *) hooks;

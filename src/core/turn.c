@@ -239,6 +239,13 @@ static void sender_refs_drop(sender_refs *held, ac_ref *sender)
     held->n++;
 }
 
+/* A request its asker no longer waits for, to an actor that skips such
+ * requests: the reply ref settles as cancelled, the request is dropped. */
+static AC__NOINLINE bool request_cancelled(ac_ref *sender)
+{
+    return sender && sender->ops->cancelled && sender->ops->cancelled(sender, true);
+}
+
 static void dispatch(ac__actor *a, ac__node *node, sender_refs *held)
 {
     ac_ref *sender;
@@ -249,6 +256,8 @@ static void dispatch(ac__actor *a, ac__node *node, sender_refs *held)
                (!a->ext || !ac__refset_remove(&a->ext->watching,
                                               ((ac__terminated_payload *)(void *)msg->payload)->who))) {
         /* unwatched (or never watched): dropped */
+    } else if (AC__UNLIKELY(a->skip_cancelled) && request_cancelled(sender)) {
+        /* no longer wanted: dropped unhandled */
     } else {
         ac_ctx ctx = {.self = a, .msg = msg, .sender = sender};
         if (AC__UNLIKELY(msg->type == &ac__msg_type_run))

@@ -363,7 +363,7 @@ ac_props *ac_router_group_scatter_gather_first_completed(ac_ref *const *routees,
     ac__router_cfg *cfg = group_cfg_new(fn, &ac__scatter_gather_kind, routees, n);
     if (!cfg)
         return NULL;
-    if (ac__scatter_gather_setup(cfg, options, fn) != AC_OK) {
+    if (ac__scatter_gather_setup(cfg, options, fn, (int)n) != AC_OK) {
         ac__router_cfg_free(cfg);
         return NULL;
     }

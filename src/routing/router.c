@@ -150,6 +150,8 @@ static bool spawn_routee(ac_ctx *ctx, const ac__router_cfg *cfg, int i, ac_ref *
     }
     if (cfg->kind->count_mailbox)
         ac__props_count_mailbox(props);
+    if (cfg->skip_cancelled)
+        ac__props_skip_cancelled(props);
     ac_ref *r;
     ac_status spawned = ac__spawn_child_status(ctx, props, name, &r);
     if (spawned != AC_OK) {
@@ -270,7 +272,7 @@ static void router_receive(ac_ctx *ctx, ac_msg *msg)
                 ac_tell(st->routees[i], ac_msg_retain(inner), ac_sender(ctx));
         return;
     }
-    if (cfg->kind != &ac__scatter_gather_kind && pool_empty(ctx, st, msg))
+    if (!cfg->kind->answers_empty && pool_empty(ctx, st, msg))
         return;
     cfg->kind->route(ctx, cfg, st, msg);
     st->index++;

@@ -1,6 +1,6 @@
 /*
- * Shared by the routers (router.c), their groups (group.c) and
- * scatter/gather.
+ * Shared by the routers (router.c), their groups (group.c), scatter/gather
+ * and the hedged router.
  *
  * A router's configuration (ac__router_cfg) is its user data: made by a
  * factory, owned by the props and then by the router, and freed when the
@@ -48,6 +48,8 @@ typedef struct ac__router_kind {
     /* When spawned, on the spawner's thread (ac__props_on_spawn); optional. */
     void (*on_spawn)(ac_system *system, ac__router_cfg *cfg);
     bool count_mailbox;
+    /* Answers a message itself when no routees are left (not a dead letter). */
+    bool answers_empty;
 } ac__router_kind;
 
 struct ac__router_cfg {
@@ -58,6 +60,7 @@ struct ac__router_cfg {
     ac_routing_fn fn;
     void *fn_user;
     ac_breaker_options *breaker; /* per-routee breakers (a copy), or NULL */
+    bool skip_cancelled; /* routees drop requests nobody waits for (hedge.h) */
     void *extra; /* kind-specific; freed with extra_free */
     void (*extra_free)(void *);
     /* A group router (routees given, not spawned). Its routees, each
@@ -89,7 +92,7 @@ ac_status ac__router_check(const char *fn, int n, const ac_actor_def *def,
  * checking `options` (NULL: defaults); AC_EINVAL naming the option,
  * AC_ENOMEM. On failure cfg is as it was. */
 ac_status ac__scatter_gather_setup(ac__router_cfg *cfg, const ac_scatter_gather_options *options,
-                                   const char *fn);
+                                   const char *fn, int size);
 /* Hand `msg` (borrowed) with the current sender to dead letters. */
 void ac__router_dead_letter(ac_ctx *ctx, ac_msg *msg);
 

@@ -84,6 +84,10 @@ static void test_constructors_fail_cleanly(void **state)
     assert_enomem();
 
     ac__alloc_fail_after(1);
+    assert_null(ac_router_hedged(3, &echo_def, NULL, NULL));
+    assert_enomem();
+
+    ac__alloc_fail_after(1);
     assert_null(ac_metrics_counter(sys, "oom_total", NULL));
     assert_enomem();
 
@@ -257,8 +261,8 @@ static void group_step(ac_system *sys)
 }
 
 /* Create a system with metrics, spawn an actor, a pool router, a
- * scatter/gather router and a group, ask each, terminate; each step may
- * fail cleanly. */
+ * scatter/gather router, a hedged one and a group, ask each, terminate;
+ * each step may fail cleanly. */
 static void scenario(void)
 {
     ac_system_options o = {.workers = 1, .log_level = AC_LOG_OFF, .metrics = true};
@@ -272,6 +276,10 @@ static void scenario(void)
                   "pool");
     spawn_and_ask(sys, ac_router_scatter_gather_first_completed(2, &echo_def, NULL, NULL),
                   "ac_router_scatter_gather_first_completed", "scatter");
+    static const ac_hedge_budget budget = {.ratio = 0.5};
+    ac_hedged_options hedged = {.delay_kind = AC_HEDGE_DELAY_ADAPTIVE, .budget = &budget};
+    spawn_and_ask(sys, ac_router_hedged(2, &echo_def, &hedged, NULL), "ac_router_hedged",
+                  "hedged");
     group_step(sys);
     if (!ac_metrics_counter(sys, "sweep_total", NULL))
         must_explain("ac_metrics_counter");
