@@ -33,8 +33,12 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 echo "== the same seed replays the same chaos schedule"
 for run in 1 2; do
-    "$bin" --seed 0xabc --duration 2 --verbose 2>&1 >/dev/null |
-        grep -E '^soak: (spawn|stop) ' | head -30 >"$dir/schedule$run"
+    # Into a file first: a pipe into head would end the run with SIGPIPE
+    # whenever head stops reading first, and pipefail would call that a
+    # failure of the run.
+    "$bin" --seed 0xabc --duration 2 --verbose 2>"$dir/verbose$run" >/dev/null ||
+        { tail -20 "$dir/verbose$run"; echo "FAIL: the replay run $run failed"; exit 1; }
+    grep -E '^soak: (spawn|stop) ' "$dir/verbose$run" | head -30 >"$dir/schedule$run" || true
 done
 [ "$(wc -l <"$dir/schedule1")" -ge 20 ] || { echo "FAIL: too few chaos actions"; exit 1; }
 diff "$dir/schedule1" "$dir/schedule2" || { echo "FAIL: seed 0xabc did not replay"; exit 1; }
