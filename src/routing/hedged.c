@@ -26,22 +26,39 @@ static bool known_failing(const ac__gather_shared *sh, const ac__router_state *s
     return k && atomic_load_explicit(&sh->failing[k], memory_order_relaxed);
 }
 
-/* The first m routees to try, into st->scratch (and their breakers). */
+/* The first m routees to try, into st->scratch (and their breakers):
+ * round-robin from the router's index, those not known to be failing
+ * first. Whether a routee is failing is read once per routee: other
+ * threads change it as slots fail, and a routee read as failing in one
+ * pass and as healthy in another would be left out of both, leaving
+ * places unfilled. */
 static void order_attempts(const ac__gather_shared *sh, ac__router_state *st, uint32_t m,
                            ac_breaker **breakers)
 {
     size_t start = (size_t)(st->index % st->n);
-    uint32_t k = 0;
-    for (int failing = 0; failing < 2 && k < m; failing++) {
-        for (size_t j = 0; j < st->n && k < m; j++) {
-            size_t i = (start + j) % st->n;
-            if (known_failing(sh, st, i) != (failing == 1))
-                continue;
-            if (breakers)
-                breakers[k] = st->breakers[i];
-            st->scratch[k++] = st->routees[i];
+    uint32_t k = 0, back = 0;
+    /* The failing ones wait here, in order, for the places the healthy
+     * ones leave. Out of memory for that: every routee in order. */
+    size_t idx_small[16];
+    size_t *idx = st->n <= 16 ? idx_small : ac__malloc(st->n * sizeof *idx);
+    for (size_t j = 0; j < st->n && k < m; j++) {
+        size_t i = (start + j) % st->n;
+        if (idx && known_failing(sh, st, i)) {
+            idx[back++] = i;
+            continue;
         }
+        if (breakers)
+            breakers[k] = st->breakers[i];
+        st->scratch[k++] = st->routees[i];
     }
+    for (uint32_t b = 0; b < back && k < m; b++) {
+        if (breakers)
+            breakers[k] = st->breakers[idx[b]];
+        st->scratch[k++] = st->routees[idx[b]];
+    }
+    if (idx != idx_small)
+        free(idx);
+    AC__ASSERT(k == m);
 }
 
 static void route_hedged(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
