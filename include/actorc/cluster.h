@@ -173,12 +173,6 @@ typedef struct ac_cluster_router_options {
     bool exclude_self;
 } ac_cluster_router_options;
 
-/* A key for consistent hashing: the same key always reaches the same
- * member while the set is unchanged, and removing a member moves only its
- * keys (rendezvous hashing on the member's address). Runs in the router's
- * turn. */
-typedef uint64_t (*ac_hash_key_fn)(const ac_msg *msg, void *user);
-
 /* Props for a cluster router (spawn them like any props). NULL with the
  * last error: AC_EINVAL naming the option (NULL cluster, bad path or role,
  * bad scatter/gather or hedge options as their own factories check),
@@ -193,6 +187,10 @@ AC_API ac_props *ac_cluster_router_broadcast(ac_cluster *cluster,
  * periodically; a depth older than a few periods is unknown again. */
 AC_API ac_props *ac_cluster_router_smallest_mailbox(ac_cluster *cluster,
                                                     const ac_cluster_router_options *options);
+/* Consistent hashing (ac_hash_key_fn, router.h): the same key always
+ * reaches the same member while the set is unchanged, and removing a
+ * member moves only its keys (rendezvous hashing on the member's address,
+ * so every node's router maps a key to the same member). */
 AC_API ac_props *ac_cluster_router_consistent_hashing(ac_cluster *cluster,
                                                       const ac_cluster_router_options *options,
                                                       ac_hash_key_fn key, void *user);
