@@ -33,6 +33,11 @@ if [ -d "$BUILD_DIR/bench/CMakeFiles/actorc-bench-remote.dir" ]; then
 else
   echo "run.sh: $BUILD_DIR has no remoting: no remote benchmarks" >&2
 fi
+CLUSTER_BENCH=
+if [ -d "$BUILD_DIR/bench/CMakeFiles/actorc-bench-cluster.dir" ]; then
+  cmake --build "$BUILD_DIR" --target actorc-bench-cluster -j "$(nproc)" >&2
+  CLUSTER_BENCH="$BUILD_DIR/bench/actorc-bench-cluster"
+fi
 
 commit="$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo '?')"
 echo "# peer=actorc version=$("$BENCH" version)+$commit cc=$("$BENCH" compiler) host_cpus=$(nproc) date=$(date -Is)" >> "$OUT"
@@ -44,6 +49,10 @@ for r in $(seq 1 "$RUNS"); do
   if [ -n "$REMOTE_BENCH" ]; then
     echo "# run $r remote" >> "$OUT"
     timeout 900 "$REMOTE_BENCH" >> "$OUT"
+  fi
+  if [ -n "$CLUSTER_BENCH" ]; then
+    echo "# run $r cluster" >> "$OUT"
+    timeout 600 "$CLUSTER_BENCH" >> "$OUT"
   fi
 done
 if [ -z "${NO_AGGREGATE:-}" ]; then
