@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cluster/cluster_internal.h"
+#include "cluster/depth.h"
 
 #define PART_KEY "actorc.cluster"
 
@@ -440,6 +441,11 @@ ac_cluster *ac_cluster_join(ac_system *system, const ac_cluster_options *options
             cluster_free(c);
         return NULL;
     }
+    /* The mailbox depths smallest-mailbox cluster routers ask of every
+     * member (depth.h); without them those routers see unknown depths. */
+    if (ac__depth_publisher_start(system, node) != AC_OK)
+        ac_system_log(system, AC_LOG_WARN, "cluster %s: no depth publisher on this node (%s)",
+                      c->name, ac_last_error());
     ac_system_log(system, AC_LOG_INFO, "cluster %s: %s@%s joined (%s provider)", c->name,
                   ac_system_name(system), c->card.address,
                   c->provider == AC_CLUSTER_ETCD ? "etcd" : "static");

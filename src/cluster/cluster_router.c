@@ -32,9 +32,9 @@
 #include <time.h>
 
 #include "actorc/cluster.h"
+#include "cluster/cluster_internal.h"
 #include "cluster/depth.h"
 #include "core/alloc.h"
-#include "core/last_error.h"
 #include "routing/member_group.h"
 
 typedef struct member_entry {
@@ -338,11 +338,7 @@ static bool name_char(char c)
 
 static ac_status check_role(const char *fn, const char *role)
 {
-    size_t len = strlen(role);
-    bool ok = len >= 1 && len <= 64;
-    for (size_t i = 0; ok && i < len; i++)
-        ok = name_char(role[i]);
-    if (ok)
+    if (ac__cluster_name_ok(role))
         return AC_OK;
     return ac__fail(AC_EINVAL, "%s: role \"%s\" is not a role name; use [A-Za-z0-9._-]{1,64}, or "
                                "NULL for every member",
@@ -381,7 +377,7 @@ static ac_status check_common(const char *fn, ac_cluster *cluster,
         return st;
     ac_cluster_status status;
     if (ac_cluster_status_get(cluster, &status) == AC_OK && status.state == AC_CLUSTER_LEFT)
-        return ac__fail(AC_ETERMINATED, "%s: the cluster has been left", fn);
+        return ac__fail(AC_ESTOPPED, "%s: the cluster has been left", fn);
     return AC_OK;
 }
 
@@ -407,7 +403,7 @@ static cluster_router *driver_new(const char *fn, ac_cluster *cluster,
 static ac_props *make(ac__member_group_spec spec, ac_cluster *cluster,
                       const ac_cluster_router_options *o)
 {
-    ac__clear_status();
+    ac_clear_error();
     if (check_common(spec.fn, cluster, o) != AC_OK)
         return NULL;
     bool depths = spec.strategy == AC__MEMBER_SMALLEST_MAILBOX;
@@ -453,7 +449,7 @@ ac_props *ac_cluster_router_consistent_hashing(ac_cluster *cluster,
 {
     static const char fn[] = "ac_cluster_router_consistent_hashing";
     if (!key) {
-        ac__clear_status();
+        ac_clear_error();
         return ac__fail_null(AC_EINVAL, "%s: key is NULL", fn);
     }
     return make((ac__member_group_spec){.fn = fn,
