@@ -464,6 +464,58 @@ static void test_smallest_mailbox_prefers_the_idle(void **state)
     fx_end(&c);
 }
 
+/* Hedged over the wire: a member that never answers is hedged past, and
+ * the answer comes from a live one, as its sender. */
+static void test_hedged_past_a_silent_member(void **state)
+{
+    ts_fixture *fx = *state;
+    cluster_fx c = {0};
+    fx_three(&c, fx, "client_hedged", "slow", "echo", "slow");
+    ac_hedged_options o = {.timeout_ms = 6000, .delay_us = 50000};
+    ac_ref *h = spawn(&c, ac_cluster_router_hedged(c.cluster, &replicas, &o), "hedged");
+    assert_eventually(wait_routees(h, 3, TS_WAIT_S), "three routees");
+    char live[256];
+    member_path(&c, 1, live, sizeof live);
+    for (int i = 0; i < 6; i++) {
+        char who[256];
+        ask_sender(h, "q", who, sizeof who);
+        assert_string_equal(who, live);
+    }
+    ac_ref_release(h);
+    fx_end(&c);
+}
+
+/* The router stopped mid-scatter fails the open scatter at once with the
+ * local contract's message; a bare tell is dropped with a warning. */
+static void test_stop_mid_scatter_and_bare_tell(void **state)
+{
+    ts_fixture *fx = *state;
+    cluster_fx c = {0};
+    fx_three(&c, fx, "client_stop", "slow", "slow", "slow");
+    ac_ref *sg = spawn(
+        &c, ac_cluster_router_scatter_gather_first_completed(c.cluster, &replicas, NULL), "sg");
+    assert_eventually(wait_routees(sg, 3, TS_WAIT_S), "three routees");
+    assert_status(ac_tell(sg, ac_msg_str_new("bare"), NULL), AC_OK);
+    assert_true(ts_log_wait_text(ts_fx_log(fx), "without a sender: no reply target, nothing "
+                                                "scattered",
+                                 TS_WAIT_S));
+    ac_future *f = ac_ask(sg, ac_msg_str_new("q"), ASK_MS);
+    sleep_ms(200);
+    double t0 = ts_now();
+    ac_stop(sg);
+    ac_answer a;
+    assert_status(ac_future_wait(f, ASK_MS, &a), AC_EFAILED);
+    assert_true(ts_now() - t0 < 3.0); /* not the 4.5 s default deadline */
+    assert_string_equal(ac_error_message(a.error),
+                        "Scatter/gather router actorc://client_stop/user/sg stopped while the "
+                        "scatter was still open");
+    assert_int_equal(ac_error_member_count(a.error), 0);
+    ac_answer_release(&a);
+    ac_future_release(f);
+    ac_ref_release(sg);
+    fx_end(&c);
+}
+
 /* A role no member has: the same answers as a local group with none. */
 static void test_no_routees_answers_as_an_empty_group(void **state)
 {
@@ -561,6 +613,8 @@ int main(void)
         TS_UNIT(test_member_without_the_actor),
         TS_UNIT(test_consistent_hashing_pins_and_moves_only_the_lost),
         TS_UNIT(test_smallest_mailbox_prefers_the_idle),
+        TS_UNIT(test_hedged_past_a_silent_member),
+        TS_UNIT(test_stop_mid_scatter_and_bare_tell),
         TS_UNIT(test_no_routees_answers_as_an_empty_group),
         TS_UNIT(test_bad_options_refused),
     };
