@@ -62,6 +62,20 @@ static void drv_stop(ac_ctx *ctx, void *user)
 
 static void drv_free(void *user) { atomic_fetch_add(&((driver *)user)->frees, 1); }
 
+/* A driver that outlives the router (the fixture terminates the system
+ * after the test returns): static, a fresh one per call. */
+static driver *new_driver(void)
+{
+    static driver drivers[16];
+    static int used;
+    assert_true(used < 16);
+    driver *d = &drivers[used++];
+    atomic_init(&d->starts, 0);
+    atomic_init(&d->stops, 0);
+    atomic_init(&d->frees, 0);
+    return d;
+}
+
 static const ac__member_group_ops test_ops = {
     .start = drv_start, .receive = drv_receive, .stop = drv_stop, .free = drv_free};
 
@@ -106,8 +120,8 @@ static void test_sorted_by_key_and_replaced(void **state)
     assert_non_null(sys);
     ac_ref *r[4];
     assert_true(rt_spawn_routees(sys, p, 4, r));
-    driver d = {0};
-    ac_ref *router = spawn_group(sys, &d, AC__MEMBER_ROUND_ROBIN, NULL, "members");
+    driver *d = new_driver();
+    ac_ref *router = spawn_group(sys, d, AC__MEMBER_ROUND_ROBIN, NULL, "members");
     assert_non_null(router);
     expect_routees(router, NULL, 0); /* it starts empty */
 
@@ -144,8 +158,8 @@ static void test_not_watched_and_changes_refused(void **state)
     assert_non_null(sys);
     ac_ref *r[2];
     assert_true(rt_spawn_routees(sys, p, 2, r));
-    driver d = {0};
-    ac_ref *router = spawn_group(sys, &d, AC__MEMBER_ROUND_ROBIN, NULL, "members");
+    driver *d = new_driver();
+    ac_ref *router = spawn_group(sys, d, AC__MEMBER_ROUND_ROBIN, NULL, "members");
     tell_change(router, true, "a", r[0]);
     tell_change(router, true, "b", r[1]);
     expect_routees(router, (ac_ref *[]){r[0], r[1]}, 2);
@@ -182,9 +196,9 @@ static void test_hashing_follows_the_keys(void **state)
     assert_non_null(sys);
     ac_ref *r[6];
     assert_true(rt_spawn_routees(sys, p, 6, r));
-    driver d1 = {0}, d2 = {0};
-    ac_ref *a = spawn_group(sys, &d1, AC__MEMBER_CONSISTENT_HASHING, key_of_int, "a");
-    ac_ref *b = spawn_group(sys, &d2, AC__MEMBER_CONSISTENT_HASHING, key_of_int, "b");
+    driver *d1 = new_driver(), *d2 = new_driver();
+    ac_ref *a = spawn_group(sys, d1, AC__MEMBER_CONSISTENT_HASHING, key_of_int, "a");
+    ac_ref *b = spawn_group(sys, d2, AC__MEMBER_CONSISTENT_HASHING, key_of_int, "b");
     const char *keys[3] = {"10.0.0.1:1", "10.0.0.2:1", "10.0.0.3:1"};
     for (int i = 0; i < 3; i++) {
         tell_change(a, true, keys[i], r[i]);         /* routee-1..3 */
@@ -212,29 +226,29 @@ static void test_empty_stop_and_free(void **state)
     ts_fixture *fx = *state;
     ac_system *sys = ts_fx_system(fx, "member_stop", NULL);
     assert_non_null(sys);
-    driver d = {0};
-    ac_ref *router = spawn_group(sys, &d, AC__MEMBER_SCATTER_GATHER, NULL, "sg");
+    driver *d = new_driver();
+    ac_ref *router = spawn_group(sys, d, AC__MEMBER_SCATTER_GATHER, NULL, "sg");
     ac_answer a;
     assert_status(ac_ask_wait(router, rt_ping(), RT_ASK_MS, &a), AC_EFAILED);
     assert_string_equal(ac_error_message(a.error),
                         "Scatter/gather router actorc://member_stop/user/sg has no routees left "
                         "to scatter to");
     ac_answer_release(&a);
-    assert_int_equal(atomic_load(&d.starts), 1);
+    assert_int_equal(atomic_load(&d->starts), 1);
     ac_ref_release(router);
     assert_status(ts_fx_terminate(fx), AC_OK);
-    assert_int_equal(atomic_load(&d.stops), 1);
-    assert_int_equal(atomic_load(&d.frees), 1);
+    assert_int_equal(atomic_load(&d->stops), 1);
+    assert_int_equal(atomic_load(&d->frees), 1);
 
-    driver bad = {0};
+    driver *bad = new_driver();
     ac__member_group_spec spec = {.fn = "test_member_group",
                                   .strategy = AC__MEMBER_CONSISTENT_HASHING,
                                   .ops = &test_ops,
-                                  .user = &bad};
+                                  .user = bad};
     assert_null(ac__member_group_props(&spec));
     assert_last_error(AC_EINVAL);
     assert_string_equal(ac_last_error(), "test_member_group: key is NULL");
-    assert_int_equal(atomic_load(&bad.frees), 1);
+    assert_int_equal(atomic_load(&bad->frees), 1);
 }
 
 int main(void)
