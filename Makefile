@@ -25,6 +25,8 @@ DEMO_ARGS   ?= --svg $(RELEASE_DIR)/actorc-hedge.svg
 BENCH_BIN   ?= $(RELEASE_DIR)/bench/actorc-bench
 # Built only with remoting (libzmq and libcbor).
 REMOTE_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-remote
+# Built only with cluster membership.
+MEMBERS_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-members
 # What `make soak` runs: DURATION=2h for hours, SEED=0x... to replay a seed.
 SOAK_BIN    ?= $(RELEASE_DIR)/apps/soak/actorc-soak
 DURATION    ?= 3m
@@ -66,6 +68,8 @@ bench: build
 	$(BENCH_BIN) mem
 	@if [ -x $(REMOTE_BENCH_BIN) ]; then echo $(REMOTE_BENCH_BIN); $(REMOTE_BENCH_BIN); \
 	else echo "no $(REMOTE_BENCH_BIN) (built without remoting): no remote benchmarks"; fi
+	@if [ -x $(MEMBERS_BENCH_BIN) ]; then echo $(MEMBERS_BENCH_BIN); $(MEMBERS_BENCH_BIN); \
+	else echo "no $(MEMBERS_BENCH_BIN) (built without cluster membership): no membership benchmark"; fi
 
 soak: build
 	$(SOAK_BIN) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(SOAK_ARGS)
