@@ -28,6 +28,8 @@ REMOTE_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-remote
 CLUSTER_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-cluster
 # What `make demo-cluster` runs: the demo over three replica processes.
 DEMO_CLUSTER_ARGS ?= --nodes 3 --svg $(RELEASE_DIR)/actorc-hedge-cluster.svg
+# Built only with cluster membership.
+MEMBERS_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-members
 # What `make soak` runs: DURATION=2h for hours, SEED=0x... to replay a seed.
 SOAK_BIN    ?= $(RELEASE_DIR)/apps/soak/actorc-soak
 DURATION    ?= 3m
@@ -74,6 +76,8 @@ bench: build
 	@if [ -x $(REMOTE_BENCH_BIN) ]; then echo $(REMOTE_BENCH_BIN); $(REMOTE_BENCH_BIN); \
 	else echo "no $(REMOTE_BENCH_BIN) (built without remoting): no remote benchmarks"; fi
 	@if [ -x $(CLUSTER_BENCH_BIN) ]; then echo $(CLUSTER_BENCH_BIN); $(CLUSTER_BENCH_BIN); fi
+	@if [ -x $(MEMBERS_BENCH_BIN) ]; then echo $(MEMBERS_BENCH_BIN); $(MEMBERS_BENCH_BIN); \
+	else echo "no $(MEMBERS_BENCH_BIN) (built without cluster membership): no membership benchmark"; fi
 
 soak: build
 	$(SOAK_BIN) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(SOAK_ARGS)

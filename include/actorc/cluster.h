@@ -82,14 +82,19 @@ typedef struct ac_cluster_options {
 
 /* Join the cluster with the system's node (ac_node_start first). NULL
  * with the last error: AC_EINVAL naming the option (bad name, role, seed,
- * endpoint, prefix, TTL, provider), AC_ENOTFOUND for a system without a
- * node, AC_EEXIST for a system that has joined, AC_ESTOPPED for a
- * terminating system. An unreachable etcd is not an error here: the
- * cluster retries with backoff, logs, and says so in its status. The
- * cluster lives until ac_cluster_leave or the system's termination. */
+ * endpoint, prefix, TTL, backoff, provider; AC_CLUSTER_ETCD in a build
+ * without etcd), AC_ENOTFOUND for a system without a node, AC_EEXIST for
+ * a system that has joined (even one that left since), AC_ESTOPPED for a
+ * terminating system or a stopped node, AC_ENOMEM. An unreachable etcd is
+ * not an error here: the cluster retries with backoff, logs, and says so
+ * in its status. The cluster lives until ac_cluster_leave or the system's
+ * termination. */
 AC_API ac_cluster *ac_cluster_join(ac_system *system, const ac_cluster_options *options);
-/* Leave: deregister (etcd), tell the members, end the subscriptions. The
- * handle stays valid (and left) until the system is terminated. */
+/* Leave: deregister (etcd), tell the members, end the subscriptions
+ * (each subscriber is told Down of every member, this node last). The
+ * handle stays valid (and left) until the system is terminated. With
+ * etcd it waits for the revoke of its lease: about a second per endpoint
+ * at most when etcd does not answer. AC_ESTOPPED once left. */
 AC_API ac_status ac_cluster_leave(ac_cluster *cluster);
 /* The system's cluster, or NULL. */
 AC_API ac_cluster *ac_system_cluster(ac_system *system);
@@ -113,8 +118,9 @@ typedef struct ac_member {
 /* Does `member` have `role`? */
 AC_API bool ac_member_has_role(const ac_member *member, const char *role);
 
-/* The current members (this node included), sorted by address. Free the
- * list with ac_member_list_free. */
+/* The current members (this node included), Up or Unreachable, sorted
+ * by address. Free the list with ac_member_list_free (which takes a
+ * zeroed or freed list too). AC_ESTOPPED once left. */
 typedef struct ac_member_list {
     ac_member *members;
     size_t count;
@@ -124,7 +130,7 @@ AC_API void ac_member_list_free(ac_member_list *list);
 
 typedef enum ac_member_event_kind {
     AC_MEMBER_EVENT_UP = 0,          /* joined (or seen at subscription) */
-    AC_MEMBER_EVENT_UNREACHABLE = 1, /* silent, not yet down */
+    AC_MEMBER_EVENT_UNREACHABLE = 1, /* silent for half the heartbeat timeout, not yet down */
     AC_MEMBER_EVENT_REACHABLE = 2,   /* heard from again */
     AC_MEMBER_EVENT_DOWN = 3,        /* left, lost, or replaced by a new incarnation */
 } ac_member_event_kind;
@@ -141,21 +147,23 @@ typedef struct ac_member_event {
 AC_API const ac_member_event *ac_member_event_get(const ac_msg *msg);
 
 /* Tell `subscriber` MemberEvents: the current members as Up events first,
- * then each change. A subscriber that stops is unsubscribed. AC_EEXIST
- * for one subscribed already; AC_ESTOPPED once left. */
+ * then each change. A subscriber that stops is unsubscribed. MemberEvents
+ * have no wire codec: subscribers are local actors. AC_EEXIST for one
+ * subscribed already (unsubscribe: AC_ENOTFOUND for one that is not);
+ * AC_ESTOPPED once left. */
 AC_API ac_status ac_cluster_subscribe(ac_cluster *cluster, ac_ref *subscriber);
 AC_API ac_status ac_cluster_unsubscribe(ac_cluster *cluster, ac_ref *subscriber);
 
 /* How the cluster is doing with its provider. */
 typedef enum ac_cluster_state {
-    AC_CLUSTER_JOINING = 0, /* provider not reached yet */
+    AC_CLUSTER_JOINING = 0, /* provider not reached yet (static: no other member yet) */
     AC_CLUSTER_JOINED = 1,
     AC_CLUSTER_RETRYING = 2, /* provider lost; retrying with backoff */
     AC_CLUSTER_LEFT = 3,
 } ac_cluster_state;
 typedef struct ac_cluster_status {
     ac_cluster_state state;
-    size_t members_up;
+    size_t members_up; /* this node included */
     size_t members_unreachable;
     uint64_t attempts_failed; /* provider attempts that failed */
     char last_error[256];     /* "" when none */

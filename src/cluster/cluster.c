@@ -390,15 +390,20 @@ static ac_status cluster_start(ac_cluster *c, bool *owned)
     pthread_mutex_lock(&c->lock);
     c->actor = actor;
     pthread_mutex_unlock(&c->lock);
-    ac_msg *tick = ac__note_new(AC__NOTE_TICK, NULL, NULL, 0, NULL, NULL, 0, NULL);
-    c->tick = tick ? ac_schedule_repeat(actor, 0, AC__CLUSTER_BEAT_MS, tick, NULL) : NULL;
-    if (!c->tick)
-        ac__fail(AC_ENOMEM, "ac_cluster_join: cannot start the cluster's timer");
-    else if (ac__node_hooks_set(c->node, &c->hooks) != AC_OK)
+    /* The provider first: the timer's turns read what it sets up. */
+    if (c->provider == AC_CLUSTER_ETCD && ac__cluster_etcd_start(c) != AC_OK)
+        goto undo;
+    if (ac__node_hooks_set(c->node, &c->hooks) != AC_OK) {
         ac__fail(AC_EEXIST, "ac_cluster_join: the node of system %s serves another cluster",
                  ac_system_name(c->system));
-    else if (c->provider != AC_CLUSTER_ETCD || ac__cluster_etcd_start(c) == AC_OK)
+        goto undo;
+    }
+    ac_msg *tick = ac__note_new(AC__NOTE_TICK, NULL, NULL, 0, NULL, NULL, 0, NULL);
+    c->tick = tick ? ac_schedule_repeat(actor, 0, AC__CLUSTER_BEAT_MS, tick, NULL) : NULL;
+    if (c->tick)
         return AC_OK;
+    ac__fail(AC_ENOMEM, "ac_cluster_join: cannot start the cluster's timer");
+undo:;
     /* Undone as far as it can be: left, its actor stopped. */
     ac_status st = ac_last_status();
     char why[256];

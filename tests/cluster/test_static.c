@@ -103,7 +103,10 @@ static void test_three_then_four(void **state)
     assert_true(cl_find(&nodes[0], 0, 0, needles) >= 0);
     const char *st = cl_ask(&nodes[3], "status", "STATUS", 5000);
     assert_non_null(st);
-    assert_non_null(strstr(st, "STATUS joined 4 0 "));
+    assert_non_null(strstr(st, "STATUS joined "));
+    m = cl_ask(&nodes[3], "members", "MEMBERS", 5000);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "MEMBERS 4 "));
 }
 
 static void test_kill_and_restart(void **state)

@@ -10,6 +10,7 @@
 
 expect_consumer="consumer: hello, consumer, from greeter"
 expect_serve="serve: scraped actorc_actors_started_total from /metrics"
+expect_cluster="cluster: consumer joined, first event: up self"
 
 consumer_init() {
     test_name=$1
