@@ -94,7 +94,7 @@ static void fx_start_member(cluster_fx *c, int i, const char *mode)
         c->n = i + 1;
 }
 
-static void fx_join_client(cluster_fx *c, ts_fixture *fx, const char *name)
+static void fx_join_as(cluster_fx *c, ts_fixture *fx, const char *name, const char *role)
 {
     c->sys = ts_fx_system(fx, name, NULL);
     assert_non_null(c->sys);
@@ -107,11 +107,16 @@ static void fx_join_client(cluster_fx *c, ts_fixture *fx, const char *name)
     }
     ac_node_options no = {.bind = bind, .heartbeat_ivl_ms = 100, .heartbeat_timeout_ms = 600};
     assert_non_null(ac_node_start(c->sys, &no));
-    static const char *const roles[] = {"client"};
+    const char *roles[] = {role};
     ac_cluster_options co = {.name = "routers", .roles = roles, .roles_count = 1,
                              .seeds = seed_list, .seeds_count = (size_t)c->n_ports};
     c->cluster = ac_cluster_join(c->sys, &co);
     assert_non_null(c->cluster);
+}
+
+static void fx_join_client(cluster_fx *c, ts_fixture *fx, const char *name)
+{
+    fx_join_as(c, fx, name, "client");
 }
 
 static void fx_end(cluster_fx *c)
@@ -516,6 +521,45 @@ static void test_stop_mid_scatter_and_bare_tell(void **state)
     fx_end(&c);
 }
 
+static void echo_receive(ac_ctx *ctx, ac_msg *msg) { ac_reply(ctx, ac_msg_retain(msg)); }
+static const ac_actor_def local_replica_def = {.name = "LocalReplica", .receive = echo_receive};
+
+/* This node is a replica member too: its own actor is a routee (the
+ * local actor, not a remote ref to itself), unless exclude_self. */
+static void test_this_node_and_exclude_self(void **state)
+{
+    ts_fixture *fx = *state;
+    cluster_fx c = {0};
+    fx_ports(&c, 2);
+    fx_start_member(&c, 0, "echo");
+    fx_start_member(&c, 1, "echo");
+    fx_join_as(&c, fx, "client_self", "replica");
+    ac_ref *mine = ts_spawn(c.sys, &local_replica_def, NULL, "replica");
+    assert_non_null(mine);
+    ac_ref *all = spawn(&c, ac_cluster_router_round_robin(c.cluster, &replicas), "all");
+    ac_cluster_router_options others = replicas;
+    others.exclude_self = true;
+    ac_ref *rest = spawn(&c, ac_cluster_router_round_robin(c.cluster, &others), "rest");
+    assert_eventually(wait_routees(all, 3, TS_WAIT_S), "two members and this node");
+    assert_eventually(wait_routees(rest, 2, TS_WAIT_S), "the two other members");
+    char got[1024];
+    routees(all, got, sizeof got);
+    assert_non_null(strstr(got, "actorc://client_self/user/replica"));
+    routees(rest, got, sizeof got);
+    assert_null(strstr(got, "client_self"));
+    int local = 0;
+    for (int i = 0; i < 6; i++) {
+        char who[256];
+        ask_sender(all, "q", who, sizeof who);
+        local += strcmp(who, "actorc://client_self/user/replica") == 0;
+    }
+    assert_int_equal(local, 2);
+    ac_ref_release(all);
+    ac_ref_release(rest);
+    ac_ref_release(mine);
+    fx_end(&c);
+}
+
 /* A role no member has: the same answers as a local group with none. */
 static void test_no_routees_answers_as_an_empty_group(void **state)
 {
@@ -615,6 +659,7 @@ int main(void)
         TS_UNIT(test_smallest_mailbox_prefers_the_idle),
         TS_UNIT(test_hedged_past_a_silent_member),
         TS_UNIT(test_stop_mid_scatter_and_bare_tell),
+        TS_UNIT(test_this_node_and_exclude_self),
         TS_UNIT(test_no_routees_answers_as_an_empty_group),
         TS_UNIT(test_bad_options_refused),
     };
