@@ -9,8 +9,10 @@
  *                         (replica, request) by a hash both sides compute,
  *                         so the ideal (the smallest of the 3 draws) is
  *                         known here. p50 and p99, the p99 overhead over
- *                         the ideal's, and the round-robin cluster
- *                         router's p99 over the same draws.
+ *                         the ideal's, the round-robin cluster router's
+ *                         p99 over the same draws, and a local group
+ *                         scatter's over three in-process replicas with
+ *                         the same draws (what the timers alone cost).
  *   cluster_rr            tells through the round-robin cluster router
  *                         beside the same tells sent straight to the three
  *                         remote refs in turn, interleaved rounds, medians.
@@ -294,6 +296,21 @@ static void scatter_tail(ac_system *sys, ac_cluster *cluster)
             best = delay_ms(k, i + SC_WARM) < best ? delay_ms(k, i + SC_WARM) : best;
         ideal[i] = best * 1000;
     }
+    /* The same scatter over three replicas in this process, the same
+     * draws: what the wire and the membership add, apart from timers. */
+    ac_ref *local[REPLICAS];
+    for (int k = 0; k < REPLICAS; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "local%d", k);
+        if (!(local[k] = ac_spawn(sys, ac_props_new(&replica_def, (void *)(intptr_t)k), name)))
+            die("ac_spawn");
+    }
+    ac_ref *lsg = ac_spawn(sys, ac_router_group_scatter_gather_first_completed(local, 3, &so),
+                           "lsg");
+    if (!lsg)
+        die("ac_spawn (local scatter)");
+    measure(lsg, lat);
+    double local_p99 = pct_of(lat, SC_N, 99) / 1e3;
     measure(sg, lat);
     double p50 = pct_of(lat, SC_N, 50) / 1e3, p99 = pct_of(lat, SC_N, 99) / 1e3;
     double ip99 = pct_of(ideal, SC_N, 99);
@@ -304,6 +321,12 @@ static void scatter_tail(ac_system *sys, ac_cluster *cluster)
     result("cluster_scatter_tail", "ideal_p99", ip99, "us");
     result("cluster_scatter_tail", "p99_overhead_pct", (p99 - ip99) / ip99 * 100.0, "%");
     result("cluster_scatter_tail", "rr_p99", rr99, "us");
+    result("cluster_scatter_tail", "local_p99", local_p99, "us");
+    result("cluster_scatter_tail", "p99_vs_local_pct", (p99 - local_p99) / local_p99 * 100.0, "%");
+    ac_stop(lsg);
+    ac_ref_release(lsg);
+    for (int k = 0; k < REPLICAS; k++)
+        ac_ref_release(local[k]);
     free(lat);
     free(ideal);
     ac_stop(sg);
