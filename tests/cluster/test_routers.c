@@ -31,7 +31,9 @@
 
 #define MAX_MEMBERS 5
 #define HB_IVL "100"
-#define HB_TIMEOUT "600"
+/* The heartbeat timeout of the members and the client, ms: short, so that
+ * a lost member is Down soon; a test of Unreachable sets a long one. */
+static int hb_timeout_ms = 600;
 #define ASK_MS 8000
 
 typedef struct cluster_fx {
@@ -76,9 +78,10 @@ static void fx_ports(cluster_fx *c, int members)
 /* Member i (0-based) with its replica in `mode`. */
 static void fx_start_member(cluster_fx *c, int i, const char *mode)
 {
-    char bind[64], seeds[MAX_MEMBERS + 1][32];
+    char bind[64], seeds[MAX_MEMBERS + 1][32], timeout[16];
     const char *args[40];
     int a = 0;
+    snprintf(timeout, sizeof timeout, "%d", hb_timeout_ms);
     snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", c->ports[i]);
     args[a++] = "--bind", args[a++] = bind;
     for (int k = 0; k < c->n_ports; k++) {
@@ -87,7 +90,7 @@ static void fx_start_member(cluster_fx *c, int i, const char *mode)
     }
     args[a++] = "--role", args[a++] = "replica";
     args[a++] = "--replica", args[a++] = mode;
-    args[a++] = "--hb", args[a++] = HB_IVL, args[a++] = HB_TIMEOUT;
+    args[a++] = "--hb", args[a++] = HB_IVL, args[a++] = timeout;
     args[a] = NULL;
     assert_true(rt_start(&c->members[i], args));
     if (i >= c->n)
@@ -105,7 +108,7 @@ static void fx_join_as(cluster_fx *c, ts_fixture *fx, const char *name, const ch
         snprintf(seeds[k], sizeof seeds[k], "127.0.0.1:%d", c->ports[k]);
         seed_list[k] = seeds[k];
     }
-    ac_node_options no = {.bind = bind, .heartbeat_ivl_ms = 100, .heartbeat_timeout_ms = 600};
+    ac_node_options no = {.bind = bind, .heartbeat_ivl_ms = 100, .heartbeat_timeout_ms = hb_timeout_ms};
     assert_non_null(ac_node_start(c->sys, &no));
     const char *roles[] = {role};
     ac_cluster_options co = {.name = "routers", .roles = roles, .roles_count = 1,
@@ -279,6 +282,41 @@ static void test_fourth_member_joins(void **state)
     assert_string_equal(got, want);
     ac_ref_release(rr);
     ac_ref_release(sg);
+    fx_end(&c);
+}
+
+/* SIGSTOP: the member goes Unreachable (at half the heartbeat timeout)
+ * and out of the set at once, before it could be Down; SIGCONT: it is
+ * Reachable and back, at its place. The timeout is long (8 s) so that the
+ * member is back well before it would be Down. */
+static void test_unreachable_out_and_back(void **state)
+{
+    ts_fixture *fx = *state;
+    cluster_fx c = {0};
+    hb_timeout_ms = 8000;
+    fx_three(&c, fx, "client_unreach", "echo", "echo", "echo");
+    hb_timeout_ms = 600;
+    ac_ref *rr = spawn(&c, ac_cluster_router_round_robin(c.cluster, &replicas), "rr");
+    assert_eventually(wait_routees(rr, 3, TS_WAIT_S), "three routees");
+    char before[1024], stopped[256];
+    routees(rr, before, sizeof before);
+    member_path(&c, 1, stopped, sizeof stopped);
+    rt_signal(&c.members[1], SIGSTOP);
+    assert_eventually(wait_routees(rr, 2, TS_WAIT_S), "the silent member left the set");
+    char during[1024];
+    routees(rr, during, sizeof during);
+    assert_null(strstr(during, stopped));
+    for (int i = 0; i < 4; i++) { /* new requests go to the other two only */
+        char who[256];
+        ask_sender(rr, "q", who, sizeof who);
+        assert_string_not_equal(who, stopped);
+    }
+    rt_signal(&c.members[1], SIGCONT);
+    assert_eventually(wait_routees(rr, 3, TS_WAIT_S), "the member is back");
+    char after[1024];
+    routees(rr, after, sizeof after);
+    assert_string_equal(after, before);
+    ac_ref_release(rr);
     fx_end(&c);
 }
 
@@ -651,6 +689,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TS_UNIT(test_routers_over_three_members),
         TS_UNIT(test_fourth_member_joins),
+        TS_UNIT(test_unreachable_out_and_back),
         TS_UNIT(test_member_killed_mid_scatter),
         TS_UNIT(test_scatter_answers_after_a_kill),
         TS_UNIT(test_same_aggregate_on_a_third_node),
