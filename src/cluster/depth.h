@@ -9,7 +9,8 @@
  * tells it a Depth every AC__DEPTH_PERIOD_MS: the node's address, the
  * path and the depth of the actor there as the node sees it (an actor
  * that counts its queue: its queued messages; any other: 0 while idle,
- * unknown while busy; unknown when there is no actor at the path). A
+ * unknown while busy; unknown when there is no actor at the path, and
+ * for a path below a top-level actor, which is not looked up here). A
  * DepthWatch with `unwatch` set ends it, and so does the router's node
  * being lost (the publisher watches each subscriber).
  *
