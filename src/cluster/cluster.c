@@ -473,6 +473,7 @@ ac_status ac_cluster_leave(ac_cluster *c)
         return ac__fail(AC_ESTOPPED, "ac_cluster_leave: this node has left cluster %s", c->name);
     ac__node_hooks_set(c->node, NULL);
     ac__cluster_etcd_stop(c);
+    ac_cancel(c->tick); /* released with the rest at the system's end */
     tell_actor(c, ac__note_new(AC__NOTE_LEAVE, NULL, NULL, 0, NULL, NULL, 0, NULL));
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->subs_count; i++)
