@@ -148,9 +148,9 @@ AC_API const ac_member_event *ac_member_event_get(const ac_msg *msg);
 
 /* Tell `subscriber` MemberEvents: the current members as Up events first,
  * then each change. A subscriber that stops is unsubscribed. MemberEvents
- * have no wire codec: subscribers are local actors. AC_EEXIST for one
- * subscribed already (unsubscribe: AC_ENOTFOUND for one that is not);
- * AC_ESTOPPED once left. */
+ * have no wire codec: subscribers are local actors (a remote ref is
+ * AC_EINVAL). AC_EEXIST for one subscribed already (unsubscribe:
+ * AC_ENOTFOUND for one that is not); AC_ESTOPPED once left. */
 AC_API ac_status ac_cluster_subscribe(ac_cluster *cluster, ac_ref *subscriber);
 AC_API ac_status ac_cluster_unsubscribe(ac_cluster *cluster, ac_ref *subscriber);
 

@@ -564,6 +564,10 @@ ac_status ac_cluster_subscribe(ac_cluster *c, ac_ref *subscriber)
         return ac_last_status();
     if (!subscriber)
         return ac__fail(AC_EINVAL, "ac_cluster_subscribe: subscriber is NULL");
+    if (ac_ref_is_remote(subscriber))
+        return ac__fail(AC_EINVAL, "ac_cluster_subscribe: subscriber %s is on another node: "
+                                   "MemberEvents do not cross the wire (subscribe there)",
+                        ac_ref_path(subscriber));
     ac_msg *wake = ac__note_new(AC__NOTE_SUBSCRIBERS, NULL, NULL, 0, NULL, NULL, 0, NULL);
     if (!wake)
         return ac__fail(AC_ENOMEM, "ac_cluster_subscribe: out of memory");

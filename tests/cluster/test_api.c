@@ -432,6 +432,13 @@ static void test_bad_options(void **state)
     assert_int_equal(ac_cluster_subscribe(c, NULL), AC_EINVAL);
     assert_non_null(strstr(ac_last_error(), "subscriber is NULL"));
     assert_int_equal(ac_cluster_unsubscribe(c, NULL), AC_EINVAL);
+    char remote[128];
+    snprintf(remote, sizeof remote, "actorc://other@127.0.0.1:1/user/x");
+    ac_ref *far = ac_node_resolve(ac_system_node(bad_sys), remote);
+    assert_non_null(far);
+    assert_int_equal(ac_cluster_subscribe(c, far), AC_EINVAL);
+    assert_non_null(strstr(ac_last_error(), "another node"));
+    ac_ref_release(far);
     expect_refused(&ok, AC_EEXIST, "joined a cluster already");
     /* Alone, with no seeds: joined, itself the only member. */
     assert_int_equal(ac_cluster_status_get(c, &st), AC_OK);
