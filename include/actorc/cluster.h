@@ -72,10 +72,11 @@ typedef struct ac_cluster_options {
     size_t etcd_endpoints_count;
     /* etcd: key prefix; NULL: "/actorc". */
     const char *etcd_prefix;
-    /* etcd: the registration lease, seconds (at least 2); 0: 5. */
+    /* etcd: the registration lease, seconds (2 to 3,600); 0: 5. */
     int lease_ttl_s;
-    /* Backoff between attempts to reach the provider, ms; 0: 100 and
-     * 5,000. */
+    /* Backoff between attempts to reach the provider (etcd, or a static
+     * seed), ms, up to 600,000, the maximum not below the initial; 0: 100
+     * and 5,000. */
     int retry_initial_ms;
     int retry_max_ms;
 } ac_cluster_options;
@@ -148,9 +149,9 @@ AC_API const ac_member_event *ac_member_event_get(const ac_msg *msg);
 
 /* Tell `subscriber` MemberEvents: the current members as Up events first,
  * then each change. A subscriber that stops is unsubscribed. MemberEvents
- * have no wire codec: subscribers are local actors. AC_EEXIST for one
- * subscribed already (unsubscribe: AC_ENOTFOUND for one that is not);
- * AC_ESTOPPED once left. */
+ * have no wire codec: subscribers are local actors (a remote ref is
+ * AC_EINVAL). AC_EEXIST for one subscribed already (unsubscribe:
+ * AC_ENOTFOUND for one that is not); AC_ESTOPPED once left. */
 AC_API ac_status ac_cluster_subscribe(ac_cluster *cluster, ac_ref *subscriber);
 AC_API ac_status ac_cluster_unsubscribe(ac_cluster *cluster, ac_ref *subscriber);
 

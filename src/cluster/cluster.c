@@ -479,6 +479,7 @@ ac_status ac_cluster_leave(ac_cluster *c)
         return ac__fail(AC_ESTOPPED, "ac_cluster_leave: this node has left cluster %s", c->name);
     ac__node_hooks_set(c->node, NULL);
     ac__cluster_etcd_stop(c);
+    ac_cancel(c->tick); /* released with the rest at the system's end */
     tell_actor(c, ac__note_new(AC__NOTE_LEAVE, NULL, NULL, 0, NULL, NULL, 0, NULL));
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->subs_count; i++)
@@ -569,6 +570,10 @@ ac_status ac_cluster_subscribe(ac_cluster *c, ac_ref *subscriber)
         return ac_last_status();
     if (!subscriber)
         return ac__fail(AC_EINVAL, "ac_cluster_subscribe: subscriber is NULL");
+    if (ac_ref_is_remote(subscriber))
+        return ac__fail(AC_EINVAL, "ac_cluster_subscribe: subscriber %s is on another node: "
+                                   "MemberEvents do not cross the wire (subscribe there)",
+                        ac_ref_path(subscriber));
     ac_msg *wake = ac__note_new(AC__NOTE_SUBSCRIBERS, NULL, NULL, 0, NULL, NULL, 0, NULL);
     if (!wake)
         return ac__fail(AC_ENOMEM, "ac_cluster_subscribe: out of memory");

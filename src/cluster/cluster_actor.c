@@ -27,8 +27,9 @@
  *
  * Subscribers. The set callers asked for is published under the lock;
  * the actor keeps its own, `active`, and reconciles the two in its turn,
- * so that a new subscriber gets the current members as Up events before
- * any change. Subscribers are watched: one that stops is dropped.
+ * so that a new subscriber gets the current members as Up events (an
+ * Unreachable one's Up followed by its Unreachable) before any change.
+ * Subscribers are watched: one that stops is dropped.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -494,6 +495,12 @@ static void activate(ac_ctx *ctx, ac_cluster *c, ac_ref *sub)
         if (!r->member && !r->self)
             continue;
         ac_msg *ev = ac__member_event_new(AC_MEMBER_EVENT_UP, r);
+        if (ev)
+            ac_tell(sub, ev, ac_self(ctx));
+        /* One silent now is told so after its Up, as it happened. */
+        ev = r->status == AC_MEMBER_UNREACHABLE
+                 ? ac__member_event_new(AC_MEMBER_EVENT_UNREACHABLE, r)
+                 : NULL;
         if (ev)
             ac_tell(sub, ev, ac_self(ctx));
     }

@@ -13,6 +13,11 @@
  * Notes reach the actor as messages: from the transport thread (peer up
  * and down, beats), from the etcd threads (keys put and deleted, the
  * provider's health), from the API (subscribe, leave) and from its timer.
+ *
+ * Lock order: `lock` may be held while the node's lock is taken (the
+ * release of a subscriber that is a remote ref), never the other way: the
+ * transport calls the hooks with no lock held. Nothing calls into the
+ * etcd client's stop with `lock` held (its callbacks take it).
  */
 #ifndef AC_CLUSTER_INTERNAL_H
 #define AC_CLUSTER_INTERNAL_H

@@ -546,7 +546,7 @@ static bool open_dealer(ac_node *node, ac__peer *p)
                                      .system = span_of(node->system_name),
                                      .address = span_of(node->address),
                                      .incarnation = node->incarnation};
-    uint8_t buf[2048];
+    uint8_t buf[4096]; /* room for the largest card a cluster sends */
     size_t n = ac__wire_encode(&hello, buf, sizeof buf);
     if (n <= sizeof buf && zmq_send(d, buf, n, ZMQ_DONTWAIT) == (int)n)
         p->hello_sent = true;

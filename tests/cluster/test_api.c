@@ -262,6 +262,54 @@ static void test_members_roles_status(void **state)
     ts_rec_free(rec);
 }
 
+/* The largest card there is (16 roles of 64 characters, a system name of
+ * 64) travels whole in a HELLO and a beat. */
+static void test_big_card(void **state)
+{
+    (void)state;
+    static char roles_text[16][65];
+    const char *roles[16];
+    for (int i = 0; i < 16; i++) {
+        memset(roles_text[i], 'a' + i, 64);
+        roles_text[i][64] = '\0';
+        roles[i] = roles_text[i];
+    }
+    char name[65];
+    memset(name, 's', 64);
+    name[64] = '\0';
+    ac_system *sys[2];
+    ac_node *node[2];
+    ac_cluster *c[2];
+    for (int i = 0; i < 2; i++) {
+        ac_system_options so = {.workers = 1};
+        sys[i] = ac_system_create(i ? name : "small", &so);
+        assert_non_null(sys[i]);
+        node[i] = start_node(sys[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        const char *seeds[] = {ac_node_address(node[1 - i])};
+        ac_cluster_options o = {.name = name, .roles = i ? roles : NULL, .roles_count = i ? 16 : 0,
+                                .seeds = seeds, .seeds_count = 1};
+        c[i] = ac_cluster_join(sys[i], &o);
+        assert_non_null(c[i]);
+    }
+    assert_true(ts_wait_until(both_up, c[0], WAIT_S));
+    ac_member_list list;
+    assert_int_equal(ac_cluster_members(c[0], &list), AC_OK);
+    assert_int_equal(list.count, 2);
+    for (size_t i = 0; i < 2; i++) {
+        if (list.members[i].self)
+            continue;
+        assert_string_equal(list.members[i].system, name);
+        assert_int_equal(list.members[i].roles_count, 16);
+        for (int r = 0; r < 16; r++)
+            assert_string_equal(list.members[i].roles[r], roles_text[r]);
+    }
+    ac_member_list_free(&list);
+    for (int i = 0; i < 2; i++)
+        ac_system_terminate(sys[i]);
+}
+
 /* ---- bad input ------------------------------------------------------------ */
 
 static ac_system *bad_sys;
@@ -384,6 +432,13 @@ static void test_bad_options(void **state)
     assert_int_equal(ac_cluster_subscribe(c, NULL), AC_EINVAL);
     assert_non_null(strstr(ac_last_error(), "subscriber is NULL"));
     assert_int_equal(ac_cluster_unsubscribe(c, NULL), AC_EINVAL);
+    char remote[128];
+    snprintf(remote, sizeof remote, "actorc://other@127.0.0.1:1/user/x");
+    ac_ref *far = ac_node_resolve(ac_system_node(bad_sys), remote);
+    assert_non_null(far);
+    assert_int_equal(ac_cluster_subscribe(c, far), AC_EINVAL);
+    assert_non_null(strstr(ac_last_error(), "another node"));
+    ac_ref_release(far);
     expect_refused(&ok, AC_EEXIST, "joined a cluster already");
     /* Alone, with no seeds: joined, itself the only member. */
     assert_int_equal(ac_cluster_status_get(c, &st), AC_OK);
@@ -409,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_order),
         cmocka_unit_test(test_unsubscribe),
         cmocka_unit_test(test_members_roles_status),
+        cmocka_unit_test(test_big_card),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

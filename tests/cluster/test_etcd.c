@@ -166,6 +166,13 @@ static void test_join_kill(void **state)
         nanosleep(&t, NULL);
     }
     assert_int_equal(left, 2);
+
+    /* A key deleted while its node's connection stands: Down all the same. */
+    snprintf(key, sizeof key, "/test/etcdc/members/%s-%s", addrs[1], nodes[1].proc.incarnation);
+    int64_t deleted = 0;
+    assert_int_equal(ac__etcd_delete(e, key, &deleted), AC_OK);
+    assert_int_equal(deleted, 1);
+    assert_true(cl_event(&nodes[0], 0, DOWN_MS, "down", addrs[1], nodes[1].proc.incarnation) >= 0);
     assert_int_equal(ac__etcd_close(e), AC_OK);
 }
 

@@ -166,6 +166,35 @@ static void test_sigstop(void **state)
     cl_end(&nodes[1], SIGKILL);
 }
 
+/* A member stopped for less than the heartbeat timeout: Unreachable,
+ * then Reachable when it runs again, never Down. Heartbeats time out
+ * after 6 s here, so a loaded machine has room. */
+static void test_unreachable_reachable(void **state)
+{
+    (void)state;
+    const char *args0[] = {"--system", "a", "--hb", "500", "6000", "--cluster", "soft",
+                           "--seed", addrs[1], NULL};
+    const char *args1[] = {"--system", "b", "--hb", "500", "6000", "--cluster", "soft",
+                           "--seed", addrs[0], NULL};
+    assert_true(cl_start(&nodes[0], ports[0], args0));
+    assert_true(cl_start(&nodes[1], ports[1], args1));
+    assert_true(sees_up(0, 1, UP_MS) >= 0);
+    assert_true(sees_up(1, 0, UP_MS) >= 0);
+    rt_signal(&nodes[1].proc, SIGSTOP);
+    int unreachable = cl_event(&nodes[0], 0, 5000 * SLOW, "unreachable", addrs[1],
+                               nodes[1].proc.incarnation);
+    rt_signal(&nodes[1].proc, SIGCONT);
+    assert_true(unreachable >= 0);
+    int reachable = cl_event(&nodes[0], unreachable, 5000 * SLOW, "reachable", addrs[1],
+                             nodes[1].proc.incarnation);
+    assert_true(reachable > unreachable);
+    const char *down[] = {"EVENT down", NULL};
+    assert_int_equal(cl_find(&nodes[0], 0, 0, down), -1);
+    const char *m = cl_ask(&nodes[0], "members", "MEMBERS", 5000);
+    assert_non_null(m);
+    assert_non_null(strstr(m, "MEMBERS 2 "));
+}
+
 /* A node that leaves is Down for the others at once (it says so), and
  * its own subscription ends with its own Down. */
 static void test_leave(void **state)
@@ -197,6 +226,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_three_then_four, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill_and_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigstop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unreachable_reachable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leave, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
