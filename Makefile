@@ -25,6 +25,11 @@ DEMO_ARGS   ?= --svg $(RELEASE_DIR)/actorc-hedge.svg
 BENCH_BIN   ?= $(RELEASE_DIR)/bench/actorc-bench
 # Built only with remoting (libzmq and libcbor).
 REMOTE_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-remote
+CLUSTER_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-cluster
+# What `make demo-cluster` runs: the demo over three replica processes.
+DEMO_CLUSTER_ARGS ?= --nodes 3 --svg $(RELEASE_DIR)/actorc-hedge-cluster.svg
+# Built only with cluster membership.
+MEMBERS_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-members
 # What `make soak` runs: DURATION=2h for hours, SEED=0x... to replay a seed.
 SOAK_BIN    ?= $(RELEASE_DIR)/apps/soak/actorc-soak
 DURATION    ?= 3m
@@ -34,7 +39,7 @@ TEST_CONFIGS ?= release asan tsan
 export BUILD_ROOT JOBS CMAKE
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all help deps build test demo bench soak compare install clean
+.PHONY: all help deps build test demo demo-cluster bench soak compare install clean
 
 all: build
 
@@ -43,6 +48,7 @@ help:
 	@echo "make build    configure and build $(RELEASE_DIR)"
 	@echo "make test     build and test: $(TEST_CONFIGS)"
 	@echo "make demo     build and run $(DEMO_BIN)"
+	@echo "make demo-cluster  the same demo over three actorc-node processes"
 	@echo "make bench    build and run the benchmark suite"
 	@echo "make soak     build and run the soak for DURATION=$(DURATION) (SEED=... replays one)"
 	@echo "make compare  compare against other actor runtimes (bench/compare)"
@@ -61,11 +67,17 @@ test: deps
 demo: build
 	$(DEMO_BIN) $(DEMO_ARGS)
 
+demo-cluster: build
+	$(DEMO_BIN) $(DEMO_CLUSTER_ARGS)
+
 bench: build
 	$(BENCH_BIN) suite
 	$(BENCH_BIN) mem
 	@if [ -x $(REMOTE_BENCH_BIN) ]; then echo $(REMOTE_BENCH_BIN); $(REMOTE_BENCH_BIN); \
 	else echo "no $(REMOTE_BENCH_BIN) (built without remoting): no remote benchmarks"; fi
+	@if [ -x $(CLUSTER_BENCH_BIN) ]; then echo $(CLUSTER_BENCH_BIN); $(CLUSTER_BENCH_BIN); fi
+	@if [ -x $(MEMBERS_BENCH_BIN) ]; then echo $(MEMBERS_BENCH_BIN); $(MEMBERS_BENCH_BIN); \
+	else echo "no $(MEMBERS_BENCH_BIN) (built without cluster membership): no membership benchmark"; fi
 
 soak: build
 	$(SOAK_BIN) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(SOAK_ARGS)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build and run actorc's benchmarks, like the peers' run.sh.
-#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem + remote), then aggregate
+#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem + remote + members), then aggregate
 #   OUT=file RUNS=1 NO_AGGREGATE=1 bench/run.sh   # append raw output to file
 # BUILD_DIR: the CMake build directory (default: build/release at the
 # repository root, which `make build` shares). One without a cache yet is
@@ -33,6 +33,20 @@ if [ -d "$BUILD_DIR/bench/CMakeFiles/actorc-bench-remote.dir" ]; then
 else
   echo "run.sh: $BUILD_DIR has no remoting: no remote benchmarks" >&2
 fi
+CLUSTER_BENCH=
+if [ -d "$BUILD_DIR/bench/CMakeFiles/actorc-bench-cluster.dir" ]; then
+  cmake --build "$BUILD_DIR" --target actorc-bench-cluster -j "$(nproc)" >&2
+  CLUSTER_BENCH="$BUILD_DIR/bench/actorc-bench-cluster"
+fi
+
+# The membership benchmark exists only in a build with cluster membership.
+MEMBERS_BENCH=
+if [ -d "$BUILD_DIR/bench/CMakeFiles/actorc-bench-members.dir" ]; then
+  cmake --build "$BUILD_DIR" --target actorc-bench-members -j "$(nproc)" >&2
+  MEMBERS_BENCH="$BUILD_DIR/bench/actorc-bench-members"
+else
+  echo "run.sh: $BUILD_DIR has no cluster membership: no membership benchmark" >&2
+fi
 
 commit="$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo '?')"
 echo "# peer=actorc version=$("$BENCH" version)+$commit cc=$("$BENCH" compiler) host_cpus=$(nproc) date=$(date -Is)" >> "$OUT"
@@ -44,6 +58,14 @@ for r in $(seq 1 "$RUNS"); do
   if [ -n "$REMOTE_BENCH" ]; then
     echo "# run $r remote" >> "$OUT"
     timeout 900 "$REMOTE_BENCH" >> "$OUT"
+  fi
+  if [ -n "$CLUSTER_BENCH" ]; then
+    echo "# run $r cluster" >> "$OUT"
+    timeout 600 "$CLUSTER_BENCH" >> "$OUT"
+  fi
+  if [ -n "$MEMBERS_BENCH" ]; then
+    echo "# run $r members" >> "$OUT"
+    timeout 900 "$MEMBERS_BENCH" >> "$OUT"
   fi
 done
 if [ -z "${NO_AGGREGATE:-}" ]; then

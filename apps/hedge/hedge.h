@@ -27,6 +27,10 @@ typedef struct replica_model {
 } replica_model;
 
 extern const ac_actor_def hedge_replica;
+/* A String request a replica answers with an Int64: the requests its
+ * model has counted (how actorc-hedge --nodes reads the work done in the
+ * replica processes). */
+#define HEDGE_CALLS_QUERY "actorc-hedge.calls"
 
 /* One strategy's results. */
 typedef struct run_result {
@@ -36,6 +40,38 @@ typedef struct run_result {
     double seconds;
     double calls_per_request;
 } run_result;
+
+/* What the demo was asked to do. */
+typedef struct options {
+    size_t requests, concurrency;
+    int replicas;
+    int64_t timeout_ms;
+    const char *svg;
+    int metrics_port;
+    bool quiet;
+    bool breakers;
+    int64_t hedge_delay_us;  /* the fixed hedge delay */
+    double hedge_percentile; /* the adaptive one's percentile */
+    int nodes;               /* replica processes; 0: replicas in this process */
+    const char *node_program;
+    /* Requests the replicas have handled so far; NULL: the model's count. */
+    uint64_t (*count_calls)(void *user);
+    void *count_user;
+    /* Wait until a router just spawned routes to every replica; NULL: it
+     * does from the start (a pool). */
+    bool (*await_routees)(ac_ref *router, void *user);
+    void *await_user;
+} options;
+
+/* main.c: run one strategy's load through `props` (consumed), spawned in
+ * `sys`; 0, or -1 when it could not start. */
+int run_strategy(ac_system *sys, replica_model *m, const options *o, const char *name,
+                 ac_props *props, int64_t ask_timeout_ms, run_result *out);
+/* Print the table, the price, the histogram and write the SVG. */
+void report(const options *o, run_result *runs, size_t n, const char *subtitle);
+
+/* cluster.c: the demo over o->nodes actorc-node processes; the exit code. */
+int cluster_demo(options *o, replica_model *m, const char *argv0);
 
 /* report.c */
 void report_table(FILE *out, const run_result *runs, size_t n);

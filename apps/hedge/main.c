@@ -28,18 +28,6 @@
 
 #include "hedge.h"
 
-typedef struct options {
-    size_t requests, concurrency;
-    int replicas;
-    int64_t timeout_ms;
-    const char *svg;
-    int metrics_port;
-    bool quiet;
-    bool breakers;
-    int64_t hedge_delay_us;  /* the fixed hedge delay */
-    double hedge_percentile; /* the adaptive one's percentile */
-} options;
-
 typedef struct driver {
     ac_ref *target;
     int64_t ask_timeout_ms;
@@ -156,19 +144,30 @@ static void wait_done(driver *d, const char *name, bool show)
         progress(name, d->total, d->total, true);
 }
 
-static int run_strategy(ac_system *sys, replica_model *m, const options *o, const char *name,
-                        ac_props *props, int64_t ask_timeout_ms, run_result *out)
+static uint64_t calls_so_far(replica_model *m, const options *o)
+{
+    return o->count_calls ? o->count_calls(o->count_user) : atomic_load(&m->calls);
+}
+
+int run_strategy(ac_system *sys, replica_model *m, const options *o, const char *name,
+                 ac_props *props, int64_t ask_timeout_ms, run_result *out)
 {
     ac_ref *pool = ac_spawn(sys, props, name);
     if (!pool) {
         fprintf(stderr, "actorc-hedge: cannot start %s: %s\n", name, ac_last_error());
         return -1;
     }
+    if (o->await_routees && !o->await_routees(pool, o->await_user)) {
+        fprintf(stderr, "actorc-hedge: %s did not reach every replica in time\n", name);
+        ac_stop(pool);
+        ac_ref_release(pool);
+        return -1;
+    }
     driver d = {.target = pool, .ask_timeout_ms = ask_timeout_ms, .total = o->requests};
     d.latency_us = calloc(o->requests, sizeof *d.latency_us);
     pthread_mutex_init(&d.lock, NULL);
     pthread_cond_init(&d.all_done, NULL);
-    uint64_t calls_before = atomic_load(&m->calls);
+    uint64_t calls_before = calls_so_far(m, o);
     uint64_t t0 = now_ns();
     size_t first = o->concurrency < o->requests ? o->concurrency : o->requests;
     for (size_t i = 0; i < first; i++)
@@ -187,7 +186,7 @@ static int run_strategy(ac_system *sys, replica_model *m, const options *o, cons
         .errors = atomic_load(&d.errors),
         .requests = o->requests,
         .seconds = seconds,
-        .calls_per_request = (double)(atomic_load(&m->calls) - calls_before) / (double)o->requests,
+        .calls_per_request = (double)(calls_so_far(m, o) - calls_before) / (double)o->requests,
     };
     return 0;
 }
@@ -222,6 +221,12 @@ static void usage(FILE *out)
             "                     replica (5 failures open it; probe after 1 s, backing\n"
             "                     off to 10 s)\n"
             "  --seed N           random seed (default 42)\n"
+            "  --nodes N          run the replicas as N actorc-node processes on this\n"
+            "                     machine, joined in one cluster over loopback, and\n"
+            "                     route to them with the cluster routers (round-robin,\n"
+            "                     random, scatter/gather, hedged) from a client node\n"
+            "  --node-program P   the actorc-node to run (default: the one built beside\n"
+            "                     this program)\n"
             "  --quiet            no progress bar\n"
             "  --help             this text\n");
 }
@@ -270,6 +275,7 @@ static int parse_args(int argc, char **argv, options *o, replica_model *m)
         {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
         {"breakers", no_argument, 0, 'b'},        {"hedge-delay-ms", required_argument, 0, 'D'},
         {"hedge-pct", required_argument, 0, 'P'},
+        {"nodes", required_argument, 0, 'N'},      {"node-program", required_argument, 0, 'X'},
         {0, 0, 0, 0}};
     int c;
     size_t v;
@@ -294,6 +300,8 @@ static int parse_args(int argc, char **argv, options *o, replica_model *m)
         case 'b': o->breakers = true; break;
         case 'D': ok = parse_double(optarg, 0.001, 60000, &x); o->hedge_delay_us = llround(x * 1000); break;
         case 'P': ok = parse_double(optarg, 0.1, 99.9, &o->hedge_percentile); break;
+        case 'N': ok = parse_size(optarg, 1, 16, &v); o->nodes = (int)v; break;
+        case 'X': o->node_program = optarg; break;
         case 'h': usage(stdout); exit(0);
         default:
             fprintf(stderr, "actorc-hedge: unknown option %s\n\n", argv[optind - 1]);
@@ -437,7 +445,7 @@ static size_t run_pass(ac_system *sys, replica_model *m, const options *o, bool 
     return PLANS;
 }
 
-static void report(const options *o, run_result *runs, size_t n, const char *subtitle)
+void report(const options *o, run_result *runs, size_t n, const char *subtitle)
 {
     printf("\n");
     report_table(stdout, runs, n);
@@ -462,6 +470,8 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o, &m);
     if (rc)
         return rc;
+    if (o.nodes > 0)
+        return cluster_demo(&o, &m, argv[0]);
     ac_system *sys = start_system(&o);
     if (!sys)
         return 1;

@@ -84,6 +84,10 @@ static void replica_receive(ac_ctx *ctx, ac_msg *msg)
         answer(ctx, (pending *)ac_msg_payload(msg));
         return;
     }
+    if (ac_msg_is(msg, &ac_msg_type_str) && strcmp(ac_msg_str(msg), HEDGE_CALLS_QUERY) == 0) {
+        ac_reply(ctx, ac_msg_int64_new((int64_t)atomic_load(&m->calls)));
+        return;
+    }
     atomic_fetch_add_explicit(&m->calls, 1, memory_order_relaxed);
     if (m->dead_replica > 0 && st->index == m->dead_replica)
         return; /* the dead replica: never answers */

@@ -132,6 +132,17 @@ AC_API ac_props *ac_router_hedged(int size, const ac_actor_def *routee_def,
                                   const ac_hedged_options *options,
                                   const ac_routee_options *routee_opts);
 
+/* A hedged group over routees[0..n) (borrowed, as the other groups take
+ * them, router.h), tried from a start that moves by one per message, in
+ * the group's order. What a group's routees did last is not remembered
+ * (the routees known to be failing are not moved to the end), and the
+ * per-routee outcome series are not counted: a group's routees have no
+ * bounded names. max_attempts above n is refused; with routees added
+ * later, it caps the attempts as given. NULL with ac_last_error as the
+ * group factories (router.h) and ac_router_hedged. Any thread. */
+AC_API ac_props *ac_router_group_hedged(ac_ref *const *routees, size_t n,
+                                        const ac_hedged_options *options);
+
 /* ---- loser cancellation ------------------------------------------------ */
 
 /* With cancel_losers set on a hedged or scatter/gather router, once a

@@ -98,6 +98,7 @@
 
 #include "actorc/actor.h"
 #include "actorc/export.h"
+#include "actorc/msg.h"
 #include "actorc/supervision.h"
 
 #ifdef __cplusplus
@@ -182,7 +183,23 @@ AC_API ac_props *ac_router_group_smallest_mailbox(ac_ref *const *routees, size_t
  * AC_EINVAL. */
 AC_API ac_props *ac_router_group_custom(ac_ref *const *routees, size_t n, ac_routing_fn strategy,
                                         void *user_data);
-/* ac_router_group_scatter_gather_first_completed: scatter_gather.h. */
+/* A key for consistent hashing, computed from a message in the router's
+ * turn. */
+typedef uint64_t (*ac_hash_key_fn)(const ac_msg *msg, void *user);
+/* Consistent hashing (rendezvous hashing): each message goes to the
+ * routee whose identity, hashed with the message's key, weighs most. A
+ * routee's identity is its node's address ("host:port") for a ref to an
+ * actor on another node, and its path for a local actor. So the same key
+ * reaches the same routee while the set is unchanged, whatever the order
+ * of the set, and a routee removed (or stopped) moves only its own keys:
+ * every other key stays where it was; a routee added takes about 1/n of
+ * the keys, from every other routee alike. Messages without a key are
+ * not special: key_fn is asked of every message (the Broadcast wrapper
+ * aside). NULL key_fn: AC_EINVAL. */
+AC_API ac_props *ac_router_group_consistent_hashing(ac_ref *const *routees, size_t n,
+                                                    ac_hash_key_fn key_fn, void *user);
+/* ac_router_group_scatter_gather_first_completed: scatter_gather.h;
+ * ac_router_group_hedged: hedge.h. */
 
 /* ---- AddRoutee, RemoveRoutee: a group's routees at run time ---------- */
 

@@ -47,7 +47,8 @@ extern "C" {
     X(AC_EPROTO, "malformed data from a peer")                                \
     X(AC_ECODEC, "message type has no wire codec")                            \
     X(AC_ENODEDOWN, "node is down")                                           \
-    X(AC_ESECURITY, "refused for security")
+    X(AC_ESECURITY, "refused for security")                                   \
+    X(AC_ESTOPPED, "already stopped or left")
 
 typedef enum ac_status {
 #define AC__STATUS_ENUM(name, text) name,

@@ -30,7 +30,7 @@ void ac__actor_deliver(ac_ref *self, ac__node *node);
  * answer may be stale by the time it is read. */
 #define AC__MAILBOX_STOPPED (-1)
 #define AC__MAILBOX_UNKNOWN (-2)
-int ac__mailbox_len(const ac_ref *ref);
+AC__SPI int ac__mailbox_len(const ac_ref *ref);
 /* Queue a system message for `actor` and schedule it. Any thread. Out of
  * memory aborts (ac__oom_abort): these are sent where nothing can be
  * reported and losing one would hang a stop or a watcher. */

@@ -476,6 +476,7 @@ static void peer_down(ac_node *node, ac__peer *peer, const char *why)
     ac_error_release(err);
     COUNT(node, asks_failed_by_node_loss, c_asks_failed, n);
     ac__rref_peer_lost(node, peer);
+    ac__node_hook_down(node, peer, why);
     ac__peer_release(peer); /* the table's */
 }
 
@@ -503,9 +504,14 @@ static bool open_dealer(ac_node *node, ac__peer *p)
         zmq_setsockopt(d, ZMQ_CURVE_PUBLICKEY, node->curve_public, 41);
         zmq_setsockopt(d, ZMQ_CURVE_SECRETKEY, node->curve_secret, 41);
     }
-    snprintf(mon, sizeof mon, "inproc://ac-monitor-%016" PRIx64 "-%" PRIu64, node->incarnation, p->id);
+    /* A name of its own per DEALER: a peer's next one (after a refused
+     * connection) must not meet the last one's endpoint still bound. */
+    static atomic_uint_fast64_t dealers;
+    uint64_t seq = atomic_fetch_add_explicit(&dealers, 1, memory_order_relaxed);
+    snprintf(mon, sizeof mon, "inproc://ac-monitor-%016" PRIx64 "-%" PRIu64 "-%" PRIu64,
+             node->incarnation, p->id, seq);
     if (zmq_socket_monitor(d, mon,
-                           ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
+                           ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CLOSED |
                                ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                                ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
@@ -527,14 +533,20 @@ static bool open_dealer(ac_node *node, ac__peer *p)
     }
     p->dealer = d;
     p->monitor = m;
+    p->dealer_connected = p->dealer_refused = false;
     p->connect_deadline_ns = now_ns() + (int64_t)node->options.connect_timeout_ms * 1000000ll;
     /* Hello first. */
     ac__wire_env hello = {.kind = AC__WIRE_HELLO};
+    const ac__node_hooks *hooks = atomic_load_explicit(&node->hooks, memory_order_acquire);
+    if (hooks) { /* what the cluster layer says of this node */
+        hello.type_name = span_of(hooks->hello_type);
+        hello.body = (ac__wire_span){hooks->hello_body, hooks->hello_len};
+    }
     hello.sender = (ac__wire_sender){.kind = AC__WIRE_SENDER_ACTOR,
                                      .system = span_of(node->system_name),
                                      .address = span_of(node->address),
                                      .incarnation = node->incarnation};
-    uint8_t buf[512];
+    uint8_t buf[4096]; /* room for the largest card a cluster sends */
     size_t n = ac__wire_encode(&hello, buf, sizeof buf);
     if (n <= sizeof buf && zmq_send(d, buf, n, ZMQ_DONTWAIT) == (int)n)
         p->hello_sent = true;
@@ -948,6 +960,9 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
     atomic_store_explicit(&p->state, AC__PEER_UP, memory_order_release);
     pthread_mutex_unlock(&node->lock);
     (void)fresh;
+    ac__node_hook_up(node, p, env);
+    if (p->dealer && p->dealer_refused)
+        close_dealer(p); /* it tried before that node listened: try again */
     if (!p->dealer && !open_dealer(node, p))
         peer_down(node, p, "cannot open a connection to it");
 }
@@ -979,6 +994,8 @@ static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size
             answer_undeliverable(node, from, env.corr, "it was meant for an earlier incarnation");
         return;
     }
+    if (env.kind == AC__WIRE_TELL && ac__node_hook_system_tell(node, from, &env))
+        return;
     switch (env.kind) {
     case AC__WIRE_TELL:
     case AC__WIRE_ASK:
@@ -1083,6 +1100,13 @@ static void drain_monitor(ac_node *node, ac__peer *p)
             zmq_msg_close(&addr);
         }
         switch (event) {
+        case ZMQ_EVENT_CONNECTED:
+            p->dealer_connected = true;
+            break;
+        case ZMQ_EVENT_CLOSED: /* before any connection: refused, never retried */
+            if (!p->dealer_connected)
+                p->dealer_refused = true;
+            break;
         case ZMQ_EVENT_DISCONNECTED:
             peer_down(node, p, "its connection dropped (or its heartbeats stopped)");
             return;

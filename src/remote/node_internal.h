@@ -44,6 +44,9 @@ struct ac__peer {
     /* The transport thread's: */
     void *dealer, *monitor;
     bool hello_sent;
+    /* Its DEALER's connection: made, or refused before it was ever made
+     * (a DEALER does not reconnect, so a refused one is useless). */
+    bool dealer_connected, dealer_refused;
     int64_t connect_deadline_ns; /* while CONNECTING */
     atomic_size_t queued;        /* frames on their way to it (queue + backlog) */
     /* Frames its DEALER would not take yet (at its high-water mark), in
@@ -153,6 +156,9 @@ struct ac_node {
     ac_metric_family *f_frames_out, *f_bytes_out, *f_frames_in, *f_bytes_in;
     ac_counter *c_decode_errors, *c_nodes_down, *c_asks_failed, *c_dropped_backpressure,
         *c_dropped_stale;
+
+    /* The cluster layer's hooks (node_hooks.c), or NULL. */
+    _Atomic(const struct ac__node_hooks *) hooks;
 };
 
 /* ---- refs.c ---------------------------------------------------------- */
@@ -209,6 +215,62 @@ void ac__node_encode_sender(ac_node *node, ac__peer *peer, ac_ref *sender, ac__w
                             uint64_t corr);
 /* The error a lost peer's asks get. Never NULL (aborts when out of memory). */
 ac_error *ac__node_down_error(const ac__peer *peer, const char *why);
+
+/* ---- node_hooks.c: what the cluster layer sees of a node ------------- */
+
+/* A peer as a hook sees it. The strings live during the call only. */
+typedef struct ac__node_peer_info {
+    const char *system;  /* "" when it never said hello */
+    const char *address; /* "host:port" */
+    uint64_t incarnation; /* 0: it never said hello */
+    /* Its HELLO's type name and body (empty from a node outside any
+     * cluster): what the cluster layer put in its own hooks there. */
+    ac__wire_span hello_type, hello_body;
+} ac__node_peer_info;
+
+/* Hooks of the cluster layer. They run on the transport thread: they
+ * must not block, nor wait for anything the transport does; they post
+ * to an actor. The struct (and what it points to) stays valid and
+ * unchanged while it is set, and until the node is freed. */
+typedef struct ac__node_hooks {
+    /* Sent in this node's HELLO (type name and body; may be empty). */
+    const char *hello_type;
+    const uint8_t *hello_body;
+    size_t hello_len;
+    /* A peer's HELLO came: its incarnation is up. */
+    void (*peer_up)(void *ctx, const ac__node_peer_info *peer);
+    /* A peer is lost for good (incarnation 0: it never said hello). */
+    void (*peer_down)(void *ctx, const ac__node_peer_info *peer, const char *why);
+    /* A TELL from `from` to a path under "/system/" (no actor lives
+     * there; the layer does). */
+    void (*system_tell)(void *ctx, const ac__node_peer_info *from, ac__wire_span path,
+                        ac__wire_span type_name, ac__wire_span body);
+    void *ctx;
+} ac__node_hooks;
+
+#define AC__NODE_SYSTEM_PREFIX "/system/"
+
+/* Set the hooks (NULL: clear them). AC_EEXIST when others are set. Any
+ * thread; a hook may still run once after they are cleared. */
+AC__SPI ac_status ac__node_hooks_set(ac_node *node, const ac__node_hooks *hooks);
+/* TELL `body` (type `type_name`) to `path` (under "/system/") on the node
+ * at `address` ("host:port"), connecting to it first when there is no
+ * connection: its system is learnt from its HELLO. incarnation: the one
+ * meant (0: whichever answers). AC_ENODEDOWN when that node is lost or
+ * this one stops; AC_EINVAL for this node's own address. Any thread. */
+AC__SPI ac_status ac__node_tell_system(ac_node *node, const char *address, uint64_t incarnation,
+                                       const char *path, const char *type_name,
+                                       const uint8_t *body, size_t len);
+/* The node's heartbeat timeout, ms (its options, defaults applied). */
+AC__SPI int ac__node_heartbeat_timeout_ms(const ac_node *node);
+/* Has the node begun to stop? */
+AC__SPI bool ac__node_stopping(ac_node *node);
+
+/* The hooks' call sites (node.c, transport thread). */
+void ac__node_hook_up(ac_node *node, const ac__peer *peer, const ac__wire_env *hello);
+void ac__node_hook_down(ac_node *node, const ac__peer *peer, const char *why);
+/* True when the frame (a TELL) was for "/system/..." and is handled. */
+bool ac__node_hook_system_tell(ac_node *node, const ac__peer *from, const ac__wire_env *env);
 
 /* The local part of a node's refs: "actorc://<system>/..." -> "/...". */
 static inline const char *ac__local_part(const char *path)

@@ -86,8 +86,7 @@ static size_t find(const ac__router_state *st, const ac_ref *r)
     return i;
 }
 
-/* Room for one more routee; false when out of memory. */
-static bool make_room(ac__router_state *st)
+bool ac__router_make_room(ac__router_state *st)
 {
     if (st->n < st->cap)
         return true;
@@ -95,11 +94,17 @@ static bool make_room(ac__router_state *st)
     ac_ref **routees = ac__realloc(st->routees, cap * sizeof *routees);
     if (!routees)
         return false;
-    st->routees = routees;
+    st->routees = routees; /* a larger array kept on a later failure: harmless */
     ac_ref **scratch = ac__realloc(st->scratch, cap * sizeof *scratch);
     if (!scratch)
-        return false; /* the larger routees array is kept: harmless */
+        return false;
     st->scratch = scratch;
+    if (st->keys) {
+        char **keys = ac__realloc(st->keys, cap * sizeof *keys);
+        if (!keys)
+            return false;
+        st->keys = keys;
+    }
     st->cap = cap;
     return true;
 }
@@ -125,7 +130,7 @@ static bool admit(ac_ctx *ctx, ac__router_state *st, ac_ref *r, const char *what
         ac_log_warn(ctx, "%s %s: %s", what, ac_ref_path(r), why);
         return false;
     }
-    if (!make_room(st)) {
+    if (!ac__router_make_room(st)) {
         ac_log_error(ctx, "%s %s: out of memory", what, ac_ref_path(r));
         return false;
     }
@@ -200,6 +205,13 @@ void ac__router_change(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, a
 {
     ac_ref *r = change_routee(msg);
     bool add = ac_msg_is(msg, &ac_msg_type_add_routee);
+    if (cfg->members) {
+        ac_log_warn(ctx,
+                    "%s of %s ignored: this router's routees follow its members, one per "
+                    "member",
+                    add ? "AddRoutee" : "RemoveRoutee", ac_ref_path(r));
+        return;
+    }
     if (!cfg->is_group) {
         ac_log_warn(ctx,
                     "%s of %s ignored: a pool spawns and owns its routees; only a group "
@@ -363,7 +375,37 @@ ac_props *ac_router_group_scatter_gather_first_completed(ac_ref *const *routees,
     ac__router_cfg *cfg = group_cfg_new(fn, &ac__scatter_gather_kind, routees, n);
     if (!cfg)
         return NULL;
-    if (ac__scatter_gather_setup(cfg, options, fn, (int)n) != AC_OK) {
+    if (ac__scatter_gather_setup(cfg, options, fn, (int)n, (int)n) != AC_OK) {
+        ac__router_cfg_free(cfg);
+        return NULL;
+    }
+    return ac__router_props(cfg, NULL, fn);
+}
+
+ac_props *ac_router_group_consistent_hashing(ac_ref *const *routees, size_t n,
+                                             ac_hash_key_fn key_fn, void *user)
+{
+    ac__clear_status();
+    static const char fn[] = "ac_router_group_consistent_hashing";
+    if (!key_fn)
+        return ac__fail_null(AC_EINVAL, "%s: key_fn is NULL", fn);
+    ac__router_cfg *cfg = group_cfg_new(fn, &ac__consistent_hashing_kind, routees, n);
+    if (!cfg)
+        return NULL;
+    cfg->hash_key = key_fn;
+    cfg->hash_user = user;
+    return ac__router_props(cfg, NULL, fn);
+}
+
+ac_props *ac_router_group_hedged(ac_ref *const *routees, size_t n,
+                                 const ac_hedged_options *options)
+{
+    ac__clear_status();
+    static const char fn[] = "ac_router_group_hedged";
+    ac__router_cfg *cfg = group_cfg_new(fn, &ac__hedged_kind, routees, n);
+    if (!cfg)
+        return NULL;
+    if (ac__hedged_setup(cfg, options, fn, (int)n) != AC_OK) {
         ac__router_cfg_free(cfg);
         return NULL;
     }

@@ -95,7 +95,7 @@ static void route_hedged(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
     ac__gather_hedge(g);
 }
 
-static const ac__router_kind hedged_kind = {
+const ac__router_kind ac__hedged_kind = {
     .name = "hedged",
     .route = route_hedged,
     .on_start = ac__gather_on_start,
@@ -114,9 +114,15 @@ typedef struct hedged_config {
     uint32_t window, min_samples;
 } hedged_config;
 
+/* `size` < 0: a member group's set, of a size not known yet; every
+ * max_attempts a set could use is taken, and caps the attempts. */
 static ac_status check_attempts(const char *fn, int size, const ac_hedged_options *o)
 {
-    if (o->max_attempts < 0 || o->max_attempts > size)
+    if (size < 0 && (o->max_attempts < 0 || o->max_attempts > AC__ROUTER_MAX_ROUTEES))
+        return ac__fail(AC_EINVAL,
+                        "%s: max_attempts = %d is not usable; use 1..%d, or 0 for every routee",
+                        fn, o->max_attempts, AC__ROUTER_MAX_ROUTEES);
+    if (size >= 0 && (o->max_attempts < 0 || o->max_attempts > size))
         return ac__fail(AC_EINVAL,
                         "%s: max_attempts = %d is not usable for a pool of %d routees; use "
                         "1..%d, or 0 for every routee",
@@ -274,5 +280,28 @@ ac_props *ac_router_hedged(int size, const ac_actor_def *routee_def,
     ac__gather_shared *sh = shared_of(fn, size, o, &c);
     if (!sh)
         return NULL;
-    return ac__gather_props(fn, &hedged_kind, sh, size, routee_def, routee_opts);
+    return ac__gather_props(fn, &ac__hedged_kind, sh, size, routee_def, routee_opts);
+}
+
+ac_status ac__hedged_setup(ac__router_cfg *cfg, const ac_hedged_options *options, const char *fn,
+                           int size)
+{
+    static const ac_hedged_options defaults = {0};
+    const ac_hedged_options *o = options ? options : &defaults;
+    if (ac__gather_check_timeout(fn, o->timeout_ms, "timeout_ms") != AC_OK)
+        return ac_last_status();
+    hedged_config c = {
+        .timeout_ms = (uint32_t)(o->timeout_ms ? o->timeout_ms : AC_HEDGED_DEFAULT_TIMEOUT_MS)};
+    if (check_options(fn, size, o, &c) != AC_OK)
+        return ac_last_status();
+    /* pool_size 0: a group's routees have no routee-K names to count by
+     * or to remember as failing. */
+    ac__gather_shared *sh = shared_of(fn, 0, o, &c);
+    if (!sh)
+        return ac_last_status();
+    cfg->kind = &ac__hedged_kind;
+    cfg->extra = sh;
+    cfg->extra_free = ac__gather_shared_release_void;
+    cfg->skip_cancelled = sh->cancel_losers;
+    return AC_OK;
 }

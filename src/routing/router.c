@@ -28,6 +28,7 @@
 #include "core/alloc.h"
 #include "core/last_error.h"
 #include "core/spawn.h"
+#include "routing/member_group.h"
 #include "routing/router_internal.h"
 
 /* ---- the Broadcast wrapper -------------------------------------------- */
@@ -95,6 +96,8 @@ static void router_init(ac_ctx *ctx, void *state)
     st->scratch = ac__calloc(st->cap, sizeof *st->scratch);
     if (cfg->breaker)
         st->breakers = ac__calloc(st->cap, sizeof *st->breakers);
+    if (cfg->members)
+        st->keys = ac__calloc(st->cap, sizeof *st->keys);
 }
 
 /* The breaker of a new routee, named after its path. */
@@ -168,7 +171,8 @@ static void router_pre_start(ac_ctx *ctx)
 {
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
     ac__router_state *st = ac_ctx_state(ctx);
-    if (!st->routees || !st->scratch || (cfg->breaker && !st->breakers)) {
+    if (!st->routees || !st->scratch || (cfg->breaker && !st->breakers) ||
+        (cfg->members && !st->keys)) {
         fail_start(ctx, ac_error_new("RouterError", "out of memory for %zu routees", st->cap));
         return;
     }
@@ -176,6 +180,8 @@ static void router_pre_start(ac_ctx *ctx)
         cfg->kind->on_start(ctx, cfg);
     if (cfg->is_group) {
         ac__router_group_start(ctx, cfg, st);
+        if (cfg->members)
+            cfg->members->start(ctx, cfg->members_user);
         return;
     }
     for (int i = 1; i <= cfg->n; i++) {
@@ -202,16 +208,21 @@ static void router_post_stop(ac_ctx *ctx)
     ac__router_state *st = ac_ctx_state(ctx);
     if (cfg->kind->on_stop)
         cfg->kind->on_stop(ctx, cfg);
-    if (cfg->is_group)
+    if (cfg->members)
+        cfg->members->stop(ctx, cfg->members_user); /* its set goes with it */
+    else if (cfg->is_group)
         ac__router_group_stop(cfg, st); /* takes the routees; never stops them */
     for (size_t i = 0; i < st->n; i++) {
         ac_ref_release(st->routees[i]);
         if (st->breakers)
             ac_breaker_release(st->breakers[i]);
+        if (st->keys)
+            free(st->keys[i]);
     }
     free(st->routees);
     free(st->scratch);
     free(st->breakers);
+    free(st->keys);
     memset(st, 0, sizeof *st);
 }
 
@@ -222,6 +233,10 @@ void ac__router_drop(ac__router_state *st, size_t i)
     if (st->breakers) {
         ac_breaker_release(st->breakers[i]);
         memmove(&st->breakers[i], &st->breakers[i + 1], (st->n - i - 1) * sizeof *st->breakers);
+    }
+    if (st->keys) {
+        free(st->keys[i]);
+        memmove(&st->keys[i], &st->keys[i + 1], (st->n - i - 1) * sizeof *st->keys);
     }
     st->n--;
 }
@@ -253,6 +268,8 @@ static void router_receive(ac_ctx *ctx, ac_msg *msg)
 {
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
     ac__router_state *st = ac_ctx_state(ctx);
+    if (cfg->members && cfg->members->receive(ctx, cfg->members_user, msg))
+        return;
     if (ac_msg_is(msg, &ac_msg_type_terminated)) {
         prune(ctx, st, ac_terminated_ref(msg));
         return;
@@ -399,13 +416,23 @@ static void route_smallest_guarded(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_
 /* The routee with the smallest known depth (ties rotate, from `start`);
  * failing that, the first from `start` on whose depth is unknown, so that
  * such routees take turns; NULL when every routee has stopped. */
-static ac_ref *smallest_mailbox(const ac__router_state *st, size_t start)
+/* A routee's depth: a local actor's as its cell tells it; another's as a
+ * member group's driver knows it. */
+static int depth_of(const ac__router_cfg *cfg, const ac_ref *r)
+{
+    if (r->ops->kind == AC__REF_ACTOR || !cfg->members || !cfg->members->depth)
+        return ac__mailbox_len(r);
+    return cfg->members->depth(cfg->members_user, r);
+}
+
+static ac_ref *smallest_mailbox(const ac__router_cfg *cfg, const ac__router_state *st,
+                                size_t start)
 {
     ac_ref *best = NULL, *unknown = NULL;
     int best_len = 0;
     for (size_t k = 0; k < st->n; k++) {
         ac_ref *r = st->routees[(start + k) % st->n];
-        int len = ac__mailbox_len(r);
+        int len = depth_of(cfg, r);
         if (len == AC__MAILBOX_UNKNOWN && !unknown)
             unknown = r;
         if (len < 0)
@@ -421,13 +448,15 @@ static ac_ref *smallest_mailbox(const ac__router_state *st, size_t start)
 static void route_smallest_mailbox(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
                                    ac_msg *msg)
 {
-    ac_ref *best = smallest_mailbox(st, (size_t)(st->index % st->n));
+    ac_ref *best = smallest_mailbox(cfg, st, (size_t)(st->index % st->n));
     if (best && st->breakers)
         route_smallest_guarded(ctx, cfg, st, best, msg);
     else if (best)
         send_to(ctx, best, msg);
     else
         ac__router_dead_letter(ctx, msg);
+    if (best && cfg->members && cfg->members->routed)
+        cfg->members->routed(cfg->members_user, best);
 }
 
 /* The routees the strategy chose (st->scratch[0..k)) whose breakers admit. */
@@ -514,6 +543,8 @@ void ac__router_cfg_free(ac__router_cfg *cfg)
 {
     if (cfg->extra_free)
         cfg->extra_free(cfg->extra);
+    if (cfg->members && cfg->members->free)
+        cfg->members->free(cfg->members_user);
     ac__router_group_free(cfg);
     free(cfg->breaker);
     free(cfg);

@@ -33,9 +33,13 @@ typedef struct ac__router_state {
     bool warned_empty;
     ac_ref **scratch; /* custom strategy output */
     ac_breaker **breakers; /* one per routee, same order; NULL: none */
+    /* A member group's routees' identities (owned copies), same order,
+     * which is theirs, sorted; NULL for every other router. */
+    char **keys;
 } ac__router_state;
 
 typedef struct ac__router_cfg ac__router_cfg;
+typedef struct ac__member_group_ops ac__member_group_ops; /* member_group.h */
 
 /* What differs between router kinds. */
 typedef struct ac__router_kind {
@@ -70,6 +74,13 @@ struct ac__router_cfg {
     bool is_group;
     ac_ref **group;
     size_t group_n;
+    /* Consistent hashing. */
+    ac_hash_key_fn hash_key;
+    void *hash_user;
+    /* A member group: its set is driven by `members` (member_group.h),
+     * its routees are kept sorted by identity and are not watched. */
+    const ac__member_group_ops *members;
+    void *members_user;
 };
 
 extern const ac__router_kind ac__round_robin_kind;
@@ -78,6 +89,8 @@ extern const ac__router_kind ac__broadcast_kind;
 extern const ac__router_kind ac__smallest_mailbox_kind;
 extern const ac__router_kind ac__custom_kind;
 extern const ac__router_kind ac__scatter_gather_kind;
+extern const ac__router_kind ac__consistent_hashing_kind;
+extern const ac__router_kind ac__hedged_kind;
 
 /* Build router props; NULL (with the error) when `cfg` is NULL. Consumes
  * cfg (freed on failure). */
@@ -89,10 +102,16 @@ void ac__router_cfg_free(ac__router_cfg *cfg);
 ac_status ac__router_check(const char *fn, int n, const ac_actor_def *def,
                            const ac_routee_options *routee_opts);
 /* Make `cfg` a scatter/gather router's (kind and shared state) after
- * checking `options` (NULL: defaults); AC_EINVAL naming the option,
- * AC_ENOMEM. On failure cfg is as it was. */
+ * checking `options` (NULL: defaults) against a set of `size` routees;
+ * per-routee series are counted for routee-1 .. routee-<pool_size> (0:
+ * none). AC_EINVAL naming the option, AC_ENOMEM. On failure cfg is as it
+ * was. */
 ac_status ac__scatter_gather_setup(ac__router_cfg *cfg, const ac_scatter_gather_options *options,
-                                   const char *fn, int size);
+                                   const char *fn, int size, int pool_size);
+/* The same for a hedged group (hedged.c); it counts no per-routee series
+ * and remembers no failing routees. */
+ac_status ac__hedged_setup(ac__router_cfg *cfg, const ac_hedged_options *options, const char *fn,
+                           int size);
 /* Hand `msg` (borrowed) with the current sender to dead letters. */
 void ac__router_dead_letter(ac_ctx *ctx, ac_msg *msg);
 
@@ -105,9 +124,15 @@ void ac__router_answer_routees(ac_ctx *ctx, ac_ref *const *routees, size_t n);
 ac_status ac__router_copy_breaker(ac__router_cfg *cfg, const ac_routee_options *routee_opts,
                                   const char *fn);
 
-/* Take routee i out of the set (releasing it and its breaker), keeping
- * the order of the others. In the router's turn. */
+/* Take routee i out of the set (releasing it, its breaker and its key),
+ * keeping the order of the others. In the router's turn. */
 void ac__router_drop(ac__router_state *st, size_t i);
+/* The identity a routee is hashed by: its key in a member group; else
+ * the node address ("host:port") of a ref to another node's actor, or
+ * the path of a local one. Borrowed from st or the ref. */
+const char *ac__router_identity(const ac__router_state *st, size_t i, size_t *len);
+/* Room for one more routee; false when out of memory. */
+bool ac__router_make_room(ac__router_state *st);
 
 /* ---- groups (group.c) ---- */
 

@@ -161,11 +161,18 @@ const ac__router_kind ac__scatter_gather_kind = {
     .answers_empty = true,
 };
 
+/* `size` < 0: a set whose size is not known yet (a member group's), so
+ * only a quorum no set could reach is refused; a larger set than there
+ * is answers as fewer routees than the quorum do. */
 static ac_status check_options(const char *fn, int size, const ac_scatter_gather_options *o)
 {
     if (!o)
         return AC_OK;
-    if (o->quorum < 0 || o->quorum > size)
+    if (size < 0 && (o->quorum < 0 || o->quorum > AC__ROUTER_MAX_ROUTEES))
+        return ac__fail(AC_EINVAL,
+                        "%s: quorum = %d is not usable; use 1..%d, or 0 for the first reply", fn,
+                        o->quorum, AC__ROUTER_MAX_ROUTEES);
+    if (size >= 0 && (o->quorum < 0 || o->quorum > size))
         return ac__fail(AC_EINVAL,
                         "%s: quorum = %d is not usable for a pool of %d routees; use 1..%d, or 0 "
                         "for the first reply",
@@ -176,13 +183,13 @@ static ac_status check_options(const char *fn, int size, const ac_scatter_gather
 /* The shared part of a scatter/gather router, pool or group, from its
  * options (checked here) into cfg. */
 ac_status ac__scatter_gather_setup(ac__router_cfg *cfg, const ac_scatter_gather_options *options,
-                                   const char *fn, int size)
+                                   const char *fn, int size, int pool_size)
 {
     int64_t timeout = options ? options->timeout_ms : 0;
     if (ac__gather_check_timeout(fn, timeout, "timeout_ms") != AC_OK ||
         check_options(fn, size, options) != AC_OK)
         return ac_last_status();
-    ac__gather_shared *sh = ac__gather_shared_create(&ac__scatter_gather_style, size, fn);
+    ac__gather_shared *sh = ac__gather_shared_create(&ac__scatter_gather_style, pool_size, fn);
     if (!sh)
         return ac_last_status();
     sh->timeout_ms = (uint32_t)(timeout ? timeout : AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);

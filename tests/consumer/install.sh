@@ -28,11 +28,27 @@ if [ -e "$libdir/libactorc-remote.so" ]; then
     for f in libactorc-remote.a pkgconfig/actorc-remote.pc cmake/actorc/actorcRemoteTargets.cmake; do
         [ -e "$libdir/$f" ] || fail "$f not in $libdir"
     done
+    # Besides its API, the hooks actorc_cluster uses (AC__SPI in
+    # src/remote/node_internal.h; not API).
     leaked=$(nm -D --defined-only "$libdir/libactorc-remote.so" | awk '{print $NF}' |
-        grep -v -E '^(_init|_fini|_edata|_end|__bss_start)$' | grep -v -E '^ac_(node_|ref_is_remote$|system_node$)' || true)
-    [ -z "$leaked" ] || fail "libactorc-remote.so exports more than ac_node_*, ac_system_node and ac_ref_is_remote: $leaked"
+        grep -v -E '^(_init|_fini|_edata|_end|__bss_start)$' | grep -v -E '^ac_(node_|ref_is_remote$|system_node$)' |
+        grep -v -E '^ac__node_(hooks_set|tell_system|heartbeat_timeout_ms|stopping)$' || true)
+    [ -z "$leaked" ] || fail "libactorc-remote.so exports more than ac_node_*, ac_system_node, ac_ref_is_remote and the cluster hooks: $leaked"
     links "$libdir/libactorc-remote.so" 'libactorc\.so' 'libzmq' 'libcbor'
     step "libactorc-remote: the node alone, linking libactorc, libzmq and libcbor"
+fi
+# Cluster membership, when this build has it: its API alone, linking the
+# remote layer and the runtime.
+if [ -e "$libdir/libactorc-cluster.so" ]; then
+    for f in libactorc-cluster.a pkgconfig/actorc-cluster.pc cmake/actorc/actorcClusterTargets.cmake; do
+        [ -e "$libdir/$f" ] || fail "$f not in $libdir"
+    done
+    leaked=$(nm -D --defined-only "$libdir/libactorc-cluster.so" | awk '{print $NF}' |
+        grep -v -E '^(_init|_fini|_edata|_end|__bss_start)$' |
+        grep -v -E '^ac_(cluster_|member_|system_cluster$|msg_type_member_event$)' || true)
+    [ -z "$leaked" ] || fail "libactorc-cluster.so exports more than ac_cluster_*, ac_member_*, ac_system_cluster and ac_msg_type_member_event: $leaked"
+    links "$libdir/libactorc-cluster.so" 'libactorc\.so' 'libactorc-remote\.so'
+    step "libactorc-cluster: membership alone, linking libactorc-remote and libactorc"
 fi
 if [ "$http" = ON ]; then
     for f in libactorc-http.so libactorc-http.a pkgconfig/actorc-http.pc \
@@ -78,6 +94,16 @@ if [ "$http" = ON ]; then
     check_output "cmake, http, static" "$expect_serve" "$tmp/cmake-http/serve_static"
 fi
 
+if [ -e "$libdir/libactorc-cluster.so" ]; then
+    step "building the cluster consumer with CMake (find_package COMPONENTS cluster)"
+    cmake_consumer "$tmp/cmake-cluster" -DCONSUMER_CLUSTER=ON
+    links "$tmp/cmake-cluster/cluster_shared" 'libactorc-cluster\.so' 'libactorc-remote\.so' 'libactorc\.so'
+    check_output "cmake, cluster, shared" "$expect_cluster" \
+        env LD_LIBRARY_PATH="$libdir" "$tmp/cmake-cluster/cluster_shared"
+    links "$tmp/cmake-cluster/cluster_static" '!libactorc'
+    check_output "cmake, cluster, static" "$expect_cluster" "$tmp/cmake-cluster/cluster_static"
+fi
+
 # ---- pkg-config ---------------------------------------------------------------
 
 step "building the consumer with pkg-config, libmicrohttpd out of sight"
@@ -104,6 +130,23 @@ if [ "$http" = ON ]; then
         env LD_LIBRARY_PATH="$libdir" "$out/app-shared"
     links "$out/app-static" '!libactorc' 'microhttpd'
     check_output "pkg-config, http, static" "$expect_serve" "$out/app-static"
+fi
+
+if [ -e "$libdir/libactorc-cluster.so" ]; then
+    step "building the cluster consumer with pkg-config (actorc-cluster)"
+    out="$tmp/pkgconfig-cluster"
+    mkdir -p "$out"
+    cp "$here/cluster.c" "$out/app.c"
+    # shellcheck disable=SC2046
+    (
+        cd "$out" &&
+        export PKG_CONFIG_PATH="$pcdir" &&
+        "$cc" -std=c11 app.c -o app-shared $(pkg-config --cflags --libs actorc-cluster)
+    ) >"$tmp/step.log" 2>&1 || { cat "$tmp/step.log" >&2; fail "the actorc-cluster recipe did not build"; }
+    step "pkg-config: actorc-cluster: $(PKG_CONFIG_PATH="$pcdir" pkg-config --libs actorc-cluster)"
+    links "$out/app-shared" 'libactorc-cluster\.so' 'libactorc-remote\.so' 'libactorc\.so'
+    check_output "pkg-config, cluster, shared" "$expect_cluster" \
+        env LD_LIBRARY_PATH="$libdir" "$out/app-shared"
 fi
 
 step "ok"

@@ -10,6 +10,7 @@
 
 expect_consumer="consumer: hello, consumer, from greeter"
 expect_serve="serve: scraped actorc_actors_started_total from /metrics"
+expect_cluster="cluster: consumer joined, first event: up self"
 
 consumer_init() {
     test_name=$1
@@ -122,8 +123,9 @@ install_into() {
 ACTORC_SPI="ac__alloc_should_fail ac__assert_fail ac__ext_attach ac__ext_dead_letter
 ac__ext_deliver_path ac__ext_detach ac__ext_find ac__ext_lookup_top ac__ext_node_take ac__ext_ref_is_dead
 ac__ext_terminated_new ac__ext_unwatch_as ac__ext_watch_as ac__fail ac__fail_null
-ac__oom_abort ac__ref_init ac__refset_add ac__refset_clear ac__refset_contains
-ac__refset_remove"
+ac__mailbox_len ac__member_group_add ac__member_group_props ac__member_group_remove
+ac__member_group_size ac__oom_abort ac__ref_init ac__refset_add ac__refset_clear
+ac__refset_contains ac__refset_remove"
 
 # exports LIBRARY [EXPECTED]: the shared LIBRARY exports only the public
 # API (ac_*) and, from libactorc, the listed internal interface; exactly

@@ -1,0 +1,396 @@
+/*
+ * actorc-hedge --nodes N: the same load, over the wire. The replicas run
+ * as N actorc-node processes on loopback, each on a port probed free; this
+ * process joins their cluster as one more node (role "client", so the
+ * routers, which ask for role "replica", leave it out), waits until every
+ * replica node is Up, and runs the load through the cluster routers:
+ * round-robin, random, scatter/gather and hedged. The work done per
+ * request is read from the replicas themselves (HEDGE_CALLS_QUERY).
+ *
+ * Every child is ended by its pid: SIGTERM when the demo is done, fails,
+ * or is interrupted (SIGINT, SIGTERM), then SIGKILL for one that has not
+ * gone within two seconds.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <actorc/cluster.h>
+
+#include "hedge.h"
+
+#define MAX_NODES 16
+#define CLUSTER_NAME "hedge-demo"
+#define NODE_SYSTEM "replicas"
+
+typedef struct cluster_run {
+    int n;
+    pid_t pids[MAX_NODES];
+    int ports[MAX_NODES + 1]; /* the nodes', then the client's */
+    char addresses[MAX_NODES][64];
+    ac_system *sys;
+    ac_cluster *cluster;
+} cluster_run;
+
+/* For the signal handler: the children to end. */
+static pid_t *volatile signal_pids;
+static volatile sig_atomic_t signal_n;
+
+static void on_signal(int sig)
+{
+    for (int i = 0; i < signal_n; i++)
+        if (signal_pids[i] > 0)
+            kill(signal_pids[i], SIGTERM);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_signals(cluster_run *run)
+{
+    signal_pids = run->pids;
+    signal_n = MAX_NODES;
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* ---- the children ----------------------------------------------------- */
+
+/* A loopback port the OS says is free now. */
+static int probe_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+/* The actorc-node to run: the one asked for, or the one built beside
+ * this program (apps/node/ in a build tree, the same directory when
+ * installed). */
+static bool node_program(const options *o, const char *argv0, char *out, size_t cap)
+{
+    if (o->node_program) {
+        snprintf(out, cap, "%s", o->node_program);
+        return access(out, X_OK) == 0;
+    }
+    char self[PATH_MAX - 32]; /* room for the file name after it */
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0)
+        snprintf(self, sizeof self, "%s", argv0);
+    else
+        self[len] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = '\0';
+    const char *dir = slash ? self : ".";
+    snprintf(out, cap, "%s/../node/actorc-node", dir);
+    if (access(out, X_OK) == 0)
+        return true;
+    snprintf(out, cap, "%s/actorc-node", dir);
+    return access(out, X_OK) == 0;
+}
+
+static void format_args(char buf[][64], const replica_model *m, int i)
+{
+    snprintf(buf[0], 64, "%g", m->median_ms);
+    snprintf(buf[1], 64, "%g", m->sigma);
+    snprintf(buf[2], 64, "%g%%:%gms", m->tail_pct, m->tail_ms);
+    snprintf(buf[3], 64, "%g%%", m->error_pct);
+    snprintf(buf[4], 64, "%llu", (unsigned long long)(m->seed + (uint64_t)i));
+}
+
+/* Start node i; its stdout comes back through *out_fd. */
+static pid_t start_node(cluster_run *run, const char *program, const replica_model *m, int i,
+                        int *out_fd)
+{
+    char bind[64], seeds[MAX_NODES + 1][64], model[5][64];
+    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", run->ports[i]);
+    format_args(model, m, i);
+    const char *argv[64];
+    int a = 0;
+    argv[a++] = program;
+    argv[a++] = "--bind", argv[a++] = bind;
+    argv[a++] = "--cluster", argv[a++] = CLUSTER_NAME;
+    argv[a++] = "--system", argv[a++] = NODE_SYSTEM;
+    for (int k = 0; k <= run->n; k++) {
+        snprintf(seeds[k], 64, "127.0.0.1:%d", run->ports[k]);
+        argv[a++] = "--seed", argv[a++] = seeds[k];
+    }
+    argv[a++] = "--median-ms", argv[a++] = model[0];
+    argv[a++] = "--sigma", argv[a++] = model[1];
+    argv[a++] = "--tail", argv[a++] = model[2];
+    argv[a++] = "--error-rate", argv[a++] = model[3];
+    argv[a++] = "--rng-seed", argv[a++] = model[4];
+    argv[a++] = "--quiet";
+    argv[a] = NULL;
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        execv(program, (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    *out_fd = fds[0];
+    return pid;
+}
+
+/* The ready line of node i ("actorc-node: up at <address>"), within 10 s. */
+static bool await_ready_line(cluster_run *run, int i, int fd)
+{
+    char line[256];
+    size_t len = 0;
+    double end = now_s() + 10.0;
+    while (len < sizeof line - 1 && now_s() < end) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        ssize_t got = read(fd, line + len, 1);
+        if (got <= 0)
+            return false; /* it exited */
+        if (line[len] == '\n') {
+            line[len] = '\0';
+            const char *at = strstr(line, "up at ");
+            if (!at)
+                return false;
+            snprintf(run->addresses[i], sizeof run->addresses[i], "%s", at + 6);
+            return true;
+        }
+        len++;
+    }
+    return false;
+}
+
+static bool start_nodes(cluster_run *run, const options *o, const replica_model *m,
+                        const char *argv0)
+{
+    char program[PATH_MAX];
+    if (!node_program(o, argv0, program, sizeof program)) {
+        fprintf(stderr, "actorc-hedge: no actorc-node to run (looked for %s); build it, or "
+                        "give --node-program\n", program);
+        return false;
+    }
+    for (int i = 0; i <= run->n; i++)
+        if ((run->ports[i] = probe_port()) < 0) {
+            fprintf(stderr, "actorc-hedge: no free port on 127.0.0.1: %s\n", strerror(errno));
+            return false;
+        }
+    for (int i = 0; i < run->n; i++) {
+        int fd = -1;
+        run->pids[i] = start_node(run, program, m, i, &fd);
+        bool ready = run->pids[i] > 0 && await_ready_line(run, i, fd);
+        if (fd >= 0)
+            close(fd); /* quiet from here on: nothing more is written */
+        if (!ready) {
+            fprintf(stderr, "actorc-hedge: node %d (%s) did not start\n", i + 1, program);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void stop_nodes(cluster_run *run)
+{
+    for (int i = 0; i < run->n; i++)
+        if (run->pids[i] > 0)
+            kill(run->pids[i], SIGTERM);
+    double end = now_s() + 2.0;
+    for (int i = 0; i < run->n; i++) {
+        while (run->pids[i] > 0 && waitpid(run->pids[i], NULL, WNOHANG) == 0 && now_s() < end)
+            sleep_ms(10);
+        if (run->pids[i] > 0 && waitpid(run->pids[i], NULL, WNOHANG) == 0) {
+            kill(run->pids[i], SIGKILL);
+            waitpid(run->pids[i], NULL, 0);
+        }
+        run->pids[i] = 0;
+    }
+}
+
+/* ---- the client node -------------------------------------------------- */
+
+static size_t replicas_up(ac_cluster *cluster)
+{
+    ac_member_list list;
+    if (ac_cluster_members(cluster, &list) != AC_OK)
+        return 0;
+    size_t up = 0;
+    for (size_t i = 0; i < list.count; i++)
+        up += list.members[i].status == AC_MEMBER_UP &&
+              ac_member_has_role(&list.members[i], "replica");
+    ac_member_list_free(&list);
+    return up;
+}
+
+static bool join_as_client(cluster_run *run)
+{
+    ac_system_options so = {.log_level = AC_LOG_ERROR};
+    run->sys = ac_system_create("hedge", &so);
+    char bind[64], seeds[MAX_NODES + 1][64];
+    const char *seed_list[MAX_NODES + 1];
+    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", run->ports[run->n]);
+    for (int k = 0; k <= run->n; k++) {
+        snprintf(seeds[k], 64, "127.0.0.1:%d", run->ports[k]);
+        seed_list[k] = seeds[k];
+    }
+    ac_node_options no = {.bind = bind};
+    static const char *const roles[] = {"client"};
+    ac_cluster_options co = {.name = CLUSTER_NAME, .roles = roles, .roles_count = 1,
+                             .seeds = seed_list, .seeds_count = (size_t)run->n + 1};
+    if (!run->sys || !ac_node_start(run->sys, &no) ||
+        !(run->cluster = ac_cluster_join(run->sys, &co))) {
+        fprintf(stderr, "actorc-hedge: cannot join the cluster: %s\n", ac_last_error());
+        return false;
+    }
+    double end = now_s() + 15.0;
+    while (replicas_up(run->cluster) < (size_t)run->n && now_s() < end)
+        sleep_ms(20);
+    if (replicas_up(run->cluster) < (size_t)run->n) {
+        fprintf(stderr, "actorc-hedge: only %zu of %d replica nodes came up\n",
+                replicas_up(run->cluster), run->n);
+        return false;
+    }
+    return true;
+}
+
+/* What the replicas have handled, all nodes together. */
+static uint64_t count_calls(void *user)
+{
+    cluster_run *run = user;
+    ac_node *node = ac_system_node(run->sys);
+    uint64_t total = 0;
+    for (int i = 0; i < run->n; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "actorc://%s@%s/user/replica", NODE_SYSTEM,
+                 run->addresses[i]);
+        ac_ref *r = ac_node_resolve(node, path);
+        ac_answer a;
+        if (r && ac_ask_wait(r, ac_msg_str_new(HEDGE_CALLS_QUERY), 2000, &a) == AC_OK) {
+            total += (uint64_t)ac_msg_int64(a.reply);
+            ac_answer_release(&a);
+        }
+        ac_ref_release(r);
+    }
+    return total;
+}
+
+/* A cluster router starts empty and fills as the member events reach it:
+ * wait until it routes to every replica node. */
+static bool await_routees(ac_ref *router, void *user)
+{
+    cluster_run *run = user;
+    double end = now_s() + 10.0;
+    while (now_s() < end) {
+        ac_answer a;
+        if (ac_ask_wait(router, ac_router_get_routees_msg(), 1000, &a) == AC_OK) {
+            size_t n = ac_routees_count(a.reply);
+            ac_answer_release(&a);
+            if (n == (size_t)run->n)
+                return true;
+        }
+        sleep_ms(10);
+    }
+    return false;
+}
+
+/* ---- the demo --------------------------------------------------------- */
+
+static size_t run_plans(cluster_run *run, options *o, replica_model *m, run_result *runs)
+{
+    ac_cluster_router_options ro = {.path = "/user/replica", .role = "replica"};
+    ac_scatter_gather_options sg = {.timeout_ms = o->timeout_ms};
+    ac_hedged_options hedged = {.timeout_ms = o->timeout_ms, .delay_us = o->hedge_delay_us};
+    static char hedged_name[32];
+    snprintf(hedged_name, sizeof hedged_name, "hedged-%gms", (double)o->hedge_delay_us / 1000);
+    int64_t t = o->timeout_ms, gather_t = o->timeout_ms + 500;
+    struct {
+        const char *name;
+        ac_props *props;
+        int64_t ask_timeout;
+    } plans[] = {
+        {"round-robin", ac_cluster_router_round_robin(run->cluster, &ro), t},
+        {"random", ac_cluster_router_random(run->cluster, &ro), t},
+        {"scatter-gather",
+         ac_cluster_router_scatter_gather_first_completed(run->cluster, &ro, &sg), gather_t},
+        {hedged_name, ac_cluster_router_hedged(run->cluster, &ro, &hedged), gather_t},
+    };
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        if (!plans[i].props)
+            fprintf(stderr, "actorc-hedge: cannot make %s: %s\n", plans[i].name,
+                    ac_last_error());
+        else if (run_strategy(run->sys, m, o, plans[i].name, plans[i].props,
+                              plans[i].ask_timeout, &runs[n]) == 0)
+            n++;
+    }
+    return n;
+}
+
+int cluster_demo(options *o, replica_model *m, const char *argv0)
+{
+    if (o->nodes > MAX_NODES) {
+        fprintf(stderr, "actorc-hedge: --nodes %d: at most %d\n", o->nodes, MAX_NODES);
+        return 2;
+    }
+    cluster_run run = {.n = o->nodes};
+    catch_signals(&run);
+    int rc = 1;
+    run_result runs[4];
+    size_t n = 0;
+    if (start_nodes(&run, o, m, argv0) && join_as_client(&run)) {
+        o->count_calls = count_calls;
+        o->count_user = &run;
+        o->await_routees = await_routees;
+        o->await_user = &run;
+        char subtitle[256];
+        snprintf(subtitle, sizeof subtitle,
+                 "%d replica processes over loopback; latency log-normal (median %.3g ms, "
+                 "sigma %.2g) + %.3g%% stalls of %.0f ms; %.3g%% errors; %zu requests, %zu in "
+                 "flight",
+                 o->nodes, m->median_ms, m->sigma, m->tail_pct, m->tail_ms, m->error_pct,
+                 o->requests, o->concurrency);
+        printf("actorc-hedge: %s\n\n", subtitle);
+        n = run_plans(&run, o, m, runs);
+        report(o, runs, n, subtitle);
+        rc = n == 4 ? 0 : 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(runs[i].latency_us);
+    if (run.sys)
+        ac_system_terminate(run.sys);
+    stop_nodes(&run);
+    return rc;
+}

@@ -1,0 +1,434 @@
+/*
+ * actorc-bench-cluster: the cluster routers over three replica processes
+ * on loopback (this program, started again as `replica K`), joined with
+ * this one in one cluster by static seeds.
+ *
+ *   cluster_scatter_tail  sequential asks through a scatter/gather
+ *                         cluster router; each replica takes a request
+ *                         1-2 ms (98%) or 100 ms (2%), drawn from
+ *                         (replica, request) by a hash both sides compute,
+ *                         so the ideal (the smallest of the 3 draws) is
+ *                         known here. p50 and p99, the p99 overhead over
+ *                         the ideal's, the round-robin cluster router's
+ *                         p99 over the same draws, and a local group
+ *                         scatter's over three in-process replicas with
+ *                         the same draws (what the timers alone cost).
+ *   cluster_rr            tells through the round-robin cluster router
+ *                         beside the same tells sent straight to the three
+ *                         remote refs in turn, interleaved rounds, medians.
+ *
+ * Prints RESULT lines as the other benchmarks do. Every replica process
+ * is ended by its pid, also when the benchmark fails.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <actorc.h>
+#include <actorc/cluster.h>
+
+
+enum { REPLICAS = 3, SC_WARM = 200, SC_N = 3000, SLOW_MS = 100, SLOW_PER_10K = 200 };
+enum { RR_MSGS = 200000, RR_ROUNDS = 5 };
+
+static int ports[REPLICAS + 1];
+static pid_t children[REPLICAS];
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+static void kill_children(void)
+{
+    for (int i = 0; i < REPLICAS; i++)
+        if (children[i] > 0) {
+            kill(children[i], SIGKILL);
+            waitpid(children[i], NULL, 0);
+            children[i] = 0;
+        }
+}
+
+static void on_fatal(int sig)
+{
+    for (int i = 0; i < REPLICAS; i++)
+        if (children[i] > 0)
+            kill(children[i], SIGKILL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static _Noreturn void die(const char *what)
+{
+    fprintf(stderr, "actorc-bench-cluster: %s: %s\n", what, ac_last_error());
+    kill_children();
+    exit(1);
+}
+
+/* ---- the replica process ---------------------------------------------- */
+
+/* 1 or 2 ms (98%), 100 ms (2%): the same draw on both sides. */
+static int64_t delay_ms(int replica, int64_t req)
+{
+    uint64_t x = (uint64_t)req * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(replica + 1) << 56);
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    if (x % 10000 < SLOW_PER_10K)
+        return SLOW_MS;
+    return 1 + (int64_t)((x >> 20) & 1);
+}
+
+static const ac_msg_type fire_type = {.name = "bench.Fire"}; /* local only */
+
+static void replica_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    int replica = (int)(intptr_t)ac_ctx_user_data(ctx);
+    if (ac_msg_is(msg, &fire_type)) {
+        int64_t req;
+        memcpy(&req, ac_msg_data(msg), sizeof req);
+        ac_reply(ctx, ac_msg_int64_new(req));
+        return;
+    }
+    int64_t req;
+    if (ac_msg_int64_get(msg, &req) != AC_OK)
+        return;
+    ac_msg *fire = ac_msg_new(&fire_type, sizeof req);
+    memcpy(ac_msg_payload(fire), &req, sizeof req);
+    ac_cancellable_release(
+        ac_schedule_once(ac_self(ctx), delay_ms(replica, req), fire, ac_sender(ctx)));
+}
+
+static const ac_actor_def replica_def = {.name = "Replica", .receive = replica_receive};
+
+typedef struct counter_state {
+    int64_t got;
+} counter_state;
+
+static void counter_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    counter_state *st = ac_ctx_state(ctx);
+    if (ac_msg_is(msg, &ac_msg_type_str)) {
+        ac_reply(ctx, ac_msg_int64_new(st->got));
+        return;
+    }
+    st->got++;
+}
+
+static const ac_actor_def counter_def = {
+    .name = "Counter", .state_size = sizeof(counter_state), .receive = counter_receive};
+
+static ac_cluster *join(ac_system *sys, int self, const char *role)
+{
+    char bind[64], seeds[REPLICAS + 1][32];
+    const char *list[REPLICAS + 1];
+    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", ports[self]);
+    for (int k = 0; k <= REPLICAS; k++) {
+        snprintf(seeds[k], sizeof seeds[k], "127.0.0.1:%d", ports[k]);
+        list[k] = seeds[k];
+    }
+    ac_node_options no = {.bind = bind};
+    if (!ac_node_start(sys, &no))
+        die("ac_node_start");
+    const char *roles[] = {role};
+    ac_cluster_options co = {.name = "bench", .roles = roles, .roles_count = 1,
+                             .seeds = list, .seeds_count = REPLICAS + 1};
+    ac_cluster *c = ac_cluster_join(sys, &co);
+    if (!c)
+        die("ac_cluster_join");
+    return c;
+}
+
+static int replica_main(int k)
+{
+    ac_system *sys = ac_system_create("bench", NULL);
+    if (!sys)
+        die("ac_system_create");
+    if (!ac_spawn(sys, ac_props_new(&replica_def, (void *)(intptr_t)k), "replica") ||
+        !ac_spawn(sys, ac_props_new(&counter_def, NULL), "counter"))
+        die("ac_spawn");
+    join(sys, k, "replica");
+    printf("READY\n");
+    fflush(stdout);
+    char buf[64];
+    while (read(STDIN_FILENO, buf, sizeof buf) > 0) /* ends when the parent goes */
+        ;
+    ac_system_terminate(sys);
+    return 0;
+}
+
+/* ---- the client ------------------------------------------------------- */
+
+static int probe_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+static void start_replica(int k)
+{
+    int in[2], out[2];
+    if (pipe(in) || pipe(out))
+        die("pipe");
+    char kbuf[8], pbuf[REPLICAS + 1][8];
+    snprintf(kbuf, sizeof kbuf, "%d", k);
+    for (int i = 0; i <= REPLICAS; i++)
+        snprintf(pbuf[i], sizeof pbuf[i], "%d", ports[i]);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(in[0], STDIN_FILENO);
+        dup2(out[1], STDOUT_FILENO);
+        close(in[1]);
+        close(out[0]);
+        execl("/proc/self/exe", "actorc-bench-cluster", "replica", kbuf, pbuf[0], pbuf[1],
+              pbuf[2], pbuf[3], (char *)NULL);
+        _exit(127);
+    }
+    children[k] = pid;
+    close(in[0]);
+    close(out[1]);
+    char line[16] = {0};
+    FILE *f = fdopen(out[0], "r");
+    if (!f || !fgets(line, sizeof line, f) || strncmp(line, "READY", 5) != 0)
+        die("a replica process did not start");
+    fclose(f);
+    /* in[1] stays open: the replica runs until this process ends. */
+}
+
+static size_t routees_of(ac_ref *router)
+{
+    ac_answer a;
+    if (ac_ask_wait(router, ac_router_get_routees_msg(), 2000, &a) != AC_OK)
+        return 0;
+    size_t n = ac_routees_count(a.reply);
+    ac_answer_release(&a);
+    return n;
+}
+
+static ac_ref *spawn_router(ac_system *sys, ac_props *props, const char *name)
+{
+    ac_ref *r = props ? ac_spawn(sys, props, name) : NULL;
+    if (!r)
+        die(name);
+    int64_t end = now_ns() + 15 * 1000000000ll;
+    while (routees_of(r) < REPLICAS)
+        if (now_ns() > end)
+            die("the router did not reach every replica");
+        else
+            sleep_ms(20);
+    return r;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double pct_of(int64_t *v, size_t n, double p)
+{
+    qsort(v, n, sizeof *v, cmp_i64);
+    size_t i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
+    return (double)v[i];
+}
+
+/* Sequential asks through `router`; latencies (ns) into lat[SC_N]. */
+static void measure(ac_ref *router, int64_t *lat)
+{
+    for (int64_t i = 0; i < SC_WARM + SC_N; i++) {
+        ac_answer a = {0};
+        int64_t t0 = now_ns();
+        ac_status st = ac_ask_wait(router, ac_msg_int64_new(i), 10000, &a);
+        int64_t el = now_ns() - t0;
+        if (st != AC_OK)
+            die("an ask through the router failed");
+        ac_answer_release(&a);
+        if (i >= SC_WARM)
+            lat[i - SC_WARM] = el;
+    }
+}
+
+static void result(const char *wl, const char *metric, double v, const char *unit)
+{
+    printf(strcmp(unit, "x") == 0 ? "RESULT %s %s %.2f %s\n" : "RESULT %s %s %.1f %s\n", wl,
+           metric, v, unit);
+    fflush(stdout);
+}
+
+static void scatter_tail(ac_system *sys, ac_cluster *cluster)
+{
+    ac_cluster_router_options ro = {.path = "/user/replica", .role = "replica"};
+    ac_scatter_gather_options so = {.timeout_ms = 5000};
+    ac_ref *sg = spawn_router(
+        sys, ac_cluster_router_scatter_gather_first_completed(cluster, &ro, &so), "sg");
+    ac_ref *rr = spawn_router(sys, ac_cluster_router_round_robin(cluster, &ro), "rr");
+    int64_t *lat = calloc(SC_N, sizeof *lat), *ideal = calloc(SC_N, sizeof *ideal);
+    if (!lat || !ideal)
+        die("out of memory");
+    for (int64_t i = 0; i < SC_N; i++) {
+        int64_t best = INT64_MAX;
+        for (int k = 0; k < REPLICAS; k++)
+            best = delay_ms(k, i + SC_WARM) < best ? delay_ms(k, i + SC_WARM) : best;
+        ideal[i] = best * 1000;
+    }
+    /* The same scatter over three replicas in this process, the same
+     * draws: what the wire and the membership add, apart from timers. */
+    ac_ref *local[REPLICAS];
+    for (int k = 0; k < REPLICAS; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "local%d", k);
+        if (!(local[k] = ac_spawn(sys, ac_props_new(&replica_def, (void *)(intptr_t)k), name)))
+            die("ac_spawn");
+    }
+    ac_ref *lsg = ac_spawn(sys, ac_router_group_scatter_gather_first_completed(local, 3, &so),
+                           "lsg");
+    if (!lsg)
+        die("ac_spawn (local scatter)");
+    measure(lsg, lat);
+    double local_p99 = pct_of(lat, SC_N, 99) / 1e3;
+    measure(sg, lat);
+    double p50 = pct_of(lat, SC_N, 50) / 1e3, p99 = pct_of(lat, SC_N, 99) / 1e3;
+    double ip99 = pct_of(ideal, SC_N, 99);
+    measure(rr, lat);
+    double rr99 = pct_of(lat, SC_N, 99) / 1e3;
+    result("cluster_scatter_tail", "p50", p50, "us");
+    result("cluster_scatter_tail", "p99", p99, "us");
+    result("cluster_scatter_tail", "ideal_p99", ip99, "us");
+    result("cluster_scatter_tail", "p99_overhead_pct", (p99 - ip99) / ip99 * 100.0, "%");
+    result("cluster_scatter_tail", "rr_p99", rr99, "us");
+    result("cluster_scatter_tail", "local_p99", local_p99, "us");
+    result("cluster_scatter_tail", "p99_vs_local_pct", (p99 - local_p99) / local_p99 * 100.0, "%");
+    ac_stop(lsg);
+    ac_ref_release(lsg);
+    for (int k = 0; k < REPLICAS; k++)
+        ac_ref_release(local[k]);
+    free(lat);
+    free(ideal);
+    ac_stop(sg);
+    ac_stop(rr);
+    ac_ref_release(sg);
+    ac_ref_release(rr);
+}
+
+static int64_t counted(ac_ref *const *counters)
+{
+    int64_t total = 0;
+    for (int k = 0; k < REPLICAS; k++) {
+        ac_answer a;
+        if (ac_ask_wait(counters[k], ac_msg_str_new("count"), 5000, &a) != AC_OK)
+            die("a counter did not answer");
+        total += ac_msg_int64(a.reply);
+        ac_answer_release(&a);
+    }
+    return total;
+}
+
+/* Messages per second of RR_MSGS tells through `router`, or straight to
+ * the counters in turn (router NULL), until all have arrived. */
+static double tell_rate(ac_ref *router, ac_ref *const *counters)
+{
+    int64_t before = counted(counters);
+    int64_t t0 = now_ns();
+    for (int64_t i = 0; i < RR_MSGS; i++) {
+        ac_ref *to = router ? router : counters[i % REPLICAS];
+        while (ac_tell(to, ac_msg_int64_new(i), NULL) != AC_OK)
+            sleep_ms(1); /* a peer's queue is full: let it drain */
+    }
+    int64_t end = now_ns() + 60 * 1000000000ll;
+    while (counted(counters) < before + RR_MSGS) {
+        if (now_ns() > end)
+            die("tells were lost");
+        sleep_ms(2); /* the count's asks should not compete with the stream */
+    }
+    return (double)RR_MSGS / ((double)(now_ns() - t0) / 1e9);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void rr_throughput(ac_system *sys, ac_cluster *cluster)
+{
+    ac_cluster_router_options ro = {.path = "/user/counter", .role = "replica"};
+    ac_ref *rr = spawn_router(sys, ac_cluster_router_round_robin(cluster, &ro), "rr_tell");
+    ac_answer a;
+    if (ac_ask_wait(rr, ac_router_get_routees_msg(), 2000, &a) != AC_OK)
+        die("GetRoutees");
+    ac_ref *counters[REPLICAS];
+    for (int k = 0; k < REPLICAS; k++)
+        counters[k] = ac_ref_retain(ac_routees_at(a.reply, (size_t)k));
+    ac_answer_release(&a);
+    double via[RR_ROUNDS], direct[RR_ROUNDS];
+    for (int r = 0; r < RR_ROUNDS; r++) { /* interleaved: the machine's moods fall on both */
+        direct[r] = tell_rate(NULL, counters);
+        via[r] = tell_rate(rr, counters);
+    }
+    qsort(via, RR_ROUNDS, sizeof *via, cmp_double);
+    qsort(direct, RR_ROUNDS, sizeof *direct, cmp_double);
+    result("cluster_rr", "msgs_per_s", via[RR_ROUNDS / 2], "msg/s");
+    result("cluster_rr", "direct_msgs_per_s", direct[RR_ROUNDS / 2], "msg/s");
+    result("cluster_rr", "ratio", via[RR_ROUNDS / 2] / direct[RR_ROUNDS / 2], "x");
+    for (int k = 0; k < REPLICAS; k++)
+        ac_ref_release(counters[k]);
+    ac_stop(rr);
+    ac_ref_release(rr);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 7 && strcmp(argv[1], "replica") == 0) {
+        for (int i = 0; i <= REPLICAS; i++)
+            ports[i] = atoi(argv[3 + i]);
+        return replica_main(atoi(argv[2]));
+    }
+    signal(SIGABRT, on_fatal);
+    signal(SIGSEGV, on_fatal);
+    signal(SIGINT, on_fatal);
+    signal(SIGTERM, on_fatal);
+    atexit(kill_children);
+    for (int i = 0; i <= REPLICAS; i++)
+        if ((ports[i] = probe_port()) < 0)
+            die("no free port on 127.0.0.1");
+    for (int k = 0; k < REPLICAS; k++)
+        start_replica(k);
+    ac_system_options so = {.log_level = AC_LOG_ERROR};
+    ac_system *sys = ac_system_create("client", &so);
+    if (!sys)
+        die("ac_system_create");
+    ac_cluster *cluster = join(sys, REPLICAS, "client");
+    bool all = argc < 2;
+    if (all || strcmp(argv[1], "cluster_scatter_tail") == 0)
+        scatter_tail(sys, cluster);
+    if (all || strcmp(argv[1], "cluster_rr") == 0)
+        rr_throughput(sys, cluster);
+    ac_system_terminate(sys);
+    kill_children();
+    return 0;
+}

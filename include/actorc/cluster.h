@@ -1,0 +1,217 @@
+/*
+ * Cluster: membership and the cluster routers.
+ *
+ * A system with a node (remote.h) joins a cluster by name. Membership
+ * comes from a provider:
+ *   static  a list of seed addresses ("host:port"); the nodes form a full
+ *           mesh, Erlang-style. A member is a node of the list (or one
+ *           that connected to this node naming the same cluster) that
+ *           answered; liveness is the connection and its heartbeats. No
+ *           split-brain resolution: two halves of a partition each carry
+ *           on with the members they see.
+ *   etcd    each node registers <prefix>/<cluster>/members/<node-id>
+ *           (address, incarnation, roles) under a lease it keeps alive,
+ *           and watches the prefix for joins and leaves. A member whose
+ *           lease ran out is down everywhere.
+ *
+ * Members are (system, address, incarnation, roles). A node seen with a
+ * new incarnation means the old one is down. Subscribers learn of changes
+ * as MemberEvent messages: first the current members, each as an Up event,
+ * then each change, in the order this node saw them.
+ *
+ * The cluster routers are group routers (router.h) whose routees are the
+ * actor at a given path on each Up, reachable member (with a role, if
+ * given), in a stable order: sorted by address. The set follows member
+ * events: an unreachable member stops receiving new requests at once and
+ * comes back when reachable again; a down member is removed. With no
+ * routees a cluster router answers as a group with none does.
+ *
+ * All functions may be called from any thread.
+ */
+#ifndef ACTORC_CLUSTER_H
+#define ACTORC_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "actorc/actor.h"
+#include "actorc/export.h"
+#include "actorc/hedge.h"
+#include "actorc/msg.h"
+#include "actorc/remote.h"
+#include "actorc/scatter_gather.h"
+#include "actorc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ac_cluster ac_cluster;
+
+typedef enum ac_cluster_provider {
+    AC_CLUSTER_STATIC = 0,
+    AC_CLUSTER_ETCD = 1,
+} ac_cluster_provider;
+
+typedef struct ac_cluster_options {
+    /* The cluster's name, [A-Za-z0-9._-]{1,64}. Required. Nodes of other
+     * clusters are never members. */
+    const char *name;
+    /* This node's roles, each [A-Za-z0-9._-]{1,64}; at most 16. */
+    const char *const *roles;
+    size_t roles_count;
+    ac_cluster_provider provider;
+    /* static: "host:port" of the seed nodes (this node's own may be among
+     * them). At least one for the static provider, unless this node is
+     * the first and others list it. */
+    const char *const *seeds;
+    size_t seeds_count;
+    /* etcd: the client URLs ("http://127.0.0.1:2379"), at least one. */
+    const char *const *etcd_endpoints;
+    size_t etcd_endpoints_count;
+    /* etcd: key prefix; NULL: "/actorc". */
+    const char *etcd_prefix;
+    /* etcd: the registration lease, seconds (2 to 3,600); 0: 5. */
+    int lease_ttl_s;
+    /* Backoff between attempts to reach the provider (etcd, or a static
+     * seed), ms, up to 600,000, the maximum not below the initial; 0: 100
+     * and 5,000. */
+    int retry_initial_ms;
+    int retry_max_ms;
+} ac_cluster_options;
+
+/* Join the cluster with the system's node (ac_node_start first). NULL
+ * with the last error: AC_EINVAL naming the option (bad name, role, seed,
+ * endpoint, prefix, TTL, backoff, provider; AC_CLUSTER_ETCD in a build
+ * without etcd), AC_ENOTFOUND for a system without a node, AC_EEXIST for
+ * a system that has joined (even one that left since), AC_ESTOPPED for a
+ * terminating system or a stopped node, AC_ENOMEM. An unreachable etcd is
+ * not an error here: the cluster retries with backoff, logs, and says so
+ * in its status. The cluster lives until ac_cluster_leave or the system's
+ * termination. */
+AC_API ac_cluster *ac_cluster_join(ac_system *system, const ac_cluster_options *options);
+/* Leave: deregister (etcd), tell the members, end the subscriptions
+ * (each subscriber is told Down of every member, this node last). The
+ * handle stays valid (and left) until the system is terminated. With
+ * etcd it waits for the revoke of its lease: about a second per endpoint
+ * at most when etcd does not answer. AC_ESTOPPED once left. */
+AC_API ac_status ac_cluster_leave(ac_cluster *cluster);
+/* The system's cluster, or NULL. */
+AC_API ac_cluster *ac_system_cluster(ac_system *system);
+
+typedef enum ac_member_status {
+    AC_MEMBER_UP = 0,
+    AC_MEMBER_UNREACHABLE = 1,
+    AC_MEMBER_DOWN = 2,
+} ac_member_status;
+
+typedef struct ac_member {
+    const char *system;
+    const char *address; /* "host:port" */
+    uint64_t incarnation;
+    const char *const *roles;
+    size_t roles_count;
+    ac_member_status status;
+    bool self; /* this node */
+} ac_member;
+
+/* Does `member` have `role`? */
+AC_API bool ac_member_has_role(const ac_member *member, const char *role);
+
+/* The current members (this node included), Up or Unreachable, sorted
+ * by address. Free the list with ac_member_list_free (which takes a
+ * zeroed or freed list too). AC_ESTOPPED once left. */
+typedef struct ac_member_list {
+    ac_member *members;
+    size_t count;
+} ac_member_list;
+AC_API ac_status ac_cluster_members(ac_cluster *cluster, ac_member_list *out);
+AC_API void ac_member_list_free(ac_member_list *list);
+
+typedef enum ac_member_event_kind {
+    AC_MEMBER_EVENT_UP = 0,          /* joined (or seen at subscription) */
+    AC_MEMBER_EVENT_UNREACHABLE = 1, /* silent for half the heartbeat timeout, not yet down */
+    AC_MEMBER_EVENT_REACHABLE = 2,   /* heard from again */
+    AC_MEMBER_EVENT_DOWN = 3,        /* left, lost, or replaced by a new incarnation */
+} ac_member_event_kind;
+
+/* A MemberEvent message (type "actorc.MemberEvent"): the kind and the
+ * member as it is after the event. ac_member_event_get gives NULL for a
+ * message of another type; the member's strings live as long as the
+ * message. */
+AC_API extern const ac_msg_type ac_msg_type_member_event;
+typedef struct ac_member_event {
+    ac_member_event_kind kind;
+    ac_member member;
+} ac_member_event;
+AC_API const ac_member_event *ac_member_event_get(const ac_msg *msg);
+
+/* Tell `subscriber` MemberEvents: the current members as Up events first,
+ * then each change. A subscriber that stops is unsubscribed. MemberEvents
+ * have no wire codec: subscribers are local actors (a remote ref is
+ * AC_EINVAL). AC_EEXIST for one subscribed already (unsubscribe:
+ * AC_ENOTFOUND for one that is not); AC_ESTOPPED once left. */
+AC_API ac_status ac_cluster_subscribe(ac_cluster *cluster, ac_ref *subscriber);
+AC_API ac_status ac_cluster_unsubscribe(ac_cluster *cluster, ac_ref *subscriber);
+
+/* How the cluster is doing with its provider. */
+typedef enum ac_cluster_state {
+    AC_CLUSTER_JOINING = 0, /* provider not reached yet (static: no other member yet) */
+    AC_CLUSTER_JOINED = 1,
+    AC_CLUSTER_RETRYING = 2, /* provider lost; retrying with backoff */
+    AC_CLUSTER_LEFT = 3,
+} ac_cluster_state;
+typedef struct ac_cluster_status {
+    ac_cluster_state state;
+    size_t members_up; /* this node included */
+    size_t members_unreachable;
+    uint64_t attempts_failed; /* provider attempts that failed */
+    char last_error[256];     /* "" when none */
+} ac_cluster_status;
+AC_API ac_status ac_cluster_status_get(ac_cluster *cluster, ac_cluster_status *out);
+
+/* ---- cluster routers ------------------------------------------------ */
+
+typedef struct ac_cluster_router_options {
+    /* The routee path on every member, "/user/..." . Required. */
+    const char *path;
+    /* Only members with this role; NULL: every member. */
+    const char *role;
+    /* Leave this node's own actor out of the routees. */
+    bool exclude_self;
+} ac_cluster_router_options;
+
+/* Props for a cluster router (spawn them like any props). NULL with the
+ * last error: AC_EINVAL naming the option (NULL cluster, bad path or role,
+ * bad scatter/gather or hedge options as their own factories check),
+ * AC_ESTOPPED for a cluster that has left; AC_ENOMEM. */
+AC_API ac_props *ac_cluster_router_round_robin(ac_cluster *cluster,
+                                               const ac_cluster_router_options *options);
+AC_API ac_props *ac_cluster_router_random(ac_cluster *cluster,
+                                          const ac_cluster_router_options *options);
+AC_API ac_props *ac_cluster_router_broadcast(ac_cluster *cluster,
+                                             const ac_cluster_router_options *options);
+/* Depths of the routees on other nodes are published by those nodes
+ * periodically; a depth older than a few periods is unknown again. */
+AC_API ac_props *ac_cluster_router_smallest_mailbox(ac_cluster *cluster,
+                                                    const ac_cluster_router_options *options);
+/* Consistent hashing (ac_hash_key_fn, router.h): the same key always
+ * reaches the same member while the set is unchanged, and removing a
+ * member moves only its keys (rendezvous hashing on the member's address,
+ * so every node's router maps a key to the same member). */
+AC_API ac_props *ac_cluster_router_consistent_hashing(ac_cluster *cluster,
+                                                      const ac_cluster_router_options *options,
+                                                      ac_hash_key_fn key, void *user);
+/* The local routers' contract, word for word, across nodes. */
+AC_API ac_props *ac_cluster_router_scatter_gather_first_completed(
+    ac_cluster *cluster, const ac_cluster_router_options *options,
+    const ac_scatter_gather_options *sg);
+AC_API ac_props *ac_cluster_router_hedged(ac_cluster *cluster,
+                                          const ac_cluster_router_options *options,
+                                          const ac_hedged_options *hedge);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,617 @@
+/*
+ * The cluster API (cluster.h, the membership half): joining and leaving,
+ * the options and their checks, the hooks the remote layer calls, and
+ * what any thread reads (members, status, subscriptions).
+ *
+ * A joined system holds its cluster as a part (extension.h), so that it
+ * lives until the system's termination: the part's stop clears the
+ * hooks, stops the provider and drops every ref the cluster holds while
+ * the system can still take them back; its free frees the rest. Hooks
+ * and provider threads reach the actor through `actor` under the lock,
+ * which the stop clears, so nothing tells it after that.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/cluster_internal.h"
+#include "cluster/depth.h"
+
+#define PART_KEY "actorc.cluster"
+
+/* ---- options ------------------------------------------------------------- */
+
+static ac_status check_list(const char *const *items, size_t n, const char *what, size_t max,
+                            bool (*ok)(const char *), const char *rule)
+{
+    if (n && !items)
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.%s is NULL but options.%s_count is %zu",
+                        what, what, n);
+    if (n > max)
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.%s_count %zu is over %zu", what, n,
+                        max);
+    for (size_t i = 0; i < n; i++) {
+        if (!items[i] || !ok(items[i]))
+            return ac__fail(AC_EINVAL, "ac_cluster_join: options.%s[%zu] \"%.80s\" is not %s",
+                            what, i, items[i] ? items[i] : "(null)", rule);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(items[i], items[j]) == 0)
+                return ac__fail(AC_EINVAL, "ac_cluster_join: options.%s[%zu] \"%.80s\" is listed "
+                                           "twice", what, i, items[i]);
+    }
+    return AC_OK;
+}
+
+/* An etcd client URL: http:// or https://, a host, an optional port, no
+ * path. */
+static bool endpoint_ok(const char *s)
+{
+    const char *rest = strncmp(s, "http://", 7) == 0    ? s + 7
+                       : strncmp(s, "https://", 8) == 0 ? s + 8
+                                                        : NULL;
+    if (!rest || !*rest || strlen(s) > 255)
+        return false;
+    for (const char *p = rest; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == '/' || *p == '@' || *p == '?' || *p == '#')
+            return p[0] == '/' && p[1] == '\0'; /* a trailing slash only */
+    return true;
+}
+
+/* "/actorc": starts with '/', no trailing '/', no "//", printable. */
+static bool prefix_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 2 || n > 128 || s[0] != '/' || s[n - 1] == '/' || strstr(s, "//"))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f)
+            return false;
+    return true;
+}
+
+static ac_status check_options(const ac_cluster_options *o)
+{
+    if (!o->name || !ac__cluster_name_ok(o->name))
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.name \"%.80s\" is not "
+                                   "[A-Za-z0-9._-]{1,64}", o->name ? o->name : "(null)");
+    if (check_list(o->roles, o->roles_count, "roles", AC__CLUSTER_MAX_ROLES, ac__cluster_name_ok,
+                   "[A-Za-z0-9._-]{1,64}") != AC_OK)
+        return ac_last_status();
+    if (o->provider != AC_CLUSTER_STATIC && o->provider != AC_CLUSTER_ETCD)
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.provider %d is neither "
+                                   "AC_CLUSTER_STATIC nor AC_CLUSTER_ETCD", (int)o->provider);
+    if (check_list(o->seeds, o->seeds_count, "seeds", 1024, ac__cluster_address_ok,
+                   "host:port (port 1..65535)") != AC_OK)
+        return ac_last_status();
+    if (check_list(o->etcd_endpoints, o->etcd_endpoints_count, "etcd_endpoints", 16, endpoint_ok,
+                   "an http:// or https:// URL without a path") != AC_OK)
+        return ac_last_status();
+    if (o->provider == AC_CLUSTER_ETCD && o->etcd_endpoints_count == 0)
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.etcd_endpoints is empty: the etcd "
+                                   "provider needs at least one");
+    if (o->etcd_prefix && !prefix_ok(o->etcd_prefix))
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.etcd_prefix \"%.80s\" is not a key "
+                                   "prefix like \"/actorc\" (a leading '/', no trailing '/')",
+                        o->etcd_prefix);
+    if (o->lease_ttl_s != 0 && (o->lease_ttl_s < 2 || o->lease_ttl_s > 3600))
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.lease_ttl_s %d is not 2..3600 "
+                                   "(0: 5)", o->lease_ttl_s);
+    if (o->retry_initial_ms < 0 || o->retry_max_ms < 0 || o->retry_initial_ms > 600000 ||
+        o->retry_max_ms > 600000)
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.%s is not 0..600000",
+                        o->retry_initial_ms < 0 || o->retry_initial_ms > 600000 ? "retry_initial_ms"
+                                                                                : "retry_max_ms");
+    if (o->retry_initial_ms && o->retry_max_ms && o->retry_max_ms < o->retry_initial_ms)
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.retry_max_ms %d is below "
+                                   "options.retry_initial_ms %d", o->retry_max_ms,
+                        o->retry_initial_ms);
+    return AC_OK;
+}
+
+/* ---- the cluster's memory ----------------------------------------------- */
+
+static void free_strings(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static bool copy_strings(char ***dst, const char *const *src, size_t n)
+{
+    *dst = NULL;
+    if (!n)
+        return true;
+    char **v = ac__calloc(n, sizeof *v);
+    if (!v)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(v[i] = ac__strdup(src[i]))) {
+            free_strings(v, n);
+            return false;
+        }
+    *dst = v;
+    return true;
+}
+
+static void cluster_free(ac_cluster *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->member_count; i++) {
+        ac__member_rec *r = c->members[i];
+        for (size_t j = 0; j < r->roles_count; j++)
+            free(r->roles[j]);
+        free(r->roles);
+        free(r->system);
+        free(r->address);
+        free(r);
+    }
+    free(c->members);
+    ac__cluster_etcd_free(c);
+    for (size_t i = 0; i < c->seed_state_count; i++)
+        free(c->seed_state[i].address);
+    free(c->seed_state);
+    free(c->active);
+    free(c->subs);
+    free(c->view.members);
+    free(c->card_text);
+    free(c->card_leaving);
+    free(c->name);
+    free_strings(c->roles, c->roles_count);
+    free_strings(c->seeds, c->seeds_count);
+    free_strings(c->endpoints, c->endpoints_count);
+    free(c->prefix);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+static bool copy_options(ac_cluster *c, const ac_cluster_options *o)
+{
+    c->provider = o->provider;
+    c->lease_ttl_s = o->lease_ttl_s ? o->lease_ttl_s : 5;
+    c->retry_initial_ms = o->retry_initial_ms ? o->retry_initial_ms : 100;
+    c->retry_max_ms = o->retry_max_ms ? o->retry_max_ms : 5000;
+    if (c->retry_max_ms < c->retry_initial_ms)
+        c->retry_max_ms = c->retry_initial_ms;
+    c->roles_count = o->roles_count;
+    c->seeds_count = o->seeds_count;
+    c->endpoints_count = o->etcd_endpoints_count;
+    c->name = ac__strdup(o->name);
+    c->prefix = ac__strdup(o->etcd_prefix ? o->etcd_prefix : "/actorc");
+    return c->name && c->prefix && copy_strings(&c->roles, o->roles, o->roles_count) &&
+           copy_strings(&c->seeds, o->seeds, o->seeds_count) &&
+           copy_strings(&c->endpoints, o->etcd_endpoints, o->etcd_endpoints_count);
+}
+
+/* This node's card, and its two texts. */
+static bool make_card(ac_cluster *c)
+{
+    ac__card *k = &c->card;
+    snprintf(k->cluster, sizeof k->cluster, "%s", c->name);
+    snprintf(k->system, sizeof k->system, "%s", ac_system_name(c->system));
+    snprintf(k->address, sizeof k->address, "%s", ac_node_address(c->node));
+    k->incarnation = ac_node_incarnation(c->node);
+    k->roles_count = c->roles_count;
+    for (size_t i = 0; i < c->roles_count; i++)
+        snprintf(k->roles[i], sizeof k->roles[i], "%s", c->roles[i]);
+    c->card_text = ac__card_encode(k, &c->card_len);
+    k->flags = AC__CARD_LEAVING;
+    c->card_leaving = ac__card_encode(k, &c->card_leaving_len);
+    k->flags = 0;
+    return c->card_text && c->card_leaving;
+}
+
+/* The seeds to try: all but this node's own address. */
+static bool make_seeds(ac_cluster *c)
+{
+    c->seed_state = c->seeds_count ? ac__calloc(c->seeds_count, sizeof *c->seed_state) : NULL;
+    if (c->seeds_count && !c->seed_state)
+        return false;
+    for (size_t i = 0; i < c->seeds_count; i++) {
+        if (strcmp(c->seeds[i], c->card.address) == 0)
+            continue;
+        ac__seed *s = &c->seed_state[c->seed_state_count];
+        if (!(s->address = ac__strdup(c->seeds[i])))
+            return false;
+        s->backoff_ms = c->retry_initial_ms;
+        c->seed_state_count++;
+    }
+    return true;
+}
+
+/* ---- telling the actor (any thread) --------------------------------------- */
+
+/* Consumes msg; dropped once the cluster stopped. */
+static void tell_actor(ac_cluster *c, ac_msg *msg)
+{
+    if (!msg)
+        return;
+    pthread_mutex_lock(&c->lock);
+    ac_ref *actor = c->actor ? ac_ref_retain(c->actor) : NULL;
+    pthread_mutex_unlock(&c->lock);
+    if (actor)
+        ac_tell(actor, msg, NULL);
+    else
+        ac_msg_release(msg);
+    ac_ref_release(actor);
+}
+
+static void note(ac_cluster *c, ac__note_kind kind, const ac__node_peer_info *p, const char *why,
+                 ac__wire_span data)
+{
+    ac_msg *msg = ac__note_new(kind, p->system, p->address, p->incarnation, why, data.ptr,
+                               data.len, NULL);
+    if (!msg)
+        ac_system_log(c->system, AC_LOG_ERROR, "cluster %s: out of memory: a note on %s is lost",
+                      c->name, p->address);
+    tell_actor(c, msg);
+}
+
+static bool span_is(ac__wire_span s, const char *text)
+{
+    return s.len == strlen(text) && memcmp(s.ptr, text, s.len) == 0;
+}
+
+static void hook_up(void *ctx, const ac__node_peer_info *peer)
+{
+    ac__wire_span card = span_is(peer->hello_type, AC__CLUSTER_CARD_TYPE) ? peer->hello_body
+                                                                          : (ac__wire_span){0};
+    note(ctx, AC__NOTE_PEER_UP, peer, NULL, card);
+}
+
+static void hook_down(void *ctx, const ac__node_peer_info *peer, const char *why)
+{
+    note(ctx, AC__NOTE_PEER_DOWN, peer, why, (ac__wire_span){0});
+}
+
+static void hook_tell(void *ctx, const ac__node_peer_info *from, ac__wire_span path,
+                      ac__wire_span type_name, ac__wire_span body)
+{
+    if (span_is(path, AC__CLUSTER_PATH) && span_is(type_name, AC__CLUSTER_CARD_TYPE))
+        note(ctx, AC__NOTE_BEAT, from, NULL, body);
+}
+
+/* ---- status -------------------------------------------------------------- */
+
+void ac__cluster_provider_failed(ac_cluster *c, bool degrade, const char *fmt, ...)
+{
+    char why[sizeof c->status.last_error];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&c->lock);
+    c->status.attempts_failed++;
+    memcpy(c->status.last_error, why, sizeof why);
+    if (degrade && c->status.state == AC_CLUSTER_JOINED)
+        c->status.state = AC_CLUSTER_RETRYING;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void ac__cluster_provider_ok(ac_cluster *c)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->status.state != AC_CLUSTER_LEFT)
+        c->status.state = AC_CLUSTER_JOINED;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- the part ---------------------------------------------------------- */
+
+/* Stop everything that could call in, and give back the system's refs. */
+static void cluster_shut(ac_cluster *c)
+{
+    ac__node_hooks_set(c->node, NULL);
+    ac__cluster_etcd_stop(c);
+    if (c->tick) {
+        ac_cancel(c->tick);
+        ac_cancellable_release(c->tick);
+        c->tick = NULL;
+    }
+}
+
+static void cluster_stop_part(void *ctx)
+{
+    ac_cluster *c = ctx;
+    atomic_store_explicit(&c->stopped, true, memory_order_release);
+    cluster_shut(c);
+    pthread_mutex_lock(&c->lock);
+    ac_ref *actor = c->actor;
+    c->actor = NULL;
+    for (size_t i = 0; i < c->subs_count; i++)
+        ac_ref_release(c->subs[i]);
+    c->subs_count = 0;
+    pthread_mutex_unlock(&c->lock);
+    ac_ref_release(actor);
+}
+
+static void cluster_free_part(void *ctx) { cluster_free(ctx); }
+
+/* ---- join, leave ----------------------------------------------------------- */
+
+static ac_cluster *cluster_new(ac_system *system, ac_node *node, const ac_cluster_options *o)
+{
+    ac_cluster *c = ac__calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    pthread_mutex_init(&c->lock, NULL);
+    c->system = system;
+    c->node = node;
+    atomic_init(&c->left, false);
+    atomic_init(&c->stopped, false);
+    int hb = ac__node_heartbeat_timeout_ms(node);
+    c->unreachable_ms = hb / 2 > 3 * AC__CLUSTER_BEAT_MS ? hb / 2 : 3 * AC__CLUSTER_BEAT_MS;
+    c->status.state = AC_CLUSTER_JOINING;
+    if (!copy_options(c, o) || !make_card(c) || !make_seeds(c)) {
+        cluster_free(c);
+        return NULL;
+    }
+    if (c->provider == AC_CLUSTER_STATIC && c->seed_state_count == 0)
+        c->status.state = AC_CLUSTER_JOINED; /* nobody to wait for: others come to it */
+    c->hooks = (ac__node_hooks){.hello_type = AC__CLUSTER_CARD_TYPE,
+                                .hello_body = (const uint8_t *)c->card_text,
+                                .hello_len = c->card_len,
+                                .peer_up = hook_up,
+                                .peer_down = hook_down,
+                                .system_tell = hook_tell,
+                                .ctx = c};
+    c->part = (ac__ext_part){.key = PART_KEY,
+                             .stop = cluster_stop_part,
+                             .free = cluster_free_part,
+                             .ctx = c};
+    return c;
+}
+
+/* Attach, spawn, hook in, start the timer and the provider. On failure
+ * the last error says why; *owned says whether the part holds the
+ * cluster now (the actor was spawned: it is freed with the system, left)
+ * or the caller must free it. */
+static ac_status cluster_start(ac_cluster *c, bool *owned)
+{
+    *owned = false;
+    if (ac__ext_attach(c->system, &c->part) != AC_OK) {
+        if (ac_last_status() == AC_EEXIST)
+            return ac__fail(AC_EEXIST, "ac_cluster_join: system %s has joined a cluster already",
+                            ac_system_name(c->system));
+        return ac__fail(AC_ESTOPPED, "ac_cluster_join: system %s is terminating",
+                        ac_system_name(c->system));
+    }
+    ac_ref *actor = ac__cluster_actor_spawn(c);
+    if (!actor) {
+        ac_status st = ac_last_status() == AC_ETERMINATED ? AC_ESTOPPED : ac_last_status();
+        char why[256];
+        snprintf(why, sizeof why, "%s", ac_last_error());
+        ac__ext_detach(c->system, &c->part);
+        return ac_set_error(st, "ac_cluster_join: %s", why);
+    }
+    *owned = true;
+    pthread_mutex_lock(&c->lock);
+    c->actor = actor;
+    pthread_mutex_unlock(&c->lock);
+    /* The provider first: the timer's turns read what it sets up. */
+    if (c->provider == AC_CLUSTER_ETCD && ac__cluster_etcd_start(c) != AC_OK)
+        goto undo;
+    if (ac__node_hooks_set(c->node, &c->hooks) != AC_OK) {
+        ac__fail(AC_EEXIST, "ac_cluster_join: the node of system %s serves another cluster",
+                 ac_system_name(c->system));
+        goto undo;
+    }
+    ac_msg *tick = ac__note_new(AC__NOTE_TICK, NULL, NULL, 0, NULL, NULL, 0, NULL);
+    c->tick = tick ? ac_schedule_repeat(actor, 0, AC__CLUSTER_BEAT_MS, tick, NULL) : NULL;
+    if (c->tick)
+        return AC_OK;
+    ac__fail(AC_ENOMEM, "ac_cluster_join: cannot start the cluster's timer");
+undo:;
+    /* Undone as far as it can be: left, its actor stopped. */
+    ac_status st = ac_last_status();
+    char why[256];
+    snprintf(why, sizeof why, "%s", ac_last_error());
+    atomic_store_explicit(&c->left, true, memory_order_release);
+    cluster_shut(c);
+    pthread_mutex_lock(&c->lock);
+    c->status.state = AC_CLUSTER_LEFT;
+    pthread_mutex_unlock(&c->lock);
+    ac_stop(actor);
+    return ac_set_error(st, "%s", why);
+}
+
+ac_cluster *ac_cluster_join(ac_system *system, const ac_cluster_options *options)
+{
+    ac_clear_error();
+    if (!system || !options)
+        return ac__fail_null(AC_EINVAL, "ac_cluster_join: %s is NULL",
+                             system ? "options" : "system");
+    if (check_options(options) != AC_OK)
+        return NULL;
+#ifndef ACTORC_CLUSTER_HAVE_ETCD
+    if (options->provider == AC_CLUSTER_ETCD)
+        return ac__fail_null(AC_EINVAL, "ac_cluster_join: options.provider is AC_CLUSTER_ETCD but "
+                                        "this actorc was built without etcd (ACTORC_WITH_ETCD)");
+#endif
+    ac_node *node = ac_system_node(system);
+    if (!node)
+        return ac__fail_null(AC_ENOTFOUND, "ac_cluster_join: system %s has no node "
+                                           "(ac_node_start first)", ac_system_name(system));
+    if (ac__node_stopping(node))
+        return ac__fail_null(AC_ESTOPPED, "ac_cluster_join: the node of system %s is stopped",
+                             ac_system_name(system));
+    ac_cluster *c = cluster_new(system, node, options);
+    if (!c)
+        return ac__fail_null(AC_ENOMEM, "ac_cluster_join: out of memory");
+    bool owned;
+    if (cluster_start(c, &owned) != AC_OK) {
+        if (!owned)
+            cluster_free(c);
+        return NULL;
+    }
+    /* The mailbox depths smallest-mailbox cluster routers ask of every
+     * member (depth.h); without them those routers see unknown depths. */
+    if (ac__depth_publisher_start(system, node) != AC_OK)
+        ac_system_log(system, AC_LOG_WARN, "cluster %s: no depth publisher on this node (%s)",
+                      c->name, ac_last_error());
+    ac_system_log(system, AC_LOG_INFO, "cluster %s: %s@%s joined (%s provider)", c->name,
+                  ac_system_name(system), c->card.address,
+                  c->provider == AC_CLUSTER_ETCD ? "etcd" : "static");
+    return c;
+}
+
+/* AC_OK while usable; else the failure, recorded for `fn`. */
+static ac_status usable(ac_cluster *c, const char *fn)
+{
+    if (!c)
+        return ac__fail(AC_EINVAL, "%s: cluster is NULL", fn);
+    if (atomic_load_explicit(&c->stopped, memory_order_acquire))
+        return ac__fail(AC_ESTOPPED, "%s: the system of cluster %s is terminating", fn, c->name);
+    if (atomic_load_explicit(&c->left, memory_order_acquire))
+        return ac__fail(AC_ESTOPPED, "%s: this node has left cluster %s", fn, c->name);
+    return AC_OK;
+}
+
+ac_status ac_cluster_leave(ac_cluster *c)
+{
+    if (usable(c, "ac_cluster_leave") != AC_OK)
+        return ac_last_status();
+    bool was = false;
+    if (!atomic_compare_exchange_strong_explicit(&c->left, &was, true, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        return ac__fail(AC_ESTOPPED, "ac_cluster_leave: this node has left cluster %s", c->name);
+    ac__node_hooks_set(c->node, NULL);
+    ac__cluster_etcd_stop(c);
+    ac_cancel(c->tick); /* released with the rest at the system's end */
+    tell_actor(c, ac__note_new(AC__NOTE_LEAVE, NULL, NULL, 0, NULL, NULL, 0, NULL));
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->subs_count; i++)
+        ac_ref_release(c->subs[i]);
+    c->subs_count = 0;
+    c->status.state = AC_CLUSTER_LEFT;
+    pthread_mutex_unlock(&c->lock);
+    ac_system_log(c->system, AC_LOG_INFO, "cluster %s: %s left", c->name, c->card.address);
+    return AC_OK;
+}
+
+ac_cluster *ac_system_cluster(ac_system *system)
+{
+    return system ? ac__ext_find(system, PART_KEY) : NULL;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+ac_status ac_cluster_members(ac_cluster *c, ac_member_list *out)
+{
+    if (out)
+        *out = (ac_member_list){0};
+    if (!out)
+        return ac__fail(AC_EINVAL, "ac_cluster_members: out is NULL");
+    if (usable(c, "ac_cluster_members") != AC_OK)
+        return ac_last_status();
+    const ac__member_rec **recs = NULL;
+    ac__member_rec *flat = NULL;
+    pthread_mutex_lock(&c->lock);
+    size_t n = c->view.count;
+    recs = ac__calloc(n ? n : 1, sizeof *recs);
+    flat = ac__calloc(n ? n : 1, sizeof *flat);
+    if (recs && flat) {
+        for (size_t i = 0; i < n; i++) {
+            const ac_member *m = &c->view.members[i];
+            flat[i] = (ac__member_rec){.system = (char *)m->system,
+                                       .address = (char *)m->address,
+                                       .incarnation = m->incarnation,
+                                       .roles = (char **)m->roles,
+                                       .roles_count = m->roles_count,
+                                       .status = m->status,
+                                       .self = m->self};
+            recs[i] = &flat[i];
+        }
+        *out = ac__member_list_pack((const ac__member_rec *const *)recs, n);
+    }
+    pthread_mutex_unlock(&c->lock);
+    free(recs);
+    free(flat);
+    if (!out->members)
+        return ac__fail(AC_ENOMEM, "ac_cluster_members: out of memory");
+    return AC_OK;
+}
+
+ac_status ac_cluster_status_get(ac_cluster *c, ac_cluster_status *out)
+{
+    if (!c || !out)
+        return ac__fail(AC_EINVAL, "ac_cluster_status_get: %s is NULL", c ? "out" : "cluster");
+    pthread_mutex_lock(&c->lock);
+    *out = c->status;
+    pthread_mutex_unlock(&c->lock);
+    return AC_OK;
+}
+
+/* ---- subscriptions -------------------------------------------------------- */
+
+static ac_status subs_add(ac_cluster *c, ac_ref *sub)
+{
+    for (size_t i = 0; i < c->subs_count; i++)
+        if (c->subs[i] == sub)
+            return ac__fail(AC_EEXIST, "ac_cluster_subscribe: %s is subscribed already",
+                            ac_ref_path(sub));
+    if (c->subs_count == c->subs_cap) {
+        size_t cap = c->subs_cap ? c->subs_cap * 2 : 4;
+        ac_ref **s = ac__realloc(c->subs, cap * sizeof *s);
+        if (!s)
+            return ac__fail(AC_ENOMEM, "ac_cluster_subscribe: out of memory");
+        c->subs = s;
+        c->subs_cap = cap;
+    }
+    c->subs[c->subs_count++] = ac_ref_retain(sub);
+    return AC_OK;
+}
+
+ac_status ac_cluster_subscribe(ac_cluster *c, ac_ref *subscriber)
+{
+    if (usable(c, "ac_cluster_subscribe") != AC_OK)
+        return ac_last_status();
+    if (!subscriber)
+        return ac__fail(AC_EINVAL, "ac_cluster_subscribe: subscriber is NULL");
+    if (ac_ref_is_remote(subscriber))
+        return ac__fail(AC_EINVAL, "ac_cluster_subscribe: subscriber %s is on another node: "
+                                   "MemberEvents do not cross the wire (subscribe there)",
+                        ac_ref_path(subscriber));
+    ac_msg *wake = ac__note_new(AC__NOTE_SUBSCRIBERS, NULL, NULL, 0, NULL, NULL, 0, NULL);
+    if (!wake)
+        return ac__fail(AC_ENOMEM, "ac_cluster_subscribe: out of memory");
+    pthread_mutex_lock(&c->lock);
+    ac_status st = subs_add(c, subscriber);
+    pthread_mutex_unlock(&c->lock);
+    if (st != AC_OK) {
+        ac_msg_release(wake);
+        return st;
+    }
+    tell_actor(c, wake);
+    return AC_OK;
+}
+
+ac_status ac_cluster_unsubscribe(ac_cluster *c, ac_ref *subscriber)
+{
+    if (usable(c, "ac_cluster_unsubscribe") != AC_OK)
+        return ac_last_status();
+    if (!subscriber)
+        return ac__fail(AC_EINVAL, "ac_cluster_unsubscribe: subscriber is NULL");
+    ac_msg *wake = ac__note_new(AC__NOTE_SUBSCRIBERS, NULL, NULL, 0, NULL, NULL, 0, NULL);
+    if (!wake)
+        return ac__fail(AC_ENOMEM, "ac_cluster_unsubscribe: out of memory");
+    ac_ref *gone = NULL;
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->subs_count; i++)
+        if (c->subs[i] == subscriber) {
+            gone = c->subs[i];
+            c->subs[i] = c->subs[--c->subs_count];
+            break;
+        }
+    pthread_mutex_unlock(&c->lock);
+    if (!gone) {
+        ac_msg_release(wake);
+        return ac__fail(AC_ENOTFOUND, "ac_cluster_unsubscribe: %s is not subscribed",
+                        ac_ref_path(subscriber));
+    }
+    ac_ref_release(gone);
+    tell_actor(c, wake);
+    return AC_OK;
+}

@@ -1,0 +1,677 @@
+/*
+ * The cluster actor: owns the membership of one joined system, in its
+ * turns.
+ *
+ * What it hears. The remote layer's hooks (peer up: an incarnation said
+ * hello, with its card when it is in a cluster; peer down: lost for
+ * good), beats from the other members (their cards, every
+ * AC__CLUSTER_BEAT_MS), keys put and deleted under the etcd prefix, its
+ * own timer, and the API (subscribers changed, leave).
+ *
+ * The rules. A node at an address is a member once it is connected, has
+ * shown a card naming this cluster and, with etcd, its key is there; it
+ * is Up then. A member silent for unreachable_ms (half the remote
+ * layer's heartbeat timeout) is Unreachable, and Reachable (Up) again on
+ * its next beat: a soft state, nothing is torn down. It is Down when the
+ * remote layer loses its incarnation (connection dropped, heartbeats
+ * stopped, a new incarnation at its address), when it says it leaves,
+ * or (etcd) when its key goes. An incarnation lost by the remote layer
+ * is remembered (tombstones) and never a member again, as the remote
+ * layer never talks to it again; one whose key went but whose connection
+ * stands is a member again when its key comes back.
+ *
+ * Static seeds are tried until they answer, with capped exponential
+ * backoff from retry_initial_ms to retry_max_ms; a seed that goes down
+ * is tried again the same way. Trying is sending a beat: the remote
+ * layer connects for it and the HELLOs follow.
+ *
+ * Subscribers. The set callers asked for is published under the lock;
+ * the actor keeps its own, `active`, and reconciles the two in its turn,
+ * so that a new subscriber gets the current members as Up events (an
+ * Unreachable one's Up followed by its Unreachable) before any change.
+ * Subscribers are watched: one that stops is dropped.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/cluster_internal.h"
+
+static int64_t now_ms(const ac_cluster *c) { return ac_clock_now_ms(c->system); }
+
+/* ---- records ------------------------------------------------------------ */
+
+static void rec_free(ac__member_rec *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->roles_count; i++)
+        free(r->roles[i]);
+    free(r->roles);
+    free(r->system);
+    free(r->address);
+    free(r);
+}
+
+static size_t rec_index(const ac_cluster *c, const char *address, bool *found)
+{
+    size_t lo = 0, hi = c->member_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int cmp = strcmp(c->members[mid]->address, address);
+        if (cmp == 0) {
+            *found = true;
+            return mid;
+        }
+        if (cmp < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+static ac__member_rec *rec_find(const ac_cluster *c, const char *address)
+{
+    bool found;
+    size_t i = rec_index(c, address, &found);
+    return found ? c->members[i] : NULL;
+}
+
+/* A new record at its place by address; NULL when out of memory. */
+static ac__member_rec *rec_add(ac_cluster *c, const char *address, uint64_t incarnation)
+{
+    bool found;
+    size_t at = rec_index(c, address, &found);
+    if (c->member_count == c->member_cap) {
+        size_t cap = c->member_cap ? c->member_cap * 2 : 8;
+        ac__member_rec **m = ac__realloc(c->members, cap * sizeof *m);
+        if (!m)
+            return NULL;
+        c->members = m;
+        c->member_cap = cap;
+    }
+    ac__member_rec *r = ac__calloc(1, sizeof *r);
+    if (r) {
+        r->address = ac__strdup(address);
+        r->system = ac__strdup("");
+    }
+    if (!r || !r->address || !r->system) {
+        rec_free(r);
+        return NULL;
+    }
+    r->incarnation = incarnation;
+    r->connect_backoff_ms = c->retry_initial_ms;
+    memmove(&c->members[at + 1], &c->members[at], (c->member_count - at) * sizeof *c->members);
+    c->members[at] = r;
+    c->member_count++;
+    return r;
+}
+
+static void rec_remove(ac_cluster *c, ac__member_rec *r)
+{
+    for (size_t i = 0; i < c->member_count; i++)
+        if (c->members[i] == r) {
+            memmove(&c->members[i], &c->members[i + 1],
+                    (c->member_count - i - 1) * sizeof *c->members);
+            c->member_count--;
+            break;
+        }
+    rec_free(r);
+}
+
+/* Take system and roles from a card. False when out of memory (the
+ * record is left as it was). */
+static bool rec_set_card(ac__member_rec *r, const ac__card *card)
+{
+    char *system = ac__strdup(card->system);
+    char **roles = card->roles_count ? ac__calloc(card->roles_count, sizeof *roles) : NULL;
+    bool ok = system && (roles || !card->roles_count);
+    for (size_t i = 0; ok && i < card->roles_count; i++)
+        ok = (roles[i] = ac__strdup(card->roles[i])) != NULL;
+    if (!ok) {
+        for (size_t i = 0; roles && i < card->roles_count; i++)
+            free(roles[i]);
+        free(roles);
+        free(system);
+        return false;
+    }
+    for (size_t i = 0; i < r->roles_count; i++)
+        free(r->roles[i]);
+    free(r->roles);
+    free(r->system);
+    r->system = system;
+    r->roles = roles;
+    r->roles_count = card->roles_count;
+    r->carded = true;
+    return true;
+}
+
+/* ---- tombstones --------------------------------------------------------- */
+
+static bool tombstoned(const ac_cluster *c, const char *address, uint64_t incarnation)
+{
+    for (size_t i = 0; i < AC__CLUSTER_TOMBSTONES; i++)
+        if (c->tombstones[i].incarnation == incarnation && incarnation != 0 &&
+            strcmp(c->tombstones[i].address, address) == 0)
+            return true;
+    return false;
+}
+
+static void tombstone(ac_cluster *c, const ac__member_rec *r)
+{
+    size_t i = c->tombstone_next++ % AC__CLUSTER_TOMBSTONES;
+    snprintf(c->tombstones[i].address, sizeof c->tombstones[i].address, "%s", r->address);
+    c->tombstones[i].incarnation = r->incarnation;
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+static const char *kind_name(ac_member_event_kind k)
+{
+    switch (k) {
+    case AC_MEMBER_EVENT_UP:
+        return "up";
+    case AC_MEMBER_EVENT_UNREACHABLE:
+        return "unreachable";
+    case AC_MEMBER_EVENT_REACHABLE:
+        return "reachable";
+    default:
+        return "down";
+    }
+}
+
+/* Tell every active subscriber (one message, shared). */
+static void emit(ac_ctx *ctx, ac_cluster *c, ac_member_event_kind kind, const ac__member_rec *r,
+                 const char *why)
+{
+    ac_log(ctx, kind == AC_MEMBER_EVENT_UP || kind == AC_MEMBER_EVENT_REACHABLE ? AC_LOG_INFO
+                                                                                : AC_LOG_WARN,
+           "cluster %s: member actorc://%s@%s (incarnation %016" PRIx64 ") %s%s%s", c->name,
+           r->system, r->address, r->incarnation, kind_name(kind), why ? ": " : "",
+           why ? why : "");
+    if (c->active_count == 0)
+        return;
+    ac_msg *ev = ac__member_event_new(kind, r);
+    if (!ev) {
+        ac_log(ctx, AC_LOG_ERROR, "cluster %s: out of memory for a member event: subscribers "
+                                  "miss it", c->name);
+        return;
+    }
+    for (size_t i = 0; i < c->active_count; i++)
+        ac_tell(c->active[i], ac_msg_retain(ev), ac_self(ctx));
+    ac_msg_release(ev);
+}
+
+static bool is_joined(ac_cluster *c)
+{
+    pthread_mutex_lock(&c->lock);
+    bool joined = c->status.state == AC_CLUSTER_JOINED;
+    pthread_mutex_unlock(&c->lock);
+    return joined;
+}
+
+/* A member now, if it has all it takes. */
+static void evaluate(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r)
+{
+    if (r->member || r->self || !r->connected || !r->carded)
+        return;
+    if (c->provider == AC_CLUSTER_ETCD && !r->registered)
+        return;
+    r->member = true;
+    r->status = AC_MEMBER_UP;
+    r->last_heard_ms = now_ms(c);
+    emit(ctx, c, AC_MEMBER_EVENT_UP, r, NULL);
+    if (c->provider == AC_CLUSTER_STATIC && !is_joined(c))
+        ac__cluster_provider_ok(c);
+    ac__cluster_publish(c);
+}
+
+/* No longer a member (Down told when it was one). */
+static void member_down(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const char *why)
+{
+    if (!r->member)
+        return;
+    r->member = false;
+    r->status = AC_MEMBER_DOWN;
+    emit(ctx, c, AC_MEMBER_EVENT_DOWN, r, why);
+    ac__cluster_publish(c);
+}
+
+/* Forget the record: Down when a member; its incarnation tombstoned when
+ * the remote layer lost it. */
+static void lose(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const char *why, bool tomb)
+{
+    member_down(ctx, c, r, why);
+    if (tomb)
+        tombstone(c, r);
+    rec_remove(c, r);
+}
+
+/* ---- reaching others ---------------------------------------------------- */
+
+static void beat(ac_cluster *c, const char *address, uint64_t incarnation, bool leaving)
+{
+    const char *card = leaving ? c->card_leaving : c->card_text;
+    size_t len = leaving ? c->card_leaving_len : c->card_len;
+    (void)ac__node_tell_system(c->node, address, incarnation, AC__CLUSTER_PATH,
+                               AC__CLUSTER_CARD_TYPE, (const uint8_t *)card, len);
+}
+
+static ac__seed *seed_of(ac_cluster *c, const char *address)
+{
+    for (size_t i = 0; i < c->seed_state_count; i++)
+        if (strcmp(c->seed_state[i].address, address) == 0)
+            return &c->seed_state[i];
+    return NULL;
+}
+
+static int64_t next_backoff(const ac_cluster *c, int64_t b)
+{
+    return b * 2 > c->retry_max_ms ? c->retry_max_ms : b * 2;
+}
+
+static void try_seeds(ac_cluster *c, int64_t t)
+{
+    for (size_t i = 0; i < c->seed_state_count; i++) {
+        ac__seed *s = &c->seed_state[i];
+        ac__member_rec *r = rec_find(c, s->address);
+        if ((r && r->connected) || t < s->next_ms)
+            continue;
+        beat(c, s->address, 0, false);
+        s->tried = true;
+        s->next_ms = t + s->backoff_ms;
+        s->backoff_ms = next_backoff(c, s->backoff_ms);
+    }
+}
+
+/* etcd: registered nodes not connected yet. */
+static void try_registered(ac_cluster *c, int64_t t)
+{
+    for (size_t i = 0; i < c->member_count; i++) {
+        ac__member_rec *r = c->members[i];
+        if (r->self || r->connected || !r->registered || t < r->next_connect_ms)
+            continue;
+        beat(c, r->address, r->incarnation, false);
+        r->next_connect_ms = t + r->connect_backoff_ms;
+        r->connect_backoff_ms = next_backoff(c, r->connect_backoff_ms);
+    }
+}
+
+/* ---- what it hears ------------------------------------------------------ */
+
+/* A card from `address`/`incarnation` naming this cluster, or false. */
+static bool card_for(const ac_cluster *c, const ac__note *n, ac__card *card)
+{
+    return n->data && ac__card_decode(n->data, n->len, card) &&
+           strcmp(card->cluster, c->name) == 0 && strcmp(card->address, n->address) == 0 &&
+           card->incarnation == n->incarnation;
+}
+
+/* The record for a connected incarnation: the one there, or a new one
+ * (the old incarnation at the address lost first). NULL for a
+ * tombstoned incarnation, or when out of memory. */
+static ac__member_rec *connected_rec(ac_ctx *ctx, ac_cluster *c, const char *address,
+                                     uint64_t incarnation)
+{
+    if (tombstoned(c, address, incarnation) || strcmp(address, c->card.address) == 0)
+        return NULL;
+    ac__member_rec *r = rec_find(c, address);
+    if (r && r->incarnation != incarnation) {
+        lose(ctx, c, r, "a new incarnation of it is here", r->connected);
+        r = NULL;
+    }
+    if (!r)
+        r = rec_add(c, address, incarnation);
+    if (r) {
+        r->connected = true;
+        r->last_heard_ms = now_ms(c);
+        ac__seed *s = seed_of(c, address);
+        if (s)
+            s->backoff_ms = c->retry_initial_ms;
+    }
+    return r;
+}
+
+static void on_peer_up(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
+{
+    ac__card card;
+    bool carded = card_for(c, n, &card);
+    ac__member_rec *r = rec_find(c, n->address);
+    if (!carded && (!r || r->incarnation != n->incarnation))
+        return; /* not of this cluster, as far as its hello says; its beats may tell */
+    r = connected_rec(ctx, c, n->address, n->incarnation);
+    if (!r)
+        return;
+    if (carded && !r->carded)
+        rec_set_card(r, &card);
+    evaluate(ctx, c, r);
+}
+
+static void on_peer_down(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
+{
+    ac__member_rec *r = rec_find(c, n->address);
+    ac__seed *s = seed_of(c, n->address);
+    if (n->incarnation == 0) { /* never said hello: an attempt failed */
+        if (s && !(r && r->connected))
+            ac__cluster_provider_failed(c, false, "seed %s: %s", n->address, n->why ? n->why : "lost");
+        return;
+    }
+    if (r && r->incarnation == n->incarnation)
+        lose(ctx, c, r, n->why, true);
+    if (s && s->next_ms < now_ms(c) + s->backoff_ms)
+        s->next_ms = now_ms(c) + s->backoff_ms;
+}
+
+static void on_beat(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
+{
+    ac__card card;
+    if (!card_for(c, n, &card))
+        return;
+    ac__member_rec *r = rec_find(c, n->address);
+    if (card.flags & AC__CARD_LEAVING) {
+        if (r && r->incarnation == n->incarnation)
+            lose(ctx, c, r, "it left the cluster", true);
+        return;
+    }
+    if (!r || r->incarnation != n->incarnation || !r->connected)
+        r = connected_rec(ctx, c, n->address, n->incarnation);
+    if (!r)
+        return;
+    r->last_heard_ms = now_ms(c);
+    if (!r->carded)
+        rec_set_card(r, &card);
+    if (r->member && r->status == AC_MEMBER_UNREACHABLE) {
+        r->status = AC_MEMBER_UP;
+        emit(ctx, c, AC_MEMBER_EVENT_REACHABLE, r, NULL);
+        ac__cluster_publish(c);
+    }
+    evaluate(ctx, c, r);
+}
+
+static void check_silence(ac_ctx *ctx, ac_cluster *c, int64_t t)
+{
+    for (size_t i = 0; i < c->member_count; i++) {
+        ac__member_rec *r = c->members[i];
+        if (r->self || !r->member || r->status != AC_MEMBER_UP ||
+            t - r->last_heard_ms <= c->unreachable_ms)
+            continue;
+        r->status = AC_MEMBER_UNREACHABLE;
+        char why[96];
+        snprintf(why, sizeof why, "silent for %" PRId64 " ms", t - r->last_heard_ms);
+        emit(ctx, c, AC_MEMBER_EVENT_UNREACHABLE, r, why);
+        ac__cluster_publish(c);
+    }
+}
+
+static void on_tick(ac_ctx *ctx, ac_cluster *c)
+{
+    if (c->ended)
+        return;
+    int64_t t = now_ms(c);
+    for (size_t i = 0; i < c->member_count; i++) {
+        ac__member_rec *r = c->members[i];
+        if (!r->self && r->connected && r->carded)
+            beat(c, r->address, r->incarnation, false);
+    }
+    check_silence(ctx, c, t);
+    if (c->provider == AC_CLUSTER_STATIC) {
+        try_seeds(c, t);
+    } else {
+        ac__cluster_etcd_poll(c);
+        try_registered(c, t);
+    }
+}
+
+static void on_key_put(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
+{
+    ac__card card;
+    if (!card_for(c, n, &card) || strcmp(n->address, c->card.address) == 0 ||
+        tombstoned(c, n->address, n->incarnation))
+        return;
+    ac__member_rec *r = rec_find(c, n->address);
+    if (r && r->incarnation != n->incarnation) {
+        if (r->connected)
+            return; /* the live one stands; a newer one will say hello */
+        rec_remove(c, r);
+        r = NULL;
+    }
+    if (!r && !(r = rec_add(c, n->address, n->incarnation)))
+        return;
+    r->registered = true;
+    if (!r->carded)
+        rec_set_card(r, &card);
+    if (!r->connected)
+        try_registered(c, now_ms(c));
+    evaluate(ctx, c, r);
+}
+
+static void on_key_delete(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
+{
+    ac__member_rec *r = rec_find(c, n->address);
+    if (!r || r->self || r->incarnation != n->incarnation)
+        return;
+    r->registered = false;
+    member_down(ctx, c, r, "its registration in etcd is gone");
+    if (!r->connected)
+        rec_remove(c, r);
+}
+
+/* ---- subscribers -------------------------------------------------------- */
+
+static bool ref_in(ac_ref *const *set, size_t n, const ac_ref *ref)
+{
+    for (size_t i = 0; i < n; i++)
+        if (set[i] == ref)
+            return true;
+    return false;
+}
+
+static void active_drop(ac_cluster *c, size_t i)
+{
+    ac_ref_release(c->active[i]);
+    c->active[i] = c->active[--c->active_count];
+}
+
+/* Activate `sub` (retained here): the current members as Up, then
+ * watched. */
+static void activate(ac_ctx *ctx, ac_cluster *c, ac_ref *sub)
+{
+    if (c->active_count == c->active_cap) {
+        size_t cap = c->active_cap ? c->active_cap * 2 : 4;
+        ac_ref **a = ac__realloc(c->active, cap * sizeof *a);
+        if (!a) {
+            ac_log(ctx, AC_LOG_ERROR, "cluster %s: out of memory for a subscriber", c->name);
+            return;
+        }
+        c->active = a;
+        c->active_cap = cap;
+    }
+    c->active[c->active_count++] = ac_ref_retain(sub);
+    for (size_t i = 0; i < c->member_count; i++) {
+        const ac__member_rec *r = c->members[i];
+        if (!r->member && !r->self)
+            continue;
+        ac_msg *ev = ac__member_event_new(AC_MEMBER_EVENT_UP, r);
+        if (ev)
+            ac_tell(sub, ev, ac_self(ctx));
+        /* One silent now is told so after its Up, as it happened. */
+        ev = r->status == AC_MEMBER_UNREACHABLE
+                 ? ac__member_event_new(AC_MEMBER_EVENT_UNREACHABLE, r)
+                 : NULL;
+        if (ev)
+            ac_tell(sub, ev, ac_self(ctx));
+    }
+    ac_watch(ctx, sub);
+}
+
+static void on_subscribers(ac_ctx *ctx, ac_cluster *c)
+{
+    pthread_mutex_lock(&c->lock);
+    size_t n = c->subs_count;
+    ac_ref **want = n ? ac__calloc(n, sizeof *want) : NULL;
+    for (size_t i = 0; want && i < n; i++)
+        want[i] = ac_ref_retain(c->subs[i]);
+    pthread_mutex_unlock(&c->lock);
+    if (n && !want) {
+        ac_log(ctx, AC_LOG_ERROR, "cluster %s: out of memory reading the subscribers", c->name);
+        return;
+    }
+    for (size_t i = c->active_count; i-- > 0;)
+        if (!ref_in(want, n, c->active[i])) {
+            ac_unwatch(ctx, c->active[i]);
+            active_drop(c, i);
+        }
+    for (size_t i = 0; i < n; i++) {
+        if (!c->ended && !ref_in(c->active, c->active_count, want[i]))
+            activate(ctx, c, want[i]);
+        ac_ref_release(want[i]);
+    }
+    free(want);
+}
+
+static void on_terminated(ac_cluster *c, ac_ref *who)
+{
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->subs_count; i++)
+        if (c->subs[i] == who) {
+            ac_ref_release(c->subs[i]);
+            c->subs[i] = c->subs[--c->subs_count];
+            break;
+        }
+    pthread_mutex_unlock(&c->lock);
+    for (size_t i = 0; i < c->active_count; i++)
+        if (c->active[i] == who) {
+            active_drop(c, i);
+            break;
+        }
+}
+
+/* ---- leaving ------------------------------------------------------------ */
+
+static void on_leave(ac_ctx *ctx, ac_cluster *c)
+{
+    if (c->ended)
+        return;
+    c->ended = true;
+    ac__member_rec *self = NULL;
+    for (size_t i = 0; i < c->member_count; i++) {
+        ac__member_rec *r = c->members[i];
+        if (r->self) {
+            self = r;
+            continue;
+        }
+        if (r->connected && r->carded)
+            beat(c, r->address, r->incarnation, true);
+        member_down(ctx, c, r, "this node left the cluster");
+    }
+    if (self) {
+        self->member = true; /* so that its Down is told */
+        member_down(ctx, c, self, "this node left the cluster");
+    }
+    while (c->active_count) {
+        ac_unwatch(ctx, c->active[c->active_count - 1]);
+        active_drop(c, c->active_count - 1);
+    }
+    while (c->member_count)
+        rec_remove(c, c->members[c->member_count - 1]);
+    ac__cluster_publish(c);
+}
+
+/* ---- the actor ---------------------------------------------------------- */
+
+static void cluster_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    ac_cluster *c = ac_ctx_user_data(ctx);
+    if (ac_msg_is(msg, &ac_msg_type_terminated)) {
+        on_terminated(c, ac_terminated_ref(msg));
+        return;
+    }
+    if (!ac_msg_is(msg, &ac__msg_type_cluster_note))
+        return;
+    const ac__note *n = ac_msg_data(msg);
+    if (c->ended && n->kind != AC__NOTE_SUBSCRIBERS)
+        return;
+    switch (n->kind) {
+    case AC__NOTE_PEER_UP:
+        on_peer_up(ctx, c, n);
+        break;
+    case AC__NOTE_PEER_DOWN:
+        on_peer_down(ctx, c, n);
+        break;
+    case AC__NOTE_BEAT:
+        on_beat(ctx, c, n);
+        break;
+    case AC__NOTE_TICK:
+        on_tick(ctx, c);
+        break;
+    case AC__NOTE_SUBSCRIBERS:
+        on_subscribers(ctx, c);
+        break;
+    case AC__NOTE_LEAVE:
+        on_leave(ctx, c);
+        break;
+    case AC__NOTE_KEY_PUT:
+        on_key_put(ctx, c, n);
+        break;
+    case AC__NOTE_KEY_DELETE:
+        on_key_delete(ctx, c, n);
+        break;
+    }
+}
+
+/* The subscribers it told: released when it stops (the system's refs
+ * are not to be held past its actors). */
+static void cluster_post_stop(ac_ctx *ctx)
+{
+    ac_cluster *c = ac_ctx_user_data(ctx);
+    while (c->active_count)
+        active_drop(c, c->active_count - 1);
+}
+
+static const ac_actor_def cluster_def = {
+    .name = "Cluster",
+    .receive = cluster_receive,
+    .post_stop = cluster_post_stop,
+};
+
+ac_ref *ac__cluster_actor_spawn(ac_cluster *c)
+{
+    ac__member_rec *self = rec_add(c, c->card.address, c->card.incarnation);
+    if (!self || !rec_set_card(self, &c->card))
+        return ac__fail_null(AC_ENOMEM, "ac_cluster_join: out of memory");
+    self->self = self->member = self->connected = self->carded = true;
+    self->status = AC_MEMBER_UP;
+    ac__cluster_publish(c);
+    ac_props *props = ac_props_new(&cluster_def, c);
+    return props ? ac_spawn(c->system, props, NULL) : NULL;
+}
+
+void ac__cluster_publish(ac_cluster *c)
+{
+    ac__member_rec **shown = ac__calloc(c->member_count ? c->member_count : 1, sizeof *shown);
+    if (!shown)
+        return; /* the last view stands */
+    size_t n = 0, up = 0, unreachable = 0;
+    for (size_t i = 0; i < c->member_count; i++) {
+        ac__member_rec *r = c->members[i];
+        if (!r->member)
+            continue;
+        shown[n++] = r;
+        up += r->status == AC_MEMBER_UP;
+        unreachable += r->status == AC_MEMBER_UNREACHABLE;
+    }
+    ac_member_list list = ac__member_list_pack((const ac__member_rec *const *)shown, n);
+    free(shown);
+    if (!list.members)
+        return;
+    pthread_mutex_lock(&c->lock);
+    ac_member_list old = c->view;
+    c->view = list;
+    c->status.members_up = up;
+    c->status.members_unreachable = unreachable;
+    pthread_mutex_unlock(&c->lock);
+    free(old.members);
+}

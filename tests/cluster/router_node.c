@@ -1,0 +1,199 @@
+/*
+ * actorc-test-router-node: a cluster member for the cluster router
+ * tests, run as a separate process.
+ *
+ *   actorc-test-router-node --bind ENDPOINT [--seed H:P]... [--role R]...
+ *                            [--hb IVL TIMEOUT] [--replica echo|fail|slow|none]
+ *
+ * Joins the cluster "routers" (static seeds), prints "READY <address>
+ * <incarnation>", and serves until its standard input closes or it gets
+ * SIGTERM. Its actors:
+ *   /user/replica  (absent with --replica none) counts its queue, and
+ *                  echo: replies with what it got, after "delay <ms>"
+ *                        made it wait that long first (a timer, not a
+ *                        sleep); "hold <ms>" keeps its turn busy that
+ *                        long, so that its mailbox fills;
+ *                  fail: replies with a ReplicaError naming this node;
+ *                  slow: never replies.
+ *   /user/asker    a String "<path>": asks "ping" of that path (a cluster
+ *                  router on another node) and replies with the answer,
+ *                  or with the printed form of the error it got.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <actorc.h>
+#include <actorc/cluster.h>
+
+#include "core/props.h"
+
+static ac_node *node;
+static const char *mode = "echo";
+static int64_t delay_ms;
+
+/* ---- the replica ------------------------------------------------------ */
+
+typedef struct later {
+    ac_ref *caller;
+    ac_msg *reply;
+} later;
+
+static void later_destroy(void *payload, size_t size)
+{
+    (void)size;
+    later *l = payload;
+    ac_ref_release(l->caller);
+    ac_msg_release(l->reply);
+}
+
+static const ac_msg_type later_type = {.name = "test.Later", .destroy = later_destroy};
+
+static void hold(int64_t ms)
+{
+    struct timespec t = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+static void reply_later(ac_ctx *ctx, ac_msg *msg)
+{
+    ac_msg *m = ac_msg_new(&later_type, sizeof(later));
+    later *l = ac_msg_payload(m);
+    l->caller = ac_ref_retain(ac_sender(ctx));
+    l->reply = ac_msg_retain(msg);
+    ac_cancellable_release(ac_schedule_once(ac_self(ctx), delay_ms, m, NULL));
+}
+
+static void replica_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    const char *s = ac_msg_is(msg, &ac_msg_type_str) ? ac_msg_str(msg) : NULL;
+    if (ac_msg_is(msg, &later_type)) {
+        const later *l = ac_msg_data(msg);
+        ac_tell(l->caller, ac_msg_retain(l->reply), ac_self(ctx));
+        return;
+    }
+    if (s && strncmp(s, "delay ", 6) == 0) {
+        delay_ms = atoll(s + 6);
+        ac_reply(ctx, ac_msg_str_new("ok"));
+        return;
+    }
+    if (s && strncmp(s, "hold ", 5) == 0) {
+        hold(atoll(s + 5));
+        return;
+    }
+    if (strcmp(mode, "fail") == 0) {
+        ac_reply(ctx, ac_msg_error_new(ac_error_new("ReplicaError", "the replica on %s failed",
+                                                    ac_node_address(node))));
+    } else if (strcmp(mode, "echo") == 0 && ac_sender(ctx)) {
+        if (delay_ms > 0)
+            reply_later(ctx, msg);
+        else
+            ac_reply(ctx, ac_msg_retain(msg));
+    }
+}
+
+static const ac_actor_def replica_def = {.name = "Replica", .receive = replica_receive};
+
+/* ---- the asker -------------------------------------------------------- */
+
+typedef struct asked {
+    ac_ref *caller;
+} asked;
+
+static void on_answer(const ac_answer *a, void *user)
+{
+    asked *q = user;
+    char *text = a->error ? ac_error_to_string(a->error) : NULL;
+    ac_tell(q->caller,
+            text ? ac_msg_str_new(text) : ac_msg_retain(a->reply ? a->reply : NULL), NULL);
+    free(text);
+    ac_ref_release(q->caller);
+    free(q);
+}
+
+static void asker_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    const char *path = ac_msg_str(msg);
+    ac_ref *target = path ? ac_node_resolve(node, path) : NULL;
+    if (!target || !ac_sender(ctx)) {
+        ac_reply(ctx, ac_msg_str_new("error: cannot resolve"));
+        ac_ref_release(target);
+        return;
+    }
+    asked *q = malloc(sizeof *q);
+    q->caller = ac_ref_retain(ac_sender(ctx));
+    ac_future *f = ac_ask(target, ac_msg_str_new("ping"), 8000);
+    ac_future_on_complete(f, on_answer, q);
+    ac_future_release(f);
+    ac_ref_release(target);
+}
+
+static const ac_actor_def asker_def = {.name = "Asker", .receive = asker_receive};
+
+/* ---- main ------------------------------------------------------------- */
+
+static void spawn_top(ac_system *sys, const ac_actor_def *def, const char *name, bool count)
+{
+    ac_props *props = ac_props_new(def, NULL);
+    if (count)
+        ac__props_count_mailbox(props); /* exact depths, for smallest-mailbox */
+    ac_ref *r = ac_spawn(sys, props, name);
+    if (!r) {
+        fprintf(stderr, "cluster node: cannot spawn %s: %s\n", name, ac_last_error());
+        exit(1);
+    }
+    ac_ref_release(r);
+}
+
+int main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const char *bind = "tcp://127.0.0.1:0";
+    const char *seeds[16], *roles[16];
+    size_t ns = 0, nr = 0;
+    int hb_ivl = 0, hb_timeout = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc)
+            bind = argv[++i];
+        else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc && ns < 16)
+            seeds[ns++] = argv[++i];
+        else if (strcmp(argv[i], "--role") == 0 && i + 1 < argc && nr < 16)
+            roles[nr++] = argv[++i];
+        else if (strcmp(argv[i], "--replica") == 0 && i + 1 < argc)
+            mode = argv[++i];
+        else if (strcmp(argv[i], "--hb") == 0 && i + 2 < argc) {
+            hb_ivl = atoi(argv[++i]);
+            hb_timeout = atoi(argv[++i]);
+        }
+    }
+    ac_system_options so = {.log_level = AC_LOG_ERROR}; /* the tests read answers, not logs */
+    ac_system *sys = ac_system_create("routers", &so);
+    ac_node_options no = {.bind = bind, .heartbeat_ivl_ms = hb_ivl,
+                          .heartbeat_timeout_ms = hb_timeout};
+    node = sys ? ac_node_start(sys, &no) : NULL;
+    if (!node) {
+        fprintf(stderr, "cluster node: %s\n", ac_last_error());
+        return 1;
+    }
+    if (strcmp(mode, "none") != 0)
+        spawn_top(sys, &replica_def, "replica", true);
+    spawn_top(sys, &asker_def, "asker", false);
+    ac_cluster_options co = {.name = "routers", .roles = roles, .roles_count = nr,
+                             .seeds = seeds, .seeds_count = ns};
+    if (!ac_cluster_join(sys, &co)) {
+        fprintf(stderr, "cluster node: cannot join: %s\n", ac_last_error());
+        return 1;
+    }
+    printf("READY %s %llx\n", ac_node_address(node),
+           (unsigned long long)ac_node_incarnation(node));
+    fflush(stdout);
+    char buf[64];
+    while (read(STDIN_FILENO, buf, sizeof buf) > 0)
+        ;
+    ac_cluster_leave(ac_system_cluster(sys));
+    ac_system_terminate(sys);
+    return 0;
+}
