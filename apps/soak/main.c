@@ -96,6 +96,12 @@ static void usage(FILE *out)
                  "  --fail-alloc F    fail a fraction F of the library's allocations\n"
                  "                    (e.g. 0.001); only in builds with the allocation-\n"
                  "                    failure hook (builds without NDEBUG)\n"
+                 "  --nodes N         the soak across processes instead: N replica processes\n"
+                 "                    (2..5) on 127.0.0.1 in one cluster, asked through\n"
+                 "                    cluster routers while they are killed, restarted and\n"
+                 "                    stopped (builds with the cluster library)\n"
+                 "  --provider P      with --nodes: static (seeds, the default) or etcd (starts\n"
+                 "                    and restarts a real etcd; Debian etcd-server)\n"
                  "  --verbose         print chaos actions and progress\n"
                  "  --help            this text\n"
                  "\n"
@@ -184,6 +190,12 @@ static bool apply_option(int c, const char *arg, bool *seeded)
         return parse_int(arg, 0, 3600000, &v) && ((g_cfg.grace_ms = v), true);
     case 'r':
         return parse_double(arg, 0, 1e6, &g_cfg.rss_pct);
+    case 'n':
+        return parse_int(arg, 2, 5, &v) && (g_cfg.nodes = (int)v);
+    case 'p':
+        if (!strcmp(arg, "static") || !strcmp(arg, "etcd"))
+            return (g_cfg.etcd = !strcmp(arg, "etcd")), true;
+        return false;
     case 'R':
         return parse_double(arg, 0, 1e6, &g_cfg.rss_slack_mb);
     default:
@@ -201,6 +213,8 @@ static const struct option long_options[] = {{"duration", required_argument, 0, 
                                              {"rss-pct", required_argument, 0, 'r'},
                                              {"rss-slack-mb", required_argument, 0, 'R'},
                                              {"fail-alloc", required_argument, 0, 'f'},
+                                             {"nodes", required_argument, 0, 'n'},
+                                             {"provider", required_argument, 0, 'p'},
                                              {"verbose", no_argument, 0, 'v'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
@@ -534,10 +548,28 @@ static int run_failing_allocations(void)
 
 int main(int argc, char **argv)
 {
+#ifdef SOAK_WITH_CLUSTER
+    if (argc > 1 && !strcmp(argv[1], "--replica"))
+        return cluster_replica(argc, argv);
+#endif
     int rc = parse_options(argc, argv);
     if (rc)
         return rc;
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (g_cfg.nodes > 0) {
+#ifdef SOAK_WITH_CLUSTER
+        char exe[4096];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0)
+            return 3;
+        exe[n] = '\0';
+        return cluster_soak(exe, g_cfg.nodes, g_cfg.etcd);
+#else
+        fprintf(stderr, "actorc-soak: --nodes is not available in this build: it needs the "
+                        "cluster library (ACTORC_WITH_CLUSTER)\n");
+        return 2;
+#endif
+    }
     if (g_cfg.fail_alloc > 0) {
         if (!fail_alloc_available()) {
             fprintf(stderr,

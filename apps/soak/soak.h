@@ -148,6 +148,8 @@ typedef struct soak_config {
     double rss_slack_mb;
     double fail_alloc; /* fraction of allocations to fail; 0: off */
     bool verbose;
+    int nodes; /* --nodes: the soak across processes (cluster.c) */
+    bool etcd; /* --provider etcd */
 } soak_config;
 
 typedef struct soak_stats {
@@ -324,5 +326,13 @@ double stalls_longest_ms(void);
 bool fail_alloc_available(void);
 void fail_alloc_start(double fraction, uint64_t seed);
 void fail_alloc_stop(void);
+
+/* ---- across processes (cluster.c) ------------------------------------ */
+
+/* The driver: N replica processes of `self_exe`, the load and the chaos;
+ * the process's exit status. */
+int cluster_soak(const char *self_exe, int nodes, bool etcd);
+/* A replica process (argv[1] is "--replica"). */
+int cluster_replica(int argc, char **argv);
 
 #endif

@@ -1,0 +1,826 @@
+/*
+ * actorc-soak --nodes N: the soak across processes.
+ *
+ * The soak process becomes a driver node and starts N replica processes
+ * (itself again, with --replica) on 127.0.0.1, all in one cluster (static
+ * seeds, or a real etcd the driver starts and restarts). Caller threads
+ * ask the replicas' /user/replica through three cluster routers —
+ * round-robin, scatter/gather and hedged — while a chaos thread kills
+ * replicas with SIGKILL and restarts them on the same port (a new
+ * incarnation), stops them for a while with SIGSTOP, and, with etcd,
+ * restarts etcd under the cluster.
+ *
+ * The invariant: every request is answered exactly once, by a reply or by
+ * the right error. A request carries what the replicas are to do with it
+ * (reply now, reply late, refuse with a SoakError, only one of them
+ * replies, or nobody does), so the checker knows which answers are
+ * allowed: a reply only where a replica replies, and from the replica
+ * that did (the reply names it and its sender must be its ref); a
+ * NodeDownError, an UndeliverableError or an AggregateError holding them
+ * only while a fault was in the air (from its start until a few seconds
+ * after it ended); a caller's own AskTimeoutError through a scatter or
+ * hedged router never (the router answers first). At the end every
+ * replica must be Up again, the node must hold no pending ask, and every
+ * process started is ended by its pid.
+ */
+#define _GNU_SOURCE
+#include <actorc/cluster.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "soak.h"
+
+#define CL_MAX_NODES 5
+#define CL_SLOTS 1024 /* requests in flight at most; a power of two */
+#define CL_ASK_MS 3000
+/* The routers' deadline: far above what a replica takes (30 ms at most),
+ * so that only a fault makes a member time out, and far below the ask's,
+ * so that the router always answers first. */
+#define CL_SCATTER_MS 1000
+#define CL_FAULT_TAIL_NS 4000000000ull /* a fault's effects may outlast it */
+#define CL_CALLERS 3
+
+enum { CB_NOW = 0, CB_LATE, CB_ERROR, CB_ONLY, CB_SILENT };
+enum { R_RR = 0, R_SCATTER, R_HEDGED, R_COUNT };
+static const char *const router_names[R_COUNT] = {"round-robin", "scatter", "hedged"};
+static const char *const beh_names_cl[] = {"now", "late", "error", "only", "silent"};
+
+typedef struct replica {
+    pid_t pid;
+    int port;
+    bool stopped; /* SIGSTOP'd */
+} replica;
+
+typedef struct slot {
+    _Atomic uint64_t id; /* 0: free */
+    uint8_t beh, param, router;
+    uint64_t sent_ns, deadline_ns;
+} slot;
+
+static struct {
+    int nodes;
+    bool etcd;
+    const char *self_exe;
+    char seeds[CL_MAX_NODES + 1][32];
+    replica rep[CL_MAX_NODES];
+    pid_t etcd_pid;
+    int etcd_client_port, etcd_peer_port;
+    char etcd_dir[128];
+    char etcd_url[64];
+    int driver_port;
+    ac_system *sys;
+    ac_cluster *cluster;
+    ac_ref *routers[R_COUNT];
+    slot slots[CL_SLOTS];
+    pthread_mutex_t free_lock;
+    uint32_t free_stack[CL_SLOTS];
+    size_t free_top;
+    uint64_t next_gen;
+    pthread_mutex_t fault_lock;
+    uint64_t fault_start[256], fault_end[256];
+    size_t faults;
+    atomic_uint_fast64_t sent, replies, errors, aggregates, node_down, timeouts, kills, stops,
+        etcd_restarts, ups, downs, unreachables;
+} C;
+
+/* ---- processes -------------------------------------------------------- */
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static pid_t spawn_argv(char *const argv[])
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* A driver that dies takes its children with it. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void reap(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* End a process we started: SIGTERM, then SIGKILL after `grace_ms`. */
+static void end_process(pid_t pid, int grace_ms)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, SIGCONT);
+    kill(pid, SIGTERM);
+    for (int i = 0; i < grace_ms / 10; i++) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid || (r < 0 && errno == ECHILD))
+            return;
+        soak_sleep_us(10000);
+    }
+    kill(pid, SIGKILL);
+    reap(pid);
+}
+
+static pid_t start_replica(int i)
+{
+    char index[16], port[16], nodes[16];
+    char seeds[(CL_MAX_NODES + 1) * 32] = "";
+    for (int k = 0; k <= C.nodes; k++) {
+        strcat(seeds, C.seeds[k]);
+        if (k < C.nodes)
+            strcat(seeds, ",");
+    }
+    snprintf(index, sizeof index, "%d", i);
+    snprintf(port, sizeof port, "%d", C.rep[i].port);
+    snprintf(nodes, sizeof nodes, "%d", C.nodes);
+    char *argv[] = {(char *)C.self_exe, "--replica", index, "--port", port, "--seeds", seeds,
+                    "--etcd", C.etcd ? C.etcd_url : "", NULL};
+    return spawn_argv(argv);
+}
+
+static bool etcd_start(void)
+{
+    char client[64], peer[64], cluster[96], data[160];
+    snprintf(client, sizeof client, "http://127.0.0.1:%d", C.etcd_client_port);
+    snprintf(peer, sizeof peer, "http://127.0.0.1:%d", C.etcd_peer_port);
+    snprintf(cluster, sizeof cluster, "default=%s", peer);
+    snprintf(data, sizeof data, "%s/data", C.etcd_dir);
+    const char *bin = access("/usr/bin/etcd", X_OK) == 0 ? "/usr/bin/etcd" : NULL;
+    if (!bin)
+        return false;
+    char *argv[] = {(char *)bin, "--name", "default", "--data-dir", data,
+                    "--listen-client-urls", client, "--advertise-client-urls", client,
+                    "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                    "--initial-cluster", cluster, "--log-level", "error", NULL};
+    C.etcd_pid = spawn_argv(argv);
+    return C.etcd_pid > 0;
+}
+
+/* ---- faults: when answers that need one are allowed ----------------- */
+
+static size_t fault_begin(void)
+{
+    pthread_mutex_lock(&C.fault_lock);
+    size_t k = C.faults < 256 ? C.faults++ : 255;
+    C.fault_start[k] = soak_now_ns();
+    C.fault_end[k] = UINT64_MAX;
+    pthread_mutex_unlock(&C.fault_lock);
+    return k;
+}
+
+static void fault_end(size_t k)
+{
+    pthread_mutex_lock(&C.fault_lock);
+    C.fault_end[k] = soak_now_ns();
+    pthread_mutex_unlock(&C.fault_lock);
+}
+
+/* Did a fault overlap [from, to], its tail included? */
+static bool fault_during(uint64_t from, uint64_t to)
+{
+    bool any = false;
+    pthread_mutex_lock(&C.fault_lock);
+    for (size_t k = 0; k < C.faults && !any; k++) {
+        uint64_t end = C.fault_end[k] == UINT64_MAX ? UINT64_MAX : C.fault_end[k] + CL_FAULT_TAIL_NS;
+        any = C.fault_start[k] <= to && end >= from;
+    }
+    pthread_mutex_unlock(&C.fault_lock);
+    return any;
+}
+
+/* ---- the replicas ----------------------------------------------------- */
+
+static const ac_msg_type late_type = {.name = "soak.ClusterLate"};
+static int my_replica_index;
+
+static ac_msg *reply_for(uint64_t id) { return ac_msg_int64_new((int64_t)(id << 16 | (uint64_t)my_replica_index)); }
+
+static void replica_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    if (ac_msg_is(msg, &late_type)) {
+        ac_msg *r = reply_for(*(const uint64_t *)ac_msg_data(msg));
+        if (r)
+            ac_reply(ctx, r);
+        return;
+    }
+    int64_t v;
+    if (ac_msg_int64_get(msg, &v) != AC_OK)
+        return;
+    uint64_t id = (uint64_t)v >> 16;
+    int beh = (int)((v >> 8) & 0xff), param = (int)(v & 0xff);
+    if (beh == CB_ONLY)
+        beh = param == my_replica_index ? CB_NOW : CB_ERROR;
+    ac_msg *r = NULL;
+    switch (beh) {
+    case CB_NOW:
+        r = reply_for(id);
+        break;
+    case CB_LATE: {
+        ac_msg *l = ac_msg_new(&late_type, sizeof(uint64_t));
+        if (l) {
+            *(uint64_t *)ac_msg_payload(l) = id;
+            ac_cancellable_release(ac_schedule_once(ac_self(ctx), param, l, ac_sender(ctx)));
+        }
+        return;
+    }
+    case CB_ERROR:
+        r = ac_msg_error_new(ac_error_new(SOAK_ERROR, "request %llu refused by replica %d",
+                                          (unsigned long long)id, my_replica_index));
+        break;
+    default:
+        return; /* silent */
+    }
+    if (r)
+        ac_reply(ctx, r);
+}
+
+static const ac_actor_def replica_def = {.name = "SoakReplica", .receive = replica_receive};
+
+static int split_seeds(char *list, const char **out, int cap)
+{
+    int n = 0;
+    for (char *s = strtok(list, ","); s && n < cap; s = strtok(NULL, ","))
+        out[n++] = s;
+    return n;
+}
+
+static int replica_main(int index, int port, char *seeds, const char *etcd)
+{
+    my_replica_index = index;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    ac_system *sys = ac_system_create("soak", &(ac_system_options){.log_level = AC_LOG_ERROR});
+    if (!sys)
+        return 3;
+    char bind[48];
+    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", port);
+    ac_node *node = ac_node_start(sys, &(ac_node_options){.bind = bind});
+    ac_ref *r = node ? ac_spawn(sys, ac_props_new(&replica_def, NULL), "replica") : NULL;
+    const char *seed_v[CL_MAX_NODES + 1];
+    int n = split_seeds(seeds, seed_v, CL_MAX_NODES + 1);
+    const char *roles[] = {"replica"};
+    ac_cluster_options co = {.name = "soak", .roles = roles, .roles_count = 1};
+    if (etcd && *etcd) {
+        co.provider = AC_CLUSTER_ETCD;
+        co.etcd_endpoints = &etcd;
+        co.etcd_endpoints_count = 1;
+        co.lease_ttl_s = 2;
+        co.retry_initial_ms = 50;
+        co.retry_max_ms = 500;
+    } else {
+        co.seeds = seed_v;
+        co.seeds_count = (size_t)n;
+    }
+    ac_cluster *cl = r ? ac_cluster_join(sys, &co) : NULL;
+    if (!cl) {
+        fprintf(stderr, "soak replica %d: cannot start: %s\n", index, ac_last_error());
+        _exit(3);
+    }
+    int sig;
+    sigwait(&set, &sig);
+    ac_ref_release(r);
+    ac_cluster_leave(cl);
+    ac_system_terminate(sys);
+    return 0;
+}
+
+/* ---- the ledger ------------------------------------------------------- */
+
+static uint64_t ledger_take(int router, int beh, int param)
+{
+    pthread_mutex_lock(&C.free_lock);
+    if (C.free_top == 0) {
+        pthread_mutex_unlock(&C.free_lock);
+        return 0;
+    }
+    uint32_t k = C.free_stack[--C.free_top];
+    uint64_t id = (++C.next_gen << 10) | k;
+    pthread_mutex_unlock(&C.free_lock);
+    slot *s = &C.slots[k];
+    s->beh = (uint8_t)beh;
+    s->param = (uint8_t)param;
+    s->router = (uint8_t)router;
+    s->sent_ns = soak_now_ns();
+    s->deadline_ns = s->sent_ns + (uint64_t)CL_ASK_MS * 1000000ull;
+    atomic_store(&s->id, id);
+    return id;
+}
+
+static void ledger_give_back(uint32_t k)
+{
+    pthread_mutex_lock(&C.free_lock);
+    C.free_stack[C.free_top++] = k;
+    pthread_mutex_unlock(&C.free_lock);
+}
+
+static size_t cl_in_flight(void)
+{
+    pthread_mutex_lock(&C.free_lock);
+    size_t n = CL_SLOTS - C.free_top;
+    pthread_mutex_unlock(&C.free_lock);
+    return n;
+}
+
+/* The replica a sender's path names ("actorc://soak@127.0.0.1:PORT/..."),
+ * or -1. */
+static int replica_of(const ac_ref *sender)
+{
+    const char *p = sender ? ac_ref_path(sender) : NULL;
+    const char *colon = p ? strstr(p, "127.0.0.1:") : NULL;
+    if (!colon)
+        return -1;
+    int port = atoi(colon + strlen("127.0.0.1:"));
+    for (int i = 0; i < C.nodes; i++)
+        if (C.rep[i].port == port)
+            return i;
+    return -1;
+}
+
+/* A member of a scatter's or hedge's AggregateError: allowed? */
+static bool member_allowed(const ac_error *m, int beh, bool fault)
+{
+    if (ac_error_is(m, SOAK_ERROR))
+        return beh == CB_ERROR || beh == CB_ONLY;
+    if (ac_error_is(m, AC_ASK_TIMEOUT_ERROR))
+        return beh == CB_SILENT || fault;
+    if (ac_error_is(m, AC_NODE_DOWN_ERROR) || ac_error_is(m, AC_UNDELIVERABLE_ERROR) ||
+        ac_error_is(m, AC_ACTOR_STOPPED_ERROR))
+        return fault;
+    return false;
+}
+
+static const char *judge(const slot *s, uint64_t id, const ac_answer *a, bool fault)
+{
+    static _Thread_local char why[512];
+    int beh = s->beh, param = s->param;
+    bool via_gather = s->router != R_RR;
+    if (a->reply) {
+        int64_t v;
+        if (ac_msg_int64_get(a->reply, &v) != AC_OK)
+            return "a reply that is not an Int64";
+        uint64_t rid = (uint64_t)v >> 16;
+        int from = (int)(v & 0xff);
+        if (rid != id) {
+            snprintf(why, sizeof why, "the reply to request %llu answers request %llu",
+                     (unsigned long long)id, (unsigned long long)rid);
+            return why;
+        }
+        if (beh == CB_ERROR || beh == CB_SILENT)
+            return "a reply where no replica replies";
+        if (beh == CB_ONLY && from != param)
+            return "a reply from a replica told to refuse";
+        if (replica_of(a->sender) != from) {
+            snprintf(why, sizeof why, "replica %d's reply has sender %s", from,
+                     a->sender ? ac_ref_path(a->sender) : "(none)");
+            return why;
+        }
+        return NULL;
+    }
+    const ac_error *e = a->error;
+    if (ac_error_is(e, AC_AGGREGATE_ERROR)) {
+        if (!via_gather)
+            return "an AggregateError from the round-robin router";
+        size_t n = ac_error_member_count(e);
+        bool success_possible = beh == CB_NOW || beh == CB_LATE || beh == CB_ONLY;
+        if (success_possible && !fault)
+            return "an AggregateError where a replica replies and no fault was in the air";
+        if (n == 0 && !fault)
+            return "\"no routees\" with every replica up";
+        for (size_t i = 0; i < n; i++)
+            if (!member_allowed(ac_error_member(e, i), beh, fault)) {
+                snprintf(why, sizeof why, "AggregateError member %zu is %s: %s", i,
+                         ac_error_name(ac_error_member(e, i)),
+                         ac_error_message(ac_error_member(e, i)));
+                return why;
+            }
+        return NULL;
+    }
+    if (via_gather && !(ac_error_is(e, AC_ASK_TIMEOUT_ERROR) && fault))
+        return "a router's answer other than a reply or an AggregateError";
+    if (ac_error_is(e, SOAK_ERROR))
+        return beh == CB_ERROR || beh == CB_ONLY ? NULL : "a SoakError where none was asked for";
+    if (ac_error_is(e, AC_ASK_TIMEOUT_ERROR))
+        return beh == CB_SILENT || fault ? NULL : "an ask timeout with every replica answering";
+    if (member_allowed(e, beh, fault))
+        return NULL;
+    return "an error no fault explains";
+}
+
+static void settle(const ac_answer *a, void *user)
+{
+    uint64_t id = (uint64_t)(uintptr_t)user;
+    uint32_t k = (uint32_t)(id & (CL_SLOTS - 1));
+    slot *s = &C.slots[k];
+    uint64_t expect = id;
+    if (!atomic_compare_exchange_strong(&s->id, &expect, 0)) {
+        soak_violation("cluster: request %llu answered twice (or an answer for no request)",
+                       (unsigned long long)id);
+        return;
+    }
+    uint64_t now = soak_now_ns();
+    bool fault = fault_during(s->sent_ns, now);
+    const char *bad = judge(s, id, a, fault);
+    if (bad) {
+        char *text = a->error ? ac_error_to_string(a->error) : NULL;
+        soak_violation("cluster: request %llu via %s, beh %s/%d, after %.1f ms: %s%s%s",
+                       (unsigned long long)id, router_names[s->router], beh_names_cl[s->beh],
+                       s->param, (double)(now - s->sent_ns) / 1e6, bad, text ? " — " : "",
+                       text ? text : "");
+        free(text);
+    }
+    if (a->reply)
+        atomic_fetch_add(&C.replies, 1);
+    else if (ac_error_is(a->error, AC_AGGREGATE_ERROR))
+        atomic_fetch_add(&C.aggregates, 1);
+    else if (ac_error_is(a->error, AC_NODE_DOWN_ERROR))
+        atomic_fetch_add(&C.node_down, 1);
+    else if (ac_error_is(a->error, AC_ASK_TIMEOUT_ERROR))
+        atomic_fetch_add(&C.timeouts, 1);
+    else
+        atomic_fetch_add(&C.errors, 1);
+    ledger_give_back(k);
+}
+
+static void *reaper(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&g_stop)) {
+        soak_sleep_us(100000);
+        uint64_t now = soak_now_ns(), grace = (uint64_t)g_cfg.grace_ms * 1000000ull;
+        for (uint32_t k = 0; k < CL_SLOTS; k++) {
+            slot *s = &C.slots[k];
+            uint64_t id = atomic_load(&s->id);
+            if (id && now > s->deadline_ns + grace && atomic_load(&s->id) == id)
+                soak_violation("cluster: request %llu via %s (beh %s) unanswered %.0f ms after "
+                               "its deadline",
+                               (unsigned long long)id, router_names[s->router],
+                               beh_names_cl[s->beh], (double)(now - s->deadline_ns) / 1e6);
+        }
+    }
+    return NULL;
+}
+
+/* ---- callers and chaos ------------------------------------------------ */
+
+static void *caller(void *arg)
+{
+    soak_rng rng;
+    soak_rng_init(&rng, g_cfg.seed, 100 + (uint64_t)(uintptr_t)arg);
+    while (!atomic_load(&g_stop)) {
+        if (cl_in_flight() > CL_SLOTS - 16) {
+            soak_sleep_us(1000);
+            continue;
+        }
+        int router = (int)soak_rng_below(&rng, R_COUNT);
+        uint32_t r = soak_rng_below(&rng, 100);
+        int beh = r < 55 ? CB_NOW : r < 75 ? CB_LATE : r < 87 ? CB_ERROR : r < 99 ? CB_ONLY
+                                                                                  : CB_SILENT;
+        int param = beh == CB_LATE   ? 1 + (int)soak_rng_below(&rng, 30)
+                    : beh == CB_ONLY ? (int)soak_rng_below(&rng, (uint32_t)C.nodes)
+                                     : 0;
+        uint64_t id = ledger_take(router, beh, param);
+        if (!id) {
+            soak_sleep_us(1000);
+            continue;
+        }
+        ac_msg *m = ac_msg_int64_new((int64_t)(id << 16 | (uint64_t)beh << 8 | (uint64_t)param));
+        ac_future *f = m ? ac_ask(C.routers[router], m, CL_ASK_MS) : NULL;
+        if (!f) {
+            uint64_t expect = id;
+            if (atomic_compare_exchange_strong(&C.slots[id & (CL_SLOTS - 1)].id, &expect, 0))
+                ledger_give_back((uint32_t)(id & (CL_SLOTS - 1)));
+            atomic_fetch_add(&g_stats.withdrawn, 1);
+            soak_sleep_us(1000);
+            continue;
+        }
+        atomic_fetch_add(&C.sent, 1);
+        ac_future_on_complete(f, settle, (void *)(uintptr_t)id);
+        ac_future_release(f);
+        soak_sleep_us(200 + soak_rng_below(&rng, 1500));
+    }
+    return NULL;
+}
+
+static void sleep_unless_stopping(uint64_t ms)
+{
+    for (uint64_t t = 0; t < ms && !atomic_load(&g_stop); t += 10)
+        soak_sleep_us(10000);
+}
+
+static void *chaos(void *arg)
+{
+    (void)arg;
+    soak_rng rng;
+    soak_rng_init(&rng, g_cfg.seed, 99);
+    sleep_unless_stopping(1000);
+    while (!atomic_load(&g_stop)) {
+        int i = (int)soak_rng_below(&rng, (uint32_t)C.nodes);
+        uint32_t what = soak_rng_below(&rng, C.etcd ? 10 : 8);
+        size_t f = fault_begin();
+        if (what < 4) {
+            if (g_cfg.verbose)
+                fprintf(stderr, "soak: cluster: kill -9 replica %d (pid %d)\n", i, C.rep[i].pid);
+            kill(C.rep[i].pid, SIGKILL);
+            reap(C.rep[i].pid);
+            atomic_fetch_add(&C.kills, 1);
+            sleep_unless_stopping(100 + soak_rng_below(&rng, 500));
+            C.rep[i].pid = start_replica(i);
+        } else if (what < 8) {
+            uint32_t ms = 100 + soak_rng_below(&rng, 500);
+            if (g_cfg.verbose)
+                fprintf(stderr, "soak: cluster: SIGSTOP replica %d for %u ms\n", i, ms);
+            kill(C.rep[i].pid, SIGSTOP);
+            C.rep[i].stopped = true;
+            atomic_fetch_add(&C.stops, 1);
+            soak_sleep_us((uint64_t)ms * 1000);
+            kill(C.rep[i].pid, SIGCONT);
+            C.rep[i].stopped = false;
+        } else {
+            if (g_cfg.verbose)
+                fprintf(stderr, "soak: cluster: restart etcd\n");
+            kill(C.etcd_pid, SIGKILL);
+            reap(C.etcd_pid);
+            atomic_fetch_add(&C.etcd_restarts, 1);
+            soak_sleep_us(300000);
+            etcd_start();
+        }
+        fault_end(f);
+        sleep_unless_stopping(800 + soak_rng_below(&rng, 1200));
+    }
+    return NULL;
+}
+
+/* ---- member events, for the summary ------------------------------------ */
+
+static void watcher_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)ctx;
+    const ac_member_event *ev = ac_member_event_get(msg);
+    if (!ev)
+        return;
+    if (ev->kind == AC_MEMBER_EVENT_UP)
+        atomic_fetch_add(&C.ups, 1);
+    else if (ev->kind == AC_MEMBER_EVENT_DOWN)
+        atomic_fetch_add(&C.downs, 1);
+    else if (ev->kind == AC_MEMBER_EVENT_UNREACHABLE)
+        atomic_fetch_add(&C.unreachables, 1);
+    if (g_cfg.verbose)
+        fprintf(stderr, "soak: cluster: member %s %s (incarnation %016llx)\n",
+                ev->kind == AC_MEMBER_EVENT_UP            ? "up"
+                : ev->kind == AC_MEMBER_EVENT_DOWN        ? "down"
+                : ev->kind == AC_MEMBER_EVENT_UNREACHABLE ? "unreachable"
+                                                          : "reachable",
+                ev->member.address, (unsigned long long)ev->member.incarnation);
+}
+
+static const ac_actor_def watcher_def = {.name = "SoakMemberWatch", .receive = watcher_receive};
+
+/* Every replica Up and reachable, within `ms`. */
+static bool all_up(int64_t ms)
+{
+    uint64_t end = soak_now_ns() + (uint64_t)ms * 1000000ull;
+    do {
+        ac_member_list l = {0};
+        int up = 0;
+        if (ac_cluster_members(C.cluster, &l) == AC_OK) {
+            for (size_t i = 0; i < l.count; i++)
+                up += l.members[i].status == AC_MEMBER_UP &&
+                      ac_member_has_role(&l.members[i], "replica");
+            ac_member_list_free(&l);
+        }
+        if (up == C.nodes)
+            return true;
+        soak_sleep_us(20000);
+    } while (soak_now_ns() < end);
+    return false;
+}
+
+/* ---- the run ---------------------------------------------------------- */
+
+static void end_all(void)
+{
+    for (int i = 0; i < C.nodes; i++)
+        end_process(C.rep[i].pid, 3000);
+    if (C.etcd_pid > 0)
+        end_process(C.etcd_pid, 3000);
+    if (C.etcd_dir[0]) {
+        char cmd[192];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", C.etcd_dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "soak: cluster: could not remove %s\n", C.etcd_dir);
+    }
+}
+
+static int cluster_setup(void)
+{
+    if (C.etcd) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(C.etcd_dir, sizeof C.etcd_dir, "%s/actorc-soak-etcd.XXXXXX",
+                 tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(C.etcd_dir)) {
+            C.etcd_dir[0] = '\0';
+            return 3;
+        }
+        C.etcd_client_port = free_port();
+        C.etcd_peer_port = free_port();
+        snprintf(C.etcd_url, sizeof C.etcd_url, "http://127.0.0.1:%d", C.etcd_client_port);
+        if (!etcd_start()) {
+            fprintf(stderr, "actorc-soak: --provider etcd needs etcd (Debian etcd-server)\n");
+            return 3;
+        }
+    }
+    C.sys = ac_system_create("soak", &(ac_system_options){.log_level = AC_LOG_ERROR,
+                                                            .dead_letter_log_per_s = -1});
+    if (!C.sys)
+        return 3;
+    ac_node *node = ac_node_start(C.sys, &(ac_node_options){.bind = "tcp://127.0.0.1:0"});
+    if (!node)
+        return 3;
+    snprintf(C.seeds[C.nodes], sizeof C.seeds[0], "%s", ac_node_address(node));
+    for (int i = 0; i < C.nodes; i++) {
+        C.rep[i].port = free_port();
+        snprintf(C.seeds[i], sizeof C.seeds[0], "127.0.0.1:%d", C.rep[i].port);
+    }
+    for (int i = 0; i < C.nodes; i++)
+        if ((C.rep[i].pid = start_replica(i)) <= 0)
+            return 3;
+    const char *seed_v[CL_MAX_NODES];
+    for (int i = 0; i < C.nodes; i++)
+        seed_v[i] = C.seeds[i];
+    const char *roles[] = {"driver"};
+    const char *ep = C.etcd_url;
+    ac_cluster_options co = {.name = "soak", .roles = roles, .roles_count = 1};
+    if (C.etcd) {
+        co.provider = AC_CLUSTER_ETCD;
+        co.etcd_endpoints = &ep;
+        co.etcd_endpoints_count = 1;
+        co.lease_ttl_s = 2;
+        co.retry_initial_ms = 50;
+        co.retry_max_ms = 500;
+    } else {
+        co.seeds = seed_v;
+        co.seeds_count = (size_t)C.nodes;
+    }
+    C.cluster = ac_cluster_join(C.sys, &co);
+    if (!C.cluster)
+        return 3;
+    ac_ref *w = ac_spawn(C.sys, ac_props_new(&watcher_def, NULL), "member-watch");
+    if (!w || ac_cluster_subscribe(C.cluster, w) != AC_OK)
+        return 3;
+    ac_ref_release(w);
+    if (!all_up(30000)) {
+        fprintf(stderr, "actorc-soak: the %d replicas did not all come up\n", C.nodes);
+        return 3;
+    }
+    ac_cluster_router_options ro = {.path = "/user/replica", .role = "replica"};
+    ac_scatter_gather_options sg = {.timeout_ms = CL_SCATTER_MS};
+    ac_hedged_options ho = {.timeout_ms = CL_SCATTER_MS, .delay_us = 20000};
+    ac_props *p[R_COUNT] = {ac_cluster_router_round_robin(C.cluster, &ro),
+                            ac_cluster_router_scatter_gather_first_completed(C.cluster, &ro, &sg),
+                            ac_cluster_router_hedged(C.cluster, &ro, &ho)};
+    for (int r = 0; r < R_COUNT; r++)
+        if (!p[r] || !(C.routers[r] = ac_spawn(C.sys, p[r], router_names[r])))
+            return 3;
+    /* Let the routers learn the members before the load begins. */
+    for (int r = 0; r < R_COUNT; r++) {
+        uint64_t end = soak_now_ns() + 10000000000ull;
+        for (;;) {
+            ac_answer a;
+            size_t n = 0;
+            if (ac_ask_wait(C.routers[r], ac_router_get_routees_msg(), 2000, &a) == AC_OK) {
+                n = ac_routees_count(a.reply);
+                ac_answer_release(&a);
+            } else {
+                ac_answer_release(&a);
+            }
+            if ((int)n == C.nodes || soak_now_ns() > end)
+                break;
+            soak_sleep_us(20000);
+        }
+    }
+    return 0;
+}
+
+int cluster_soak(const char *self_exe, int nodes, bool etcd)
+{
+    C.nodes = nodes;
+    C.etcd = etcd;
+    C.self_exe = self_exe;
+    pthread_mutex_init(&C.free_lock, NULL);
+    pthread_mutex_init(&C.fault_lock, NULL);
+    for (uint32_t k = 0; k < CL_SLOTS; k++)
+        C.free_stack[C.free_top++] = CL_SLOTS - 1 - k;
+    printf("soak: cluster: seed 0x%016llx, %gs, %d replica processes, %s provider\n",
+           (unsigned long long)g_cfg.seed, g_cfg.duration_s, nodes, etcd ? "etcd" : "static");
+    fflush(stdout);
+    int rc = cluster_setup();
+    if (rc) {
+        fprintf(stderr, "actorc-soak: cluster setup failed: %s\n", ac_last_error());
+        end_all();
+        return rc;
+    }
+    pthread_t callers[CL_CALLERS], chaos_t, reaper_t;
+    for (int i = 0; i < CL_CALLERS; i++)
+        pthread_create(&callers[i], NULL, caller, (void *)(uintptr_t)i);
+    pthread_create(&chaos_t, NULL, chaos, NULL);
+    pthread_create(&reaper_t, NULL, reaper, NULL);
+    uint64_t end = soak_now_ns() + (uint64_t)(g_cfg.duration_s * 1e9);
+    while (soak_now_ns() < end && !atomic_load(&g_failed))
+        soak_sleep_us(20000);
+    atomic_store(&g_stop, true);
+    for (int i = 0; i < CL_CALLERS; i++)
+        pthread_join(callers[i], NULL);
+    pthread_join(chaos_t, NULL);
+    /* Everything sent is answered within its deadline plus the grace. */
+    uint64_t drain_end = soak_now_ns() + ((uint64_t)CL_ASK_MS + (uint64_t)g_cfg.grace_ms) * 1000000ull;
+    while (cl_in_flight() && soak_now_ns() < drain_end && !atomic_load(&g_failed))
+        soak_sleep_us(10000);
+    pthread_join(reaper_t, NULL);
+    if (cl_in_flight() && !atomic_load(&g_failed))
+        soak_violation("cluster: %zu requests still unanswered after the load stopped",
+                       cl_in_flight());
+    if (!atomic_load(&g_failed) && !all_up(20000))
+        soak_violation("cluster: not every replica is Up again 20 s after the chaos stopped");
+    ac_node_stats ns = {0};
+    if (!atomic_load(&g_failed) && ac_node_stats_get(ac_system_node(C.sys), &ns) == AC_OK &&
+        ns.pending_asks != 0)
+        soak_violation("cluster: %llu correlation entries left with nothing in flight",
+                       (unsigned long long)ns.pending_asks);
+    for (int r = 0; r < R_COUNT; r++)
+        ac_ref_release(C.routers[r]);
+    ac_cluster_leave(C.cluster);
+    ac_status st = ac_system_terminate(C.sys);
+    end_all();
+    if (st != AC_OK)
+        soak_violation("cluster: ac_system_terminate returned %s", ac_status_name(st));
+    if (atomic_load(&g_failed)) {
+        fprintf(stderr, "soak: FAILED, seed 0x%016llx: %s\n", (unsigned long long)g_cfg.seed,
+                soak_first_violation());
+        return 1;
+    }
+    printf("soak: cluster: %llu requests, all answered exactly once: %llu replies, %llu "
+           "aggregates, %llu NodeDownErrors, %llu ask timeouts, %llu other errors; chaos: %llu "
+           "kill -9 and restarts, %llu SIGSTOPs, %llu etcd restarts; members: %llu up, %llu "
+           "unreachable, %llu down events; seed 0x%016llx\n",
+           (unsigned long long)C.sent, (unsigned long long)C.replies,
+           (unsigned long long)C.aggregates, (unsigned long long)C.node_down,
+           (unsigned long long)C.timeouts, (unsigned long long)C.errors,
+           (unsigned long long)C.kills, (unsigned long long)C.stops,
+           (unsigned long long)C.etcd_restarts, (unsigned long long)C.ups,
+           (unsigned long long)C.unreachables, (unsigned long long)C.downs,
+           (unsigned long long)g_cfg.seed);
+    return 0;
+}
+
+int cluster_replica(int argc, char **argv)
+{
+    int index = -1, port = -1;
+    char *seeds = NULL;
+    const char *etcd = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--replica"))
+            index = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--port"))
+            port = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seeds"))
+            seeds = argv[i + 1];
+        else if (!strcmp(argv[i], "--etcd"))
+            etcd = argv[i + 1];
+    }
+    if (index < 0 || index >= CL_MAX_NODES || port <= 0 || !seeds)
+        return 2;
+    return replica_main(index, port, seeds, etcd);
+}
