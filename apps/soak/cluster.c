@@ -23,7 +23,6 @@
  * replica must be Up again, the node must hold no pending ask, and every
  * process started is ended by its pid.
  */
-#define _GNU_SOURCE
 #include <actorc/cluster.h>
 #include <arpa/inet.h>
 #include <errno.h>

@@ -563,6 +563,7 @@ int main(int argc, char **argv)
         if (n <= 0)
             return 3;
         exe[n] = '\0';
+        start_ns = soak_now_ns();
         return cluster_soak(exe, g_cfg.nodes, g_cfg.etcd);
 #else
         fprintf(stderr, "actorc-soak: --nodes is not available in this build: it needs the "
