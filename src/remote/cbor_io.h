@@ -3,12 +3,12 @@
  *
  * Out: a writer over a caller's buffer that keeps counting once the
  * buffer is full, so that one pass both writes what fits and learns the
- * size a retry needs. Each item goes through libcbor's cbor_encode_*,
- * which writes the shortest head.
+ * size a retry needs. Heads are written in their shortest form.
  *
- * In: a reader that takes one item at a time from cbor_stream_decode and
- * keeps what its callback saw (kind, value, span into the input). A
- * string is a span of the input, never a copy. Each read returns NULL or
+ * In: a reader that takes one item at a time (definite heads of integers,
+ * strings and arrays itself, anything else through cbor_stream_decode)
+ * and keeps what it saw (kind, value, span into the input). A string is a
+ * span of the input, never a copy. Each read returns NULL or
  * a static reason; the typed reads check the kind and the limits.
  */
 #ifndef AC_REMOTE_CBOR_IO_H

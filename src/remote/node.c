@@ -196,32 +196,6 @@ ac_status ac_node_register_type(ac_node *node, const ac_msg_type *type)
 
 /* ---- encoding --------------------------------------------------------- */
 
-ac_status ac__node_encode_msg(const ac_msg *msg, ac__wire_env *env, uint8_t **body_out)
-{
-    uint8_t small[256];
-    uint64_t size = 0;
-    *body_out = NULL;
-    size_t need = ac__wire_encode_payload(msg, small, sizeof small, &size);
-    if (need == SIZE_MAX)
-        return ac__fail(AC_ECODEC, "%s has no wire codec", ac_msg_type_name(msg));
-    uint8_t *body = ac__malloc(need ? need : 1);
-    if (!body)
-        return ac__fail(AC_ENOMEM, "out of memory encoding a %s", ac_msg_type_name(msg));
-    if (need <= sizeof small) {
-        memcpy(body, small, need);
-    } else if (ac__wire_encode_payload(msg, body, need, &size) != need) {
-        free(body);
-        return ac__fail(AC_ECODEC, "the codec of %s is not stable (two sizes for one payload)",
-                        ac_msg_type_name(msg));
-    }
-    const char *name = ac_msg_type_name(msg);
-    env->type_name = (ac__wire_span){(const uint8_t *)name, strlen(name)};
-    env->payload_size = size;
-    env->body = (ac__wire_span){body, need};
-    *body_out = body;
-    return AC_OK;
-}
-
 static ac__wire_span span_of(const char *s) { return (ac__wire_span){(const uint8_t *)s, s ? strlen(s) : 0}; }
 
 void ac__node_encode_sender(ac_node *node, ac__peer *peer, ac_ref *sender, ac__wire_env *env,
@@ -316,15 +290,19 @@ static ac__out *out_pop(ac_node *node)
 static void wake(ac_node *node)
 {
     /* seq_cst: pairs with the transport's store of sleeping and its
-     * re-check of the queue (one of the two sees the other). */
-    if (atomic_load_explicit(&node->sleeping, memory_order_seq_cst)) {
+     * re-check of the queue (one of the two sees the other). Only the
+     * sender that finds it asleep writes: one wake-up per sleep, however
+     * many frames come meanwhile. */
+    if (atomic_load_explicit(&node->sleeping, memory_order_seq_cst) &&
+        atomic_exchange_explicit(&node->sleeping, false, memory_order_seq_cst)) {
         uint64_t one = 1;
         ssize_t n = write(node->wake_fd, &one, sizeof one);
         (void)n; /* EAGAIN: the counter is full, so a wake is pending */
     }
 }
 
-ac_status ac__node_send(ac_node *node, ac__peer *peer, const ac__wire_env *env)
+/* May a frame go to peer now? AC_OK, or the failure recorded. */
+static ac_status send_admit(ac_node *node, ac__peer *peer)
 {
     if (atomic_load_explicit(&peer->state, memory_order_acquire) == AC__PEER_DOWN)
         return ac__fail(AC_ENODEDOWN, "node %s is down", peer->address);
@@ -335,24 +313,87 @@ ac_status ac__node_send(ac_node *node, ac__peer *peer, const ac__wire_env *env)
         return ac__fail(AC_EFAILED, "%zu frames already wait for node %s: it falls behind",
                         node->options.max_queue, peer->address);
     }
-    uint8_t small[512];
-    size_t need = ac__wire_encode(env, small, sizeof small);
-    if (need > node->options.max_frame)
-        return ac__fail(AC_EINVAL, "a frame of %zu bytes is over the limit of %zu", need,
-                        node->options.max_frame);
+    return AC_OK;
+}
+
+static ac_status frame_too_big(ac_node *node, size_t len)
+{
+    return ac__fail(AC_EINVAL, "a frame of %zu bytes is over the limit of %zu", len,
+                    node->options.max_frame);
+}
+
+/* A frame of `need` bytes for peer, its bytes to be written (NULL with
+ * the failure recorded). */
+static ac__out *out_new(ac__peer *peer, size_t need)
+{
     ac__out *o = ac__malloc(sizeof *o + need);
     if (!o)
-        return ac__fail(AC_ENOMEM, "out of memory for a frame to %s", peer->address);
+        return ac__fail_null(AC_ENOMEM, "out of memory for a frame to %s", peer->address);
     o->buf = (uint8_t *)(o + 1);
     o->len = need;
-    if (need <= sizeof small)
-        memcpy(o->buf, small, need);
-    else
-        ac__wire_encode(env, o->buf, need);
+    return o;
+}
+
+static void out_queue(ac_node *node, ac__peer *peer, ac__out *o)
+{
     o->peer = ac__peer_retain(peer);
     atomic_fetch_add_explicit(&peer->queued, 1, memory_order_relaxed);
     out_push(node, o);
     wake(node);
+}
+
+ac_status ac__node_send(ac_node *node, ac__peer *peer, const ac__wire_env *env)
+{
+    if (send_admit(node, peer) != AC_OK)
+        return ac_last_status();
+    uint8_t small[512];
+    size_t need = ac__wire_encode(env, small, sizeof small);
+    if (need > node->options.max_frame)
+        return frame_too_big(node, need);
+    ac__out *o = out_new(peer, need);
+    if (!o)
+        return ac_last_status();
+    if (need <= sizeof small)
+        memcpy(o->buf, small, need);
+    else
+        ac__wire_encode(env, o->buf, need);
+    out_queue(node, peer, o);
+    return AC_OK;
+}
+
+ac_status ac__node_send_msg(ac_node *node, ac__peer *peer, const ac__wire_env *env,
+                            const ac_msg *msg)
+{
+    if (send_admit(node, peer) != AC_OK)
+        return ac_last_status();
+    uint8_t small[512];
+    size_t need = ac__wire_encode_msg(env, msg, small, sizeof small);
+    if (need == 0)
+        return ac__fail(AC_ECODEC, "%s has no wire codec", ac_msg_type_name(msg));
+    /* A size beyond the small buffer leaves room for the longest body
+     * head: the frame may come out up to 8 bytes shorter, never longer. */
+    size_t slack = need > sizeof small ? 8 : 0;
+    if (need - slack > node->options.max_frame)
+        return frame_too_big(node, need - slack);
+    ac__out *o = out_new(peer, need);
+    if (!o)
+        return ac_last_status();
+    if (need <= sizeof small) {
+        memcpy(o->buf, small, need);
+    } else {
+        size_t got = ac__wire_encode_msg(env, msg, o->buf, need);
+        if (got == 0 || got > need) {
+            free(o);
+            return ac__fail(AC_ECODEC, "the codec of %s is not stable (two sizes for one payload)",
+                            ac_msg_type_name(msg));
+        }
+        if (got > node->options.max_frame) {
+            free(o);
+            return frame_too_big(node, got);
+        }
+        o->len = got;
+    }
+    out_queue(node, peer, o);
     return AC_OK;
 }
 
@@ -541,22 +582,14 @@ static bool open_dealer(ac_node *node, ac__peer *p)
     return true;
 }
 
-/* Hand one frame to peer's DEALER: true when it took it (or the peer is
- * lost and it is dropped), false when the DEALER is full. */
-static bool send_frame(ac_node *node, ac__peer *p, const uint8_t *buf, size_t len)
+/* Count what left for `p`: `frames` frames of `bytes` bytes in all. */
+static void count_out(ac_node *node, ac__peer *p, size_t frames, size_t bytes)
 {
-    if (!p->dealer && !open_dealer(node, p)) {
-        peer_down(node, p, "cannot open a connection to it");
-        return true;
-    }
-    if (zmq_send(p->dealer, buf, len, ZMQ_DONTWAIT) != (int)len)
-        return zmq_errno() != EAGAIN;
-    atomic_fetch_add_explicit(&node->m.frames_out, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&node->m.bytes_out, len, memory_order_relaxed);
+    atomic_fetch_add_explicit(&node->m.frames_out, frames, memory_order_relaxed);
+    atomic_fetch_add_explicit(&node->m.bytes_out, bytes, memory_order_relaxed);
     metrics_peer(node, p);
-    ac_counter_inc(p->m_frames_out);
-    ac_counter_add(p->m_bytes_out, len);
-    return true;
+    ac_counter_add(p->m_frames_out, frames);
+    ac_counter_add(p->m_bytes_out, bytes);
 }
 
 static void out_done(ac__out *o)
@@ -576,14 +609,11 @@ static void backlog_append(ac__peer *p, ac__out *o)
     p->backlog_tail = o;
 }
 
-/* Send what waits in peer's backlog, as far as its DEALER takes it. */
-static void backlog_flush(ac_node *node, ac__peer *p)
+/* Drop the first n frames of peer's backlog (sent, or lost). */
+static void backlog_pop(ac__peer *p, size_t n)
 {
-    while (p->backlog_head) {
+    while (n-- && p->backlog_head) {
         ac__out *o = p->backlog_head;
-        bool down = atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_DOWN;
-        if (!down && !send_frame(node, p, o->buf, o->len))
-            return;
         p->backlog_head = atomic_load_explicit(&o->next, memory_order_relaxed);
         if (!p->backlog_head)
             p->backlog_tail = NULL;
@@ -591,26 +621,109 @@ static void backlog_flush(ac_node *node, ac__peer *p)
     }
 }
 
+/* Hand the backlog's first frames to peer's DEALER as one message: as
+ * many as fit in AC__WIRE_BATCH_MAX bytes (a bigger frame alone). True
+ * when it took them, or they are dropped (the peer is lost, or ZeroMQ
+ * refused them for good); false when the DEALER is full. */
+static bool send_batch(ac_node *node, ac__peer *p)
+{
+    if (!p->dealer && !open_dealer(node, p)) {
+        peer_down(node, p, "cannot open a connection to it"); /* drops the backlog */
+        return true;
+    }
+    ac__out *first = p->backlog_head;
+    size_t n = 1, bytes = first->len;
+    for (ac__out *o = atomic_load_explicit(&first->next, memory_order_relaxed); o;
+         o = atomic_load_explicit(&o->next, memory_order_relaxed)) {
+        if (bytes + o->len > AC__WIRE_BATCH_MAX)
+            break;
+        bytes += o->len;
+        n++;
+    }
+    int rc;
+    if (n == 1) {
+        rc = zmq_send(p->dealer, first->buf, first->len, ZMQ_DONTWAIT);
+    } else {
+        zmq_msg_t m;
+        if (zmq_msg_init_size(&m, bytes) != 0)
+            return false; /* out of memory: try again later */
+        uint8_t *at = zmq_msg_data(&m);
+        size_t k = 0;
+        for (ac__out *o = first; k < n; o = atomic_load_explicit(&o->next, memory_order_relaxed), k++) {
+            memcpy(at, o->buf, o->len);
+            at += o->len;
+        }
+        rc = zmq_msg_send(&m, p->dealer, ZMQ_DONTWAIT);
+        if (rc < 0)
+            zmq_msg_close(&m);
+    }
+    if (rc < 0 && zmq_errno() == EAGAIN)
+        return false;
+    if (rc >= 0)
+        count_out(node, p, n, bytes);
+    backlog_pop(p, n);
+    return true;
+}
+
+/* Send what waits in peer's backlog, as far as its DEALER takes it (all
+ * of it dropped when the peer is lost). */
+static void backlog_flush(ac_node *node, ac__peer *p)
+{
+    while (p->backlog_head) {
+        if (atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_DOWN) {
+            backlog_pop(p, SIZE_MAX);
+            return;
+        }
+        if (!send_batch(node, p))
+            return;
+    }
+}
+
 static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
                          const void *routing_id, size_t id_len);
 
-/* Send what is queued. Returns how many frames it took. */
+/* Frames taken from the queue in one go, at most; peers they are for. */
+#define OUT_BUDGET 4096
+#define OUT_PEERS 32
+
+/* Send what is queued: each peer's frames join its backlog, in order,
+ * and then leave in as few messages as fit. Returns how many frames it
+ * took. */
 static size_t drain_out(ac_node *node)
 {
-    size_t n = 0;
+    ac__peer *touched[OUT_PEERS];
+    size_t n = 0, nt = 0;
     ac__out *o;
-    while ((o = out_pop(node)) != NULL) {
+    while (n < OUT_BUDGET && (o = out_pop(node)) != NULL) {
         ac__peer *p = o->peer;
         n++;
         if (p == node->self) {
             handle_frame(node, p, o->buf, o->len, NULL, 0);
-        } else if (atomic_load_explicit(&p->state, memory_order_relaxed) != AC__PEER_DOWN) {
-            if (p->backlog_head || !send_frame(node, p, o->buf, o->len)) {
-                backlog_append(p, o); /* kept in order behind what waits */
-                continue;
-            }
+            out_done(o);
+            continue;
         }
-        out_done(o);
+        if (atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_DOWN) {
+            out_done(o);
+            continue;
+        }
+        backlog_append(p, o);
+        if (p->flush_mark)
+            continue;
+        if (nt == OUT_PEERS) { /* many peers at once: send what is gathered */
+            for (size_t i = 0; i < nt; i++) {
+                touched[i]->flush_mark = false;
+                backlog_flush(node, touched[i]);
+                ac__peer_release(touched[i]);
+            }
+            nt = 0;
+        }
+        p->flush_mark = true;
+        touched[nt++] = ac__peer_retain(p);
+    }
+    for (size_t i = 0; i < nt; i++) {
+        touched[i]->flush_mark = false;
+        backlog_flush(node, touched[i]);
+        ac__peer_release(touched[i]);
     }
     return n;
 }
@@ -943,7 +1056,8 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
             p->system[s->system.len] = '\0';
         }
     }
-    p->incarnation = inc;
+    if (p->incarnation != inc)
+        p->incarnation = inc; /* written once: senders read it unlocked once UP */
     /* Release: senders that see UP see the incarnation. */
     atomic_store_explicit(&p->state, AC__PEER_UP, memory_order_release);
     pthread_mutex_unlock(&node->lock);
@@ -952,17 +1066,11 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
         peer_down(node, p, "cannot open a connection to it");
 }
 
-static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
-                         const void *routing_id, size_t id_len)
+/* One decoded frame. */
+static void handle_env(ac_node *node, ac__peer *from, const ac__wire_env *envp,
+                       const void *routing_id, size_t id_len)
 {
-    ac__wire_env env;
-    const char *why = NULL;
-    if (ac__wire_decode(buf, len, &node->limits, &env, &why) != AC_OK) {
-        COUNT(node, decode_errors, c_decode_errors, 1);
-        log_limited(node, &last_decode_log, "dropped a malformed frame of %zu bytes%s%s: %s", len,
-                    from ? " from " : "", from ? from->address : "", why ? why : "malformed");
-        return;
-    }
+    ac__wire_env env = *envp;
     if (env.kind == AC__WIRE_HELLO) {
         if (!from || from != node->self)
             handle_hello(node, &env, routing_id, id_len);
@@ -1008,6 +1116,44 @@ static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size
     }
 }
 
+/* A message of one or more frames (`from` NULL: of a node that has not
+ * said hello, or none). Returns the frames it held up to the first it
+ * could not decode, which ends it. */
+static size_t handle_frames(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
+                            const void *routing_id, size_t id_len)
+{
+    size_t n = 0, at = 0;
+    ac__peer *held = NULL; /* a peer found here (the caller holds `from`) */
+    do {
+        ac__wire_env env;
+        const char *why = NULL;
+        size_t used = 0;
+        if (ac__wire_decode_next(buf + at, len - at, &node->limits, &env, &used, &why) != AC_OK) {
+            COUNT(node, decode_errors, c_decode_errors, 1);
+            log_limited(node, &last_decode_log,
+                        "dropped a malformed frame of %zu bytes%s%s: %s", len - at,
+                        from ? " from " : "", from ? from->address : "",
+                        why ? why : "malformed");
+            break;
+        }
+        at += used;
+        n++;
+        handle_env(node, from, &env, routing_id, id_len);
+        if (from && atomic_load_explicit(&from->state, memory_order_relaxed) != AC__PEER_UP)
+            from = NULL; /* it left or was lost: the rest is stale */
+        else if (!from && !held && env.kind == AC__WIRE_HELLO && routing_id)
+            from = held = peer_by_routing_id(node, routing_id, id_len); /* it said hello now */
+    } while (at < len);
+    ac__peer_release(held);
+    return n;
+}
+
+static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
+                         const void *routing_id, size_t id_len)
+{
+    (void)handle_frames(node, from, buf, len, routing_id, id_len);
+}
+
 /* Take what waits on the ROUTER, at most `budget` frames. */
 static size_t drain_in(ac_node *node, size_t budget)
 {
@@ -1020,7 +1166,7 @@ static size_t drain_in(ac_node *node, size_t budget)
             break;
         if (!zmq_msg_more(&id) || zmq_msg_recv(&body, node->router, ZMQ_DONTWAIT) < 0)
             continue;
-        while (zmq_msg_more(&body)) { /* one frame per message: drop extra parts */
+        while (zmq_msg_more(&body)) { /* one part per message: drop extra parts */
             zmq_msg_t extra;
             zmq_msg_init(&extra);
             zmq_msg_recv(&extra, node->router, ZMQ_DONTWAIT);
@@ -1028,8 +1174,6 @@ static size_t drain_in(ac_node *node, size_t budget)
             COUNT(node, decode_errors, c_decode_errors, 1);
         }
         size_t len = zmq_msg_size(&body);
-        atomic_fetch_add_explicit(&node->m.frames_in, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&node->m.bytes_in, len, memory_order_relaxed);
         ac__peer *from = NULL;
         uint64_t rid = 0;
         if (zmq_msg_size(&id) == sizeof rid)
@@ -1045,12 +1189,17 @@ static size_t drain_in(ac_node *node, size_t budget)
                 node->last.id = rid;
             }
         }
+        size_t frames = handle_frames(node, from, zmq_msg_data(&body), len, zmq_msg_data(&id),
+                                      zmq_msg_size(&id));
+        if (frames == 0)
+            frames = 1; /* a malformed message still came */
+        atomic_fetch_add_explicit(&node->m.frames_in, frames, memory_order_relaxed);
+        atomic_fetch_add_explicit(&node->m.bytes_in, len, memory_order_relaxed);
         if (from) {
             metrics_peer(node, from);
-            ac_counter_inc(from->m_frames_in);
+            ac_counter_add(from->m_frames_in, frames);
             ac_counter_add(from->m_bytes_in, len);
         }
-        handle_frame(node, from, zmq_msg_data(&body), len, zmq_msg_data(&id), zmq_msg_size(&id));
         ac__peer_release(from);
         n++;
     }
@@ -1443,7 +1592,10 @@ static ac_status bind_router(ac_node *node, const ac_node_options *o)
     set_int(node->router, ZMQ_LINGER, 0);
     set_int(node->router, ZMQ_ROUTER_HANDOVER, 1);
     set_int(node->router, ZMQ_RCVHWM, 0);
+    /* A message of several frames may be bigger than one frame may. */
     int64_t maxmsg = (int64_t)node->options.max_frame;
+    if (maxmsg < (int64_t)AC__WIRE_BATCH_MAX)
+        maxmsg = (int64_t)AC__WIRE_BATCH_MAX;
     zmq_setsockopt(node->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     set_int(node->router, ZMQ_HEARTBEAT_IVL, node->options.heartbeat_ivl_ms);
     set_int(node->router, ZMQ_HEARTBEAT_TIMEOUT, node->options.heartbeat_timeout_ms);

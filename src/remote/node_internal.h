@@ -44,6 +44,7 @@ struct ac__peer {
     /* The transport thread's: */
     void *dealer, *monitor;
     bool hello_sent;
+    bool flush_mark; /* its backlog grew in this round of the queue */
     int64_t connect_deadline_ns; /* while CONNECTING */
     atomic_size_t queued;        /* frames on their way to it (queue + backlog) */
     /* Frames its DEALER would not take yet (at its high-water mark), in
@@ -200,15 +201,30 @@ ac__peer *ac__peer_for(ac_node *node, const char *address, size_t len, const cha
  * recorded with ac__fail (peer down, queue full, out of memory, frame too
  * big). The body is env->body. */
 ac_status ac__node_send(ac_node *node, ac__peer *peer, const ac__wire_env *env);
-/* Encode msg's payload into env->body (a buffer the caller frees with
- * free()), env->type_name, env->payload_size. AC_ECODEC when its type
- * has none. */
-ac_status ac__node_encode_msg(const ac_msg *msg, ac__wire_env *env, uint8_t **body_out);
+/* The same for a message frame: env as given, its type name, payload size
+ * and body msg's, encoded straight into the queued frame (AC_ECODEC when
+ * msg's type has none). */
+ac_status ac__node_send_msg(ac_node *node, ac__peer *peer, const ac__wire_env *env,
+                            const ac_msg *msg);
 /* Fill env->sender for `sender` as seen from `peer`. */
 void ac__node_encode_sender(ac_node *node, ac__peer *peer, ac_ref *sender, ac__wire_env *env,
                             uint64_t corr);
 /* The error a lost peer's asks get. Never NULL (aborts when out of memory). */
 ac_error *ac__node_down_error(const ac__peer *peer, const char *why);
+
+/* The incarnation frames to peer are meant for (0 before its hello). An
+ * UP peer's never changes (a new incarnation is a new peer) and was
+ * written before its state turned UP, so it is read then without the
+ * lock. */
+static inline uint64_t ac__peer_target_inc(ac_node *node, ac__peer *p)
+{
+    if (atomic_load_explicit(&p->state, memory_order_acquire) == AC__PEER_UP)
+        return p->incarnation;
+    pthread_mutex_lock(&node->lock);
+    uint64_t inc = p->incarnation;
+    pthread_mutex_unlock(&node->lock);
+    return inc;
+}
 
 /* The local part of a node's refs: "actorc://<system>/..." -> "/...". */
 static inline const char *ac__local_part(const char *path)
