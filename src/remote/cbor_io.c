@@ -1,17 +1,17 @@
 /*
  * CBOR items in and out (cbor_io.h).
  *
- * Writing: every put reserves its bytes first; what does not fit is only
- * counted, so a short buffer costs one pass, never an overrun. Heads are
- * written here, in the shortest form (the size ac__cbor_head_size
- * predicts): a frame is a handful of heads, and a call into libcbor per
- * head cost more than the head.
+ * Writing (inline, in cbor_io.h): every put reserves its bytes first;
+ * what does not fit is only counted, so a short buffer costs one pass,
+ * never an overrun. Heads are written in the shortest form (the size
+ * ac__cbor_head_size predicts): a frame is a handful of heads, and a call
+ * into libcbor per head cost more than the head.
  *
  * Reading: the heads of integers, strings and arrays of definite length
- * (all but the rarest items of a frame) are read here, a string's bytes
- * checked to lie within the input; any other item goes to
- * cbor_stream_decode, which decodes one item per call and reports it
- * through a callback. The callbacks only record the item in the reader,
+ * (all but the rarest items of a frame) are read inline (cbor_io.h), a
+ * string's bytes checked to lie within the input; any other item comes
+ * here, to cbor_stream_decode, which decodes one item per call and
+ * reports it through a callback. The callbacks only record the item in the reader,
  * so the caller decides, item by item, what the frame may hold. Either
  * way a span recorded here is always inside the input.
  */
@@ -20,59 +20,6 @@
 #include <string.h>
 
 #include <cbor.h>
-
-/* ---- out -------------------------------------------------------------- */
-
-/* A head of major type `major` carrying v, in its shortest form (RFC 8949
- * section 3: the argument in the initial byte below 24, else in the 1, 2,
- * 4 or 8 bytes that follow, big-endian). */
-static void put_head(ac__cbor_out *o, unsigned major, uint64_t v)
-{
-    size_t n = ac__cbor_head_size(v);
-    uint8_t *at = ac__cbor_reserve(o, n);
-    if (!at)
-        return;
-    uint8_t m = (uint8_t)(major << 5);
-    if (n == 1) {
-        at[0] = (uint8_t)(m | v);
-        return;
-    }
-    at[0] = (uint8_t)(m | (n == 2 ? 24 : n == 3 ? 25 : n == 5 ? 26 : 27));
-    for (size_t i = n - 1; i >= 1; i--, v >>= 8)
-        at[i] = (uint8_t)v;
-}
-
-void ac__cbor_put_uint(ac__cbor_out *o, uint64_t v) { put_head(o, 0, v); }
-void ac__cbor_put_negint(ac__cbor_out *o, uint64_t v) { put_head(o, 1, v); }
-void ac__cbor_put_array(ac__cbor_out *o, size_t n) { put_head(o, 4, n); }
-void ac__cbor_put_tag(ac__cbor_out *o, uint64_t tag) { put_head(o, 6, tag); }
-void ac__cbor_put_bytes_head(ac__cbor_out *o, size_t n) { put_head(o, 2, n); }
-
-void ac__cbor_put_null(ac__cbor_out *o)
-{
-    uint8_t *at = ac__cbor_reserve(o, 1);
-    if (at)
-        at[0] = 0xf6; /* major 7, simple value 22 */
-}
-
-static void put_raw(ac__cbor_out *o, const void *s, size_t n)
-{
-    uint8_t *at = ac__cbor_reserve(o, n);
-    if (at && n)
-        memcpy(at, s, n);
-}
-
-void ac__cbor_put_text(ac__cbor_out *o, const void *s, size_t n)
-{
-    put_head(o, 3, n);
-    put_raw(o, s, n);
-}
-
-void ac__cbor_put_bytes(ac__cbor_out *o, const void *s, size_t n)
-{
-    put_head(o, 2, n);
-    put_raw(o, s, n);
-}
 
 /* ---- in --------------------------------------------------------------- */
 
@@ -141,37 +88,8 @@ static const struct cbor_callbacks callbacks = {
     .indef_break = on_indefinite,
 };
 
-/* The kinds of majors 0 to 4, which the reader takes itself. */
-static const ac__cbor_kind direct_kind[5] = {AC__CBOR_UINT, AC__CBOR_NEGINT, AC__CBOR_BYTES,
-                                             AC__CBOR_TEXT, AC__CBOR_ARRAY};
-
-const char *ac__cbor_next(ac__cbor_in *in)
+const char *ac__cbor_next_other(ac__cbor_in *in)
 {
-    if (in->p == in->end)
-        return "truncated";
-    /* Integers, strings and arrays of definite length, which are nearly
-     * all a frame holds, are read here: the head and, for a string, its
-     * bytes, which must lie within the input, as libcbor checks. */
-    unsigned major = *in->p >> 5, info = *in->p & 31u;
-    if (major <= 4 && info < 28) {
-        size_t extra = info < 24 ? 0 : (size_t)1 << (info - 24);
-        if (ac__cbor_left(in) - 1 < extra)
-            return "truncated";
-        uint64_t v = info < 24 ? info : 0;
-        for (size_t i = 1; i <= extra; i++)
-            v = v << 8 | in->p[i];
-        const uint8_t *after = in->p + 1 + extra;
-        if (major == 2 || major == 3) {
-            if (v > (uint64_t)(in->end - after))
-                return "truncated";
-            in->str = after;
-            after += v;
-        }
-        in->kind = direct_kind[major];
-        in->value = v;
-        in->p = after;
-        return NULL;
-    }
     in->kind = AC__CBOR_OTHER;
     struct cbor_decoder_result r = cbor_stream_decode(in->p, ac__cbor_left(in), &callbacks, in);
     switch (r.status) {
@@ -183,63 +101,6 @@ const char *ac__cbor_next(ac__cbor_in *in)
     default:
         return "malformed";
     }
-}
-
-const char *ac__cbor_wrong(const ac__cbor_in *in, const char *wanted)
-{
-    return in->kind == AC__CBOR_INDEFINITE ? "indefinite length" : wanted;
-}
-
-const char *ac__cbor_get_uint(ac__cbor_in *in, uint64_t *v)
-{
-    const char *why = ac__cbor_next(in);
-    if (why)
-        return why;
-    if (in->kind != AC__CBOR_UINT)
-        return ac__cbor_wrong(in, "expected an unsigned integer");
-    *v = in->value;
-    return NULL;
-}
-
-const char *ac__cbor_get_array(ac__cbor_in *in, uint64_t *n)
-{
-    const char *why = ac__cbor_next(in);
-    if (why)
-        return why;
-    if (in->kind != AC__CBOR_ARRAY)
-        return ac__cbor_wrong(in, "expected an array");
-    *n = in->value;
-    return NULL;
-}
-
-const char *ac__cbor_get_text(ac__cbor_in *in, size_t max, const uint8_t **s, size_t *n)
-{
-    const char *why = ac__cbor_next(in);
-    if (why)
-        return why;
-    if (in->kind != AC__CBOR_TEXT)
-        return ac__cbor_wrong(in, "expected text");
-    if (in->value > max)
-        return "text too long";
-    if (!ac__utf8_ok(in->str, (size_t)in->value))
-        return "text not UTF-8 or with a NUL";
-    *s = in->str;
-    *n = (size_t)in->value;
-    return NULL;
-}
-
-const char *ac__cbor_get_bytes(ac__cbor_in *in, size_t max, const uint8_t **s, size_t *n)
-{
-    const char *why = ac__cbor_next(in);
-    if (why)
-        return why;
-    if (in->kind != AC__CBOR_BYTES)
-        return ac__cbor_wrong(in, "expected a byte string");
-    if (in->value > max)
-        return "body too large";
-    *s = in->str;
-    *n = (size_t)in->value;
-    return NULL;
 }
 
 /* ---- UTF-8 ------------------------------------------------------------ */

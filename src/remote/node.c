@@ -59,12 +59,11 @@ static int64_t now_ns(void)
 
 /* ---- peers ------------------------------------------------------------ */
 
-void ac__peer_release(ac__peer *p)
+/* Drop n references to p at once. */
+static void peer_release_n(ac__peer *p, unsigned n)
 {
-    if (!p)
-        return;
     /* acq_rel: every holder's use happens before the free. */
-    if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
+    if (atomic_fetch_sub_explicit(&p->refs, n, memory_order_acq_rel) != n)
         return;
     ac__refset_clear(&p->watched);
     free(p->inbound_watch);
@@ -72,6 +71,12 @@ void ac__peer_release(ac__peer *p)
     free(p->system);
     free(p->down_why);
     free(p);
+}
+
+void ac__peer_release(ac__peer *p)
+{
+    if (p)
+        peer_release_n(p, 1);
 }
 
 /* A new peer in the table (under the lock). */
@@ -326,13 +331,18 @@ static ac_status frame_too_big(ac_node *node, size_t len)
  * the failure recorded). */
 static ac__out *out_new(ac__peer *peer, size_t need)
 {
-    ac__out *o = ac__malloc(sizeof *o + need);
+    /* Small frames come from the per-thread caches: a stream's frames
+     * are made on one thread and freed on the transport's. */
+    ac__out *o = ac__alloc_small(sizeof *o + need);
     if (!o)
         return ac__fail_null(AC_ENOMEM, "out of memory for a frame to %s", peer->address);
+    o->size = sizeof *o + need;
     o->buf = (uint8_t *)(o + 1);
     o->len = need;
     return o;
 }
+
+static void out_free(ac__out *o) { ac__free_small(o, o->size); }
 
 static void out_queue(ac_node *node, ac__peer *peer, ac__out *o)
 {
@@ -383,12 +393,12 @@ ac_status ac__node_send_msg(ac_node *node, ac__peer *peer, const ac__wire_env *e
     } else {
         size_t got = ac__wire_encode_msg(env, msg, o->buf, need);
         if (got == 0 || got > need) {
-            free(o);
+            out_free(o);
             return ac__fail(AC_ECODEC, "the codec of %s is not stable (two sizes for one payload)",
                             ac_msg_type_name(msg));
         }
         if (got > node->options.max_frame) {
-            free(o);
+            out_free(o);
             return frame_too_big(node, got);
         }
         o->len = got;
@@ -596,7 +606,7 @@ static void out_done(ac__out *o)
 {
     atomic_fetch_sub_explicit(&o->peer->queued, 1, memory_order_relaxed);
     ac__peer_release(o->peer);
-    free(o);
+    out_free(o);
 }
 
 static void backlog_append(ac__peer *p, ac__out *o)
@@ -609,15 +619,23 @@ static void backlog_append(ac__peer *p, ac__out *o)
     p->backlog_tail = o;
 }
 
-/* Drop the first n frames of peer's backlog (sent, or lost). */
+/* Drop the first n frames of peer's backlog (sent, or lost): their count
+ * in `queued` and their references to the peer go in one step each. The
+ * caller holds a reference of its own. */
 static void backlog_pop(ac__peer *p, size_t n)
 {
-    while (n-- && p->backlog_head) {
+    unsigned k = 0;
+    while (k < n && p->backlog_head) {
         ac__out *o = p->backlog_head;
         p->backlog_head = atomic_load_explicit(&o->next, memory_order_relaxed);
         if (!p->backlog_head)
             p->backlog_tail = NULL;
-        out_done(o);
+        out_free(o);
+        k++;
+    }
+    if (k) {
+        atomic_fetch_sub_explicit(&p->queued, k, memory_order_relaxed);
+        peer_release_n(p, k);
     }
 }
 
@@ -794,13 +812,18 @@ static const ac_msg_type *type_cached(ac_node *node, ac__wire_span name)
     return t;
 }
 
-/* A local sender (an actor on `from`), retained: the last one again, or
- * looked up and remembered. */
-static ac_ref *sender_cached(ac_node *node, ac__peer *from, ac__wire_span path)
+/* A local sender (an actor on `from`): the last one again, borrowed from
+ * the memory (*owned false), or looked up (retained, *owned true) and
+ * remembered. Borrowing spares two atomic updates per frame of a line
+ * the receiving actor's thread also writes. */
+static ac_ref *sender_cached(ac_node *node, ac__peer *from, ac__wire_span path, bool *owned)
 {
     if (node->last.sender && node->last.sender_peer == from &&
-        span_eq(path, node->last.sender_path, node->last.sender_len))
-        return ac_ref_retain(node->last.sender);
+        span_eq(path, node->last.sender_path, node->last.sender_len)) {
+        *owned = false;
+        return node->last.sender;
+    }
+    *owned = true;
     ac__rref *r = ac__rref_get(node, from, (const char *)path.ptr, path.len);
     if (r && path.len < sizeof node->last.sender_path) {
         ac_ref_release(node->last.sender);
@@ -871,9 +894,10 @@ static void handle_message(ac_node *node, ac__peer *from, const ac__wire_env *en
                  node->address, err ? err : "bad body");
         COUNT(node, decode_errors, c_decode_errors, 1);
     }
+    bool owned = true;
     ac_ref *sender = env->kind == AC__WIRE_ASK ? ac__rreply_new(node, from, env->corr)
                      : env->sender.kind == AC__WIRE_SENDER_LOCAL
-                         ? sender_cached(node, from, env->sender.path)
+                         ? sender_cached(node, from, env->sender.path, &owned)
                          : sender_ref(node, from, env);
     if (!msg) {
         /* The sender's reply target hears why; a plain tell is logged. */
@@ -881,11 +905,11 @@ static void handle_message(ac_node *node, ac__peer *from, const ac__wire_env *en
             sender->ops->undeliverable(sender, NULL, why);
         else
             log_limited(node, &last_decode_log, "dropped a message from %s: %s", from->address, why);
-        ac_ref_release(sender);
-        return;
+    } else {
+        deliver_cached(node, env->target_path, msg, sender);
     }
-    deliver_cached(node, env->target_path, msg, sender);
-    ac_ref_release(sender);
+    if (owned)
+        ac_ref_release(sender);
 }
 
 static void handle_reply(ac_node *node, ac__peer *from, const ac__wire_env *env)
@@ -1116,19 +1140,34 @@ static void handle_env(ac_node *node, ac__peer *from, const ac__wire_env *envp,
     }
 }
 
-/* A message of one or more frames (`from` NULL: of a node that has not
- * said hello, or none). Returns the frames it held up to the first it
- * could not decode, which ends it. */
-static size_t handle_frames(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
-                            const void *routing_id, size_t id_len)
+/* Count a frame that came (before it is handled: whoever it reaches may
+ * read the counts). */
+static void count_in(ac_node *node, ac__peer *from, size_t bytes)
 {
-    size_t n = 0, at = 0;
+    atomic_fetch_add_explicit(&node->m.frames_in, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&node->m.bytes_in, bytes, memory_order_relaxed);
+    if (from && from != node->self) {
+        metrics_peer(node, from);
+        ac_counter_inc(from->m_frames_in);
+        ac_counter_add(from->m_bytes_in, bytes);
+    }
+}
+
+/* A message of one or more frames (`from` NULL: of a node that has not
+ * said hello, or none), each counted as it comes; the first that cannot
+ * be decoded ends it. */
+static void handle_frames(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
+                          const void *routing_id, size_t id_len, bool wire)
+{
+    size_t at = 0;
     ac__peer *held = NULL; /* a peer found here (the caller holds `from`) */
     do {
         ac__wire_env env;
         const char *why = NULL;
         size_t used = 0;
         if (ac__wire_decode_next(buf + at, len - at, &node->limits, &env, &used, &why) != AC_OK) {
+            if (wire)
+                count_in(node, from, len - at);
             COUNT(node, decode_errors, c_decode_errors, 1);
             log_limited(node, &last_decode_log,
                         "dropped a malformed frame of %zu bytes%s%s: %s", len - at,
@@ -1137,21 +1176,22 @@ static size_t handle_frames(ac_node *node, ac__peer *from, const uint8_t *buf, s
             break;
         }
         at += used;
-        n++;
+        if (wire)
+            count_in(node, from, used);
         handle_env(node, from, &env, routing_id, id_len);
         if (from && atomic_load_explicit(&from->state, memory_order_relaxed) != AC__PEER_UP)
             from = NULL; /* it left or was lost: the rest is stale */
-        else if (!from && !held && env.kind == AC__WIRE_HELLO && routing_id)
+        else if (!from && !held && env.kind == AC__WIRE_HELLO && wire)
             from = held = peer_by_routing_id(node, routing_id, id_len); /* it said hello now */
     } while (at < len);
     ac__peer_release(held);
-    return n;
 }
 
+/* A frame to this node itself (not counted: it crossed no wire). */
 static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
                          const void *routing_id, size_t id_len)
 {
-    (void)handle_frames(node, from, buf, len, routing_id, id_len);
+    handle_frames(node, from, buf, len, routing_id, id_len, false);
 }
 
 /* Take what waits on the ROUTER, at most `budget` frames. */
@@ -1189,17 +1229,8 @@ static size_t drain_in(ac_node *node, size_t budget)
                 node->last.id = rid;
             }
         }
-        size_t frames = handle_frames(node, from, zmq_msg_data(&body), len, zmq_msg_data(&id),
-                                      zmq_msg_size(&id));
-        if (frames == 0)
-            frames = 1; /* a malformed message still came */
-        atomic_fetch_add_explicit(&node->m.frames_in, frames, memory_order_relaxed);
-        atomic_fetch_add_explicit(&node->m.bytes_in, len, memory_order_relaxed);
-        if (from) {
-            metrics_peer(node, from);
-            ac_counter_add(from->m_frames_in, frames);
-            ac_counter_add(from->m_bytes_in, len);
-        }
+        handle_frames(node, from, zmq_msg_data(&body), len, zmq_msg_data(&id), zmq_msg_size(&id),
+                      true);
         ac__peer_release(from);
         n++;
     }
@@ -1429,7 +1460,7 @@ static void *transport_main(void *arg)
     ac__out *o;
     while ((o = out_pop(node)) != NULL) {
         ac__peer_release(o->peer);
-        free(o);
+        out_free(o);
     }
     forget_last(node, NULL);
     return NULL;
@@ -1539,7 +1570,7 @@ static void drop_queued(ac_node *node)
     while ((o = out_pop(node)) != NULL) {
         atomic_fetch_sub_explicit(&o->peer->queued, 1, memory_order_relaxed);
         ac__peer_release(o->peer);
-        free(o);
+        out_free(o);
     }
 }
 

@@ -76,7 +76,8 @@ typedef struct ac__out {
     _Atomic(struct ac__out *) next;
     ac__peer *peer; /* retained */
     size_t len;
-    uint8_t *buf; /* malloc'd; len bytes */
+    size_t size; /* of the block (ac__alloc_small), this header included */
+    uint8_t *buf; /* len bytes, behind the header */
 } ac__out;
 
 /* A pending ask: a local reply target waiting on another node. */
