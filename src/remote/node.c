@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1369,6 +1370,38 @@ static void housekeeping(ac_node *node)
 }
 
 #define MAX_POLL 256
+/* After work, how long the transport looks for more before it sleeps,
+ * and of that how long without yielding its core. An ask's reply, the
+ * next ask of a caller that just got its answer, the next burst of a
+ * stream usually come within it and are taken without a wake-up (an
+ * eventfd write and the poll's return on one side, the poll's sleep and
+ * waking on the other). An idle node spins not at all. */
+#define SPIN_NS 100000ll
+#define SPIN_PURE_NS 5000ll
+
+/* Is there work that needs no sleep: frames queued, a message on the
+ * ROUTER? */
+static bool work_waits(ac_node *node)
+{
+    if (node->out_tail != &node->out_stub ||
+        atomic_load_explicit(&node->out_head, memory_order_acquire) != &node->out_stub)
+        return true;
+    int events = 0;
+    size_t len = sizeof events;
+    return zmq_getsockopt(node->router, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN);
+}
+
+/* Look for work until SPIN_NS after `last_work_ns`: true when some came. */
+static bool spin_for_work(ac_node *node, int64_t last_work_ns)
+{
+    for (int64_t t = now_ns(); t - last_work_ns < SPIN_NS; t = now_ns()) {
+        if (atomic_load_explicit(&node->stopping, memory_order_acquire) || work_waits(node))
+            return true;
+        if (t - last_work_ns > SPIN_PURE_NS)
+            sched_yield(); /* a thread that has work (a worker, ZeroMQ's) goes first */
+    }
+    return false;
+}
 
 static void *transport_main(void *arg)
 {
@@ -1376,6 +1409,7 @@ static void *transport_main(void *arg)
     zmq_pollitem_t items[MAX_POLL];
     ac__peer *owners[MAX_POLL];
     int64_t next_house = now_ns() + HOUSEKEEPING_NS;
+    int64_t last_work = 0;
     for (;;) {
         size_t did = drain_out(node);
         did += drain_in(node, 256);
@@ -1388,6 +1422,10 @@ static void *transport_main(void *arg)
             housekeeping(node);
             next_house = t + HOUSEKEEPING_NS;
         }
+        if (did)
+            last_work = t;
+        else if (last_work && t < next_house && spin_for_work(node, last_work))
+            continue;
         /* Poll: the ROUTER, the wake-up, ZAP and every DEALER's monitor. */
         int n = 0;
         items[n++] = (zmq_pollitem_t){.socket = node->router, .events = ZMQ_POLLIN};
