@@ -4,7 +4,8 @@
  * Sockets. The node binds one ROUTER; for every peer it keeps one DEALER
  * connected to the peer's ROUTER, its routing id this node's incarnation.
  * Frames to a peer leave on its DEALER, frames from it arrive on the
- * ROUTER, so each peer connection carries one direction. A new DEALER
+ * ROUTER, so each peer connection carries one direction; what waits for
+ * a peer leaves as one message of several frames (wire.h). A new DEALER
  * says HELLO first; a HELLO from a node we have no DEALER to makes one
  * (liveness is watched on DEALERs: their monitors report a dropped
  * connection, their heartbeats a silent peer).
