@@ -1371,12 +1371,15 @@ static void housekeeping(ac_node *node)
 }
 
 #define MAX_POLL 256
-/* After work, how long the transport looks for more before it sleeps,
- * and of that how long without yielding its core. An ask's reply, the
- * next ask of a caller that just got its answer, the next burst of a
- * stream usually come within it and are taken without a wake-up (an
- * eventfd write and the poll's return on one side, the poll's sleep and
- * waking on the other). An idle node spins not at all. */
+/* After frames arrived, how long the transport looks for more work
+ * before it sleeps, and of that how long without yielding its core (as
+ * the scheduler's idle workers do). What they set off here mostly comes
+ * within it (an ask's reply from the actor that got the ask, the next
+ * ask of a caller that just got its answer) and is taken without a
+ * wake-up: no eventfd write on the sender's side, no return from the
+ * poll on the transport's. Not after sends alone: their answers take a
+ * round trip, and spinning for them took cores the peers' threads and
+ * ZeroMQ's needed. An idle node spins not at all. */
 #define SPIN_NS 100000ll
 #define SPIN_PURE_NS 5000ll
 
@@ -1392,7 +1395,8 @@ static bool work_waits(ac_node *node)
     return zmq_getsockopt(node->router, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN);
 }
 
-/* Look for work until SPIN_NS after `last_work_ns`: true when some came. */
+/* Look for work until SPIN_NS after frames last came (`last_work_ns`):
+ * true when some is there. */
 static bool spin_for_work(ac_node *node, int64_t last_work_ns)
 {
     for (int64_t t = now_ns(); t - last_work_ns < SPIN_NS; t = now_ns()) {
@@ -1413,7 +1417,8 @@ static void *transport_main(void *arg)
     int64_t last_work = 0;
     for (;;) {
         size_t did = drain_out(node);
-        did += drain_in(node, 256);
+        size_t came = drain_in(node, 256);
+        did += came;
         if (node->zap)
             drain_zap(node);
         if (atomic_load_explicit(&node->stopping, memory_order_acquire) && did == 0)
@@ -1423,9 +1428,9 @@ static void *transport_main(void *arg)
             housekeeping(node);
             next_house = t + HOUSEKEEPING_NS;
         }
-        if (did)
+        if (came)
             last_work = t;
-        else if (last_work && t < next_house && spin_for_work(node, last_work))
+        else if (!did && last_work && t < next_house && spin_for_work(node, last_work))
             continue;
         /* Poll: the ROUTER, the wake-up, ZAP and every DEALER's monitor. */
         int n = 0;
