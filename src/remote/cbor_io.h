@@ -96,7 +96,10 @@ static inline void ac__cbor_put_negint(ac__cbor_out *o, uint64_t v) { ac__cbor_p
 static inline void ac__cbor_put_array(ac__cbor_out *o, size_t n) { ac__cbor_put_head(o, 4, n); }
 static inline void ac__cbor_put_tag(ac__cbor_out *o, uint64_t tag) { ac__cbor_put_head(o, 6, tag); }
 /* The head of a byte string of n bytes, the bytes to follow. */
-static inline void ac__cbor_put_bytes_head(ac__cbor_out *o, size_t n) { ac__cbor_put_head(o, 2, n); }
+static inline void ac__cbor_put_bytes_head(ac__cbor_out *o, size_t n)
+{
+    ac__cbor_put_head(o, 2, n);
+}
 
 static inline void ac__cbor_put_null(ac__cbor_out *o)
 {

@@ -668,10 +668,11 @@ static bool send_batch(ac_node *node, ac__peer *p)
         if (zmq_msg_init_size(&m, bytes) != 0)
             return false; /* out of memory: try again later */
         uint8_t *at = zmq_msg_data(&m);
-        size_t k = 0;
-        for (ac__out *o = first; k < n; o = atomic_load_explicit(&o->next, memory_order_relaxed), k++) {
+        ac__out *o = first;
+        for (size_t k = 0; k < n; k++) {
             memcpy(at, o->buf, o->len);
             at += o->len;
+            o = atomic_load_explicit(&o->next, memory_order_relaxed);
         }
         rc = zmq_msg_send(&m, p->dealer, ZMQ_DONTWAIT);
         if (rc < 0)

@@ -3,8 +3,9 @@
  *
  * LLVMFuzzerTestOneInput gives one input to every decoder a peer's bytes
  * reach: the envelope, then the payload codec its type name selects over
- * its body, the frames of a message read one after another, and, on their own, the error decoder and the Int64 and String
- * payload decoders. Whatever decodes must re-encode and decode again to
+ * its body, the frames of a message read one after another, and, on
+ * their own, the error decoder and the Int64 and String payload
+ * decoders. Whatever decodes must re-encode and decode again to
  * the same thing (the encoder writes shortest forms, so a re-encoded
  * envelope is never longer than its input); a difference aborts, as does
  * any sanitizer report.
