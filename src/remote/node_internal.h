@@ -32,6 +32,9 @@ typedef enum ac__peer_state {
 struct ac__peer {
     atomic_uint refs; /* the node's table holds one while not DOWN; each rref one */
     atomic_int state; /* ac__peer_state */
+    /* Frames on their way to it (queue + backlog); beside refs, which a
+     * send updates too, so that a send touches one line of the peer. */
+    atomic_size_t queued;
     uint64_t id;      /* this node's number for it (monitor endpoints, logs) */
     char *address;    /* "host:port", immutable */
     /* Under the node lock: */
@@ -46,7 +49,6 @@ struct ac__peer {
     bool hello_sent;
     bool flush_mark; /* its backlog grew in this round of the queue */
     int64_t connect_deadline_ns; /* while CONNECTING */
-    atomic_size_t queued;        /* frames on their way to it (queue + backlog) */
     /* Frames its DEALER would not take yet (at its high-water mark), in
      * order; sent when it is writable again. */
     struct ac__out *backlog_head, *backlog_tail;
