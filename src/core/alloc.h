@@ -69,9 +69,10 @@ static inline char *ac__strdup(const char *s)
 AC_API _Noreturn void ac__oom_abort(const char *what);
 
 /* malloc/free with per-thread caches for blocks up to 256 bytes. The size
- * passed to free must be the size passed to alloc. Any thread. */
-void *ac__alloc_small(size_t size);
-void ac__free_small(void *p, size_t size);
+ * passed to free must be the size passed to alloc. Any thread. Exported
+ * for actorc's optional libraries (the remote layer's frames). */
+AC_API void *ac__alloc_small(size_t size);
+AC_API void ac__free_small(void *p, size_t size);
 /* Give cached blocks back to malloc: the depot's and the calling thread's.
  * Called when the last system has terminated. */
 void ac__alloc_trim(void);

@@ -1,85 +1,25 @@
 /*
  * CBOR items in and out (cbor_io.h).
  *
- * Writing: every put reserves its bytes first; what does not fit is only
- * counted, so a short buffer costs one pass, never an overrun. The head
- * sizes ac__cbor_head_size predicts are the ones libcbor writes (the
- * shortest), which the writes check.
+ * Writing (inline, in cbor_io.h): every put reserves its bytes first;
+ * what does not fit is only counted, so a short buffer costs one pass,
+ * never an overrun. Heads are written in the shortest form (the size
+ * ac__cbor_head_size predicts): a frame is a handful of heads, and a call
+ * into libcbor per head cost more than the head.
  *
- * Reading: cbor_stream_decode decodes one item per call and reports it
- * through a callback; the callbacks here only record the item in the
- * reader, so the caller decides, item by item, what the frame may hold.
- * libcbor checks that a string's bytes lie within the input before it
- * calls back, so a span recorded here is always inside it.
+ * Reading: the heads of integers, strings and arrays of definite length
+ * (all but the rarest items of a frame) are read inline (cbor_io.h), a
+ * string's bytes checked to lie within the input; any other item comes
+ * here, to cbor_stream_decode, which decodes one item per call and
+ * reports it through a callback. The callbacks only record the item in the reader,
+ * so the caller decides, item by item, what the frame may hold. Either
+ * way a span recorded here is always inside the input.
  */
 #include "remote/cbor_io.h"
 
 #include <string.h>
 
 #include <cbor.h>
-
-/* ---- out -------------------------------------------------------------- */
-
-/* A head written by libcbor: `encode` writes the value's shortest head
- * (or nothing when short of room, which reserve has ruled out). */
-#define PUT_HEAD(o, v, encode)                                                \
-    do {                                                                      \
-        size_t n_ = ac__cbor_head_size(v);                                    \
-        uint8_t *at_ = ac__cbor_reserve((o), n_);                             \
-        if (at_)                                                              \
-            (void)(encode);                                                   \
-    } while (0)
-
-void ac__cbor_put_uint(ac__cbor_out *o, uint64_t v)
-{
-    PUT_HEAD(o, v, cbor_encode_uint(v, at_, n_));
-}
-
-void ac__cbor_put_negint(ac__cbor_out *o, uint64_t v)
-{
-    PUT_HEAD(o, v, cbor_encode_negint(v, at_, n_));
-}
-
-void ac__cbor_put_array(ac__cbor_out *o, size_t n)
-{
-    PUT_HEAD(o, n, cbor_encode_array_start(n, at_, n_));
-}
-
-void ac__cbor_put_tag(ac__cbor_out *o, uint64_t tag)
-{
-    PUT_HEAD(o, tag, cbor_encode_tag(tag, at_, n_));
-}
-
-void ac__cbor_put_null(ac__cbor_out *o)
-{
-    uint8_t *at = ac__cbor_reserve(o, 1);
-    if (at)
-        cbor_encode_null(at, 1);
-}
-
-void ac__cbor_put_bytes_head(ac__cbor_out *o, size_t n)
-{
-    PUT_HEAD(o, n, cbor_encode_bytestring_start(n, at_, n_));
-}
-
-static void put_raw(ac__cbor_out *o, const void *s, size_t n)
-{
-    uint8_t *at = ac__cbor_reserve(o, n);
-    if (at && n)
-        memcpy(at, s, n);
-}
-
-void ac__cbor_put_text(ac__cbor_out *o, const void *s, size_t n)
-{
-    PUT_HEAD(o, n, cbor_encode_string_start(n, at_, n_));
-    put_raw(o, s, n);
-}
-
-void ac__cbor_put_bytes(ac__cbor_out *o, const void *s, size_t n)
-{
-    ac__cbor_put_bytes_head(o, n);
-    put_raw(o, s, n);
-}
 
 /* ---- in --------------------------------------------------------------- */
 
@@ -148,10 +88,8 @@ static const struct cbor_callbacks callbacks = {
     .indef_break = on_indefinite,
 };
 
-const char *ac__cbor_next(ac__cbor_in *in)
+const char *ac__cbor_next_other(ac__cbor_in *in)
 {
-    if (in->p == in->end)
-        return "truncated";
     in->kind = AC__CBOR_OTHER;
     struct cbor_decoder_result r = cbor_stream_decode(in->p, ac__cbor_left(in), &callbacks, in);
     switch (r.status) {
@@ -163,63 +101,6 @@ const char *ac__cbor_next(ac__cbor_in *in)
     default:
         return "malformed";
     }
-}
-
-const char *ac__cbor_wrong(const ac__cbor_in *in, const char *wanted)
-{
-    return in->kind == AC__CBOR_INDEFINITE ? "indefinite length" : wanted;
-}
-
-const char *ac__cbor_get_uint(ac__cbor_in *in, uint64_t *v)
-{
-    const char *why = ac__cbor_next(in);
-    if (why)
-        return why;
-    if (in->kind != AC__CBOR_UINT)
-        return ac__cbor_wrong(in, "expected an unsigned integer");
-    *v = in->value;
-    return NULL;
-}
-
-const char *ac__cbor_get_array(ac__cbor_in *in, uint64_t *n)
-{
-    const char *why = ac__cbor_next(in);
-    if (why)
-        return why;
-    if (in->kind != AC__CBOR_ARRAY)
-        return ac__cbor_wrong(in, "expected an array");
-    *n = in->value;
-    return NULL;
-}
-
-const char *ac__cbor_get_text(ac__cbor_in *in, size_t max, const uint8_t **s, size_t *n)
-{
-    const char *why = ac__cbor_next(in);
-    if (why)
-        return why;
-    if (in->kind != AC__CBOR_TEXT)
-        return ac__cbor_wrong(in, "expected text");
-    if (in->value > max)
-        return "text too long";
-    if (!ac__utf8_ok(in->str, (size_t)in->value))
-        return "text not UTF-8 or with a NUL";
-    *s = in->str;
-    *n = (size_t)in->value;
-    return NULL;
-}
-
-const char *ac__cbor_get_bytes(ac__cbor_in *in, size_t max, const uint8_t **s, size_t *n)
-{
-    const char *why = ac__cbor_next(in);
-    if (why)
-        return why;
-    if (in->kind != AC__CBOR_BYTES)
-        return ac__cbor_wrong(in, "expected a byte string");
-    if (in->value > max)
-        return "body too large";
-    *s = in->str;
-    *n = (size_t)in->value;
-    return NULL;
 }
 
 /* ---- UTF-8 ------------------------------------------------------------ */

@@ -4,7 +4,8 @@
  * Sockets. The node binds one ROUTER; for every peer it keeps one DEALER
  * connected to the peer's ROUTER, its routing id this node's incarnation.
  * Frames to a peer leave on its DEALER, frames from it arrive on the
- * ROUTER, so each peer connection carries one direction. A new DEALER
+ * ROUTER, so each peer connection carries one direction; what waits for
+ * a peer leaves as one message of several frames (wire.h). A new DEALER
  * says HELLO first; a HELLO from a node we have no DEALER to makes one
  * (liveness is watched on DEALERs: their monitors report a dropped
  * connection, their heartbeats a silent peer).
@@ -24,6 +25,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,12 +61,11 @@ static int64_t now_ns(void)
 
 /* ---- peers ------------------------------------------------------------ */
 
-void ac__peer_release(ac__peer *p)
+/* Drop n references to p at once. */
+static void peer_release_n(ac__peer *p, unsigned n)
 {
-    if (!p)
-        return;
     /* acq_rel: every holder's use happens before the free. */
-    if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
+    if (atomic_fetch_sub_explicit(&p->refs, n, memory_order_acq_rel) != n)
         return;
     ac__refset_clear(&p->watched);
     free(p->inbound_watch);
@@ -72,6 +73,12 @@ void ac__peer_release(ac__peer *p)
     free(p->system);
     free(p->down_why);
     free(p);
+}
+
+void ac__peer_release(ac__peer *p)
+{
+    if (p)
+        peer_release_n(p, 1);
 }
 
 /* A new peer in the table (under the lock). */
@@ -196,32 +203,6 @@ ac_status ac_node_register_type(ac_node *node, const ac_msg_type *type)
 
 /* ---- encoding --------------------------------------------------------- */
 
-ac_status ac__node_encode_msg(const ac_msg *msg, ac__wire_env *env, uint8_t **body_out)
-{
-    uint8_t small[256];
-    uint64_t size = 0;
-    *body_out = NULL;
-    size_t need = ac__wire_encode_payload(msg, small, sizeof small, &size);
-    if (need == SIZE_MAX)
-        return ac__fail(AC_ECODEC, "%s has no wire codec", ac_msg_type_name(msg));
-    uint8_t *body = ac__malloc(need ? need : 1);
-    if (!body)
-        return ac__fail(AC_ENOMEM, "out of memory encoding a %s", ac_msg_type_name(msg));
-    if (need <= sizeof small) {
-        memcpy(body, small, need);
-    } else if (ac__wire_encode_payload(msg, body, need, &size) != need) {
-        free(body);
-        return ac__fail(AC_ECODEC, "the codec of %s is not stable (two sizes for one payload)",
-                        ac_msg_type_name(msg));
-    }
-    const char *name = ac_msg_type_name(msg);
-    env->type_name = (ac__wire_span){(const uint8_t *)name, strlen(name)};
-    env->payload_size = size;
-    env->body = (ac__wire_span){body, need};
-    *body_out = body;
-    return AC_OK;
-}
-
 static ac__wire_span span_of(const char *s) { return (ac__wire_span){(const uint8_t *)s, s ? strlen(s) : 0}; }
 
 void ac__node_encode_sender(ac_node *node, ac__peer *peer, ac_ref *sender, ac__wire_env *env,
@@ -316,15 +297,19 @@ static ac__out *out_pop(ac_node *node)
 static void wake(ac_node *node)
 {
     /* seq_cst: pairs with the transport's store of sleeping and its
-     * re-check of the queue (one of the two sees the other). */
-    if (atomic_load_explicit(&node->sleeping, memory_order_seq_cst)) {
+     * re-check of the queue (one of the two sees the other). Only the
+     * sender that finds it asleep writes: one wake-up per sleep, however
+     * many frames come meanwhile. */
+    if (atomic_load_explicit(&node->sleeping, memory_order_seq_cst) &&
+        atomic_exchange_explicit(&node->sleeping, false, memory_order_seq_cst)) {
         uint64_t one = 1;
         ssize_t n = write(node->wake_fd, &one, sizeof one);
         (void)n; /* EAGAIN: the counter is full, so a wake is pending */
     }
 }
 
-ac_status ac__node_send(ac_node *node, ac__peer *peer, const ac__wire_env *env)
+/* May a frame go to peer now? AC_OK, or the failure recorded. */
+static ac_status send_admit(ac_node *node, ac__peer *peer)
 {
     if (atomic_load_explicit(&peer->state, memory_order_acquire) == AC__PEER_DOWN)
         return ac__fail(AC_ENODEDOWN, "node %s is down", peer->address);
@@ -335,24 +320,92 @@ ac_status ac__node_send(ac_node *node, ac__peer *peer, const ac__wire_env *env)
         return ac__fail(AC_EFAILED, "%zu frames already wait for node %s: it falls behind",
                         node->options.max_queue, peer->address);
     }
-    uint8_t small[512];
-    size_t need = ac__wire_encode(env, small, sizeof small);
-    if (need > node->options.max_frame)
-        return ac__fail(AC_EINVAL, "a frame of %zu bytes is over the limit of %zu", need,
-                        node->options.max_frame);
-    ac__out *o = ac__malloc(sizeof *o + need);
+    return AC_OK;
+}
+
+static ac_status frame_too_big(ac_node *node, size_t len)
+{
+    return ac__fail(AC_EINVAL, "a frame of %zu bytes is over the limit of %zu", len,
+                    node->options.max_frame);
+}
+
+/* A frame of `need` bytes for peer, its bytes to be written (NULL with
+ * the failure recorded). */
+static ac__out *out_new(ac__peer *peer, size_t need)
+{
+    /* Small frames come from the per-thread caches: a stream's frames
+     * are made on one thread and freed on the transport's. */
+    ac__out *o = ac__alloc_small(sizeof *o + need);
     if (!o)
-        return ac__fail(AC_ENOMEM, "out of memory for a frame to %s", peer->address);
+        return ac__fail_null(AC_ENOMEM, "out of memory for a frame to %s", peer->address);
+    o->size = sizeof *o + need;
     o->buf = (uint8_t *)(o + 1);
     o->len = need;
-    if (need <= sizeof small)
-        memcpy(o->buf, small, need);
-    else
-        ac__wire_encode(env, o->buf, need);
+    return o;
+}
+
+static void out_free(ac__out *o) { ac__free_small(o, o->size); }
+
+static void out_queue(ac_node *node, ac__peer *peer, ac__out *o)
+{
     o->peer = ac__peer_retain(peer);
     atomic_fetch_add_explicit(&peer->queued, 1, memory_order_relaxed);
     out_push(node, o);
     wake(node);
+}
+
+ac_status ac__node_send(ac_node *node, ac__peer *peer, const ac__wire_env *env)
+{
+    if (send_admit(node, peer) != AC_OK)
+        return ac_last_status();
+    uint8_t small[512];
+    size_t need = ac__wire_encode(env, small, sizeof small);
+    if (need > node->options.max_frame)
+        return frame_too_big(node, need);
+    ac__out *o = out_new(peer, need);
+    if (!o)
+        return ac_last_status();
+    if (need <= sizeof small)
+        memcpy(o->buf, small, need);
+    else
+        ac__wire_encode(env, o->buf, need);
+    out_queue(node, peer, o);
+    return AC_OK;
+}
+
+ac_status ac__node_send_msg(ac_node *node, ac__peer *peer, const ac__wire_env *env,
+                            const ac_msg *msg)
+{
+    if (send_admit(node, peer) != AC_OK)
+        return ac_last_status();
+    uint8_t small[512];
+    size_t need = ac__wire_encode_msg(env, msg, small, sizeof small);
+    if (need == 0)
+        return ac__fail(AC_ECODEC, "%s has no wire codec", ac_msg_type_name(msg));
+    /* A size beyond the small buffer leaves room for the longest body
+     * head: the frame may come out up to 8 bytes shorter, never longer. */
+    size_t slack = need > sizeof small ? 8 : 0;
+    if (need - slack > node->options.max_frame)
+        return frame_too_big(node, need - slack);
+    ac__out *o = out_new(peer, need);
+    if (!o)
+        return ac_last_status();
+    if (need <= sizeof small) {
+        memcpy(o->buf, small, need);
+    } else {
+        size_t got = ac__wire_encode_msg(env, msg, o->buf, need);
+        if (got == 0 || got > need) {
+            out_free(o);
+            return ac__fail(AC_ECODEC, "the codec of %s is not stable (two sizes for one payload)",
+                            ac_msg_type_name(msg));
+        }
+        if (got > node->options.max_frame) {
+            out_free(o);
+            return frame_too_big(node, got);
+        }
+        o->len = got;
+    }
+    out_queue(node, peer, o);
     return AC_OK;
 }
 
@@ -553,29 +606,29 @@ static bool open_dealer(ac_node *node, ac__peer *p)
     return true;
 }
 
-/* Hand one frame to peer's DEALER: true when it took it (or the peer is
- * lost and it is dropped), false when the DEALER is full. */
-static bool send_frame(ac_node *node, ac__peer *p, const uint8_t *buf, size_t len)
+/* Add to a count only the transport thread writes (others read it): a
+ * plain load and store, no locked read-modify-write per frame. */
+static void own_add(atomic_uint_fast64_t *c, uint64_t n)
 {
-    if (!p->dealer && !open_dealer(node, p)) {
-        peer_down(node, p, "cannot open a connection to it");
-        return true;
-    }
-    if (zmq_send(p->dealer, buf, len, ZMQ_DONTWAIT) != (int)len)
-        return zmq_errno() != EAGAIN;
-    atomic_fetch_add_explicit(&node->m.frames_out, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&node->m.bytes_out, len, memory_order_relaxed);
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+/* Count what left for `p`: `frames` frames of `bytes` bytes in all. */
+static void count_out(ac_node *node, ac__peer *p, size_t frames, size_t bytes)
+{
+    own_add(&node->m.frames_out, frames);
+    own_add(&node->m.bytes_out, bytes);
     metrics_peer(node, p);
-    ac_counter_inc(p->m_frames_out);
-    ac_counter_add(p->m_bytes_out, len);
-    return true;
+    ac_counter_add(p->m_frames_out, frames);
+    ac_counter_add(p->m_bytes_out, bytes);
 }
 
 static void out_done(ac__out *o)
 {
     atomic_fetch_sub_explicit(&o->peer->queued, 1, memory_order_relaxed);
     ac__peer_release(o->peer);
-    free(o);
+    out_free(o);
 }
 
 static void backlog_append(ac__peer *p, ac__out *o)
@@ -588,41 +641,130 @@ static void backlog_append(ac__peer *p, ac__out *o)
     p->backlog_tail = o;
 }
 
-/* Send what waits in peer's backlog, as far as its DEALER takes it. */
-static void backlog_flush(ac_node *node, ac__peer *p)
+/* Drop the first n frames of peer's backlog (sent, or lost): their count
+ * in `queued` and their references to the peer go in one step each. The
+ * caller holds a reference of its own. */
+static void backlog_pop(ac__peer *p, size_t n)
 {
-    while (p->backlog_head) {
+    unsigned k = 0;
+    while (k < n && p->backlog_head) {
         ac__out *o = p->backlog_head;
-        bool down = atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_DOWN;
-        if (!down && !send_frame(node, p, o->buf, o->len))
-            return;
         p->backlog_head = atomic_load_explicit(&o->next, memory_order_relaxed);
         if (!p->backlog_head)
             p->backlog_tail = NULL;
-        out_done(o);
+        out_free(o);
+        k++;
+    }
+    if (k) {
+        atomic_fetch_sub_explicit(&p->queued, k, memory_order_relaxed);
+        peer_release_n(p, k);
+    }
+}
+
+/* Hand the backlog's first frames to peer's DEALER as one message: as
+ * many as fit in AC__WIRE_BATCH_MAX bytes (a bigger frame alone). True
+ * when it took them, or they are dropped (the peer is lost, or ZeroMQ
+ * refused them for good); false when the DEALER is full. */
+static bool send_batch(ac_node *node, ac__peer *p)
+{
+    if (!p->dealer && !open_dealer(node, p)) {
+        peer_down(node, p, "cannot open a connection to it"); /* drops the backlog */
+        return true;
+    }
+    ac__out *first = p->backlog_head;
+    size_t n = 1, bytes = first->len;
+    for (ac__out *o = atomic_load_explicit(&first->next, memory_order_relaxed); o;
+         o = atomic_load_explicit(&o->next, memory_order_relaxed)) {
+        if (bytes + o->len > AC__WIRE_BATCH_MAX)
+            break;
+        bytes += o->len;
+        n++;
+    }
+    int rc;
+    if (n == 1) {
+        rc = zmq_send(p->dealer, first->buf, first->len, ZMQ_DONTWAIT);
+    } else {
+        zmq_msg_t m;
+        if (zmq_msg_init_size(&m, bytes) != 0)
+            return false; /* out of memory: try again later */
+        uint8_t *at = zmq_msg_data(&m);
+        ac__out *o = first;
+        for (size_t k = 0; k < n; k++) {
+            memcpy(at, o->buf, o->len);
+            at += o->len;
+            o = atomic_load_explicit(&o->next, memory_order_relaxed);
+        }
+        rc = zmq_msg_send(&m, p->dealer, ZMQ_DONTWAIT);
+        if (rc < 0)
+            zmq_msg_close(&m);
+    }
+    if (rc < 0 && zmq_errno() == EAGAIN)
+        return false;
+    if (rc >= 0)
+        count_out(node, p, n, bytes);
+    backlog_pop(p, n);
+    return true;
+}
+
+/* Send what waits in peer's backlog, as far as its DEALER takes it (all
+ * of it dropped when the peer is lost). */
+static void backlog_flush(ac_node *node, ac__peer *p)
+{
+    while (p->backlog_head) {
+        if (atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_DOWN) {
+            backlog_pop(p, SIZE_MAX);
+            return;
+        }
+        if (!send_batch(node, p))
+            return;
     }
 }
 
 static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
                          const void *routing_id, size_t id_len);
 
-/* Send what is queued. Returns how many frames it took. */
+/* Frames taken from the queue in one go, at most; peers they are for. */
+#define OUT_BUDGET 4096
+#define OUT_PEERS 32
+
+/* Send what is queued: each peer's frames join its backlog, in order,
+ * and then leave in as few messages as fit. Returns how many frames it
+ * took. */
 static size_t drain_out(ac_node *node)
 {
-    size_t n = 0;
+    ac__peer *touched[OUT_PEERS];
+    size_t n = 0, nt = 0;
     ac__out *o;
-    while ((o = out_pop(node)) != NULL) {
+    while (n < OUT_BUDGET && (o = out_pop(node)) != NULL) {
         ac__peer *p = o->peer;
         n++;
         if (p == node->self) {
             handle_frame(node, p, o->buf, o->len, NULL, 0);
-        } else if (atomic_load_explicit(&p->state, memory_order_relaxed) != AC__PEER_DOWN) {
-            if (p->backlog_head || !send_frame(node, p, o->buf, o->len)) {
-                backlog_append(p, o); /* kept in order behind what waits */
-                continue;
-            }
+            out_done(o);
+            continue;
         }
-        out_done(o);
+        if (atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_DOWN) {
+            out_done(o);
+            continue;
+        }
+        backlog_append(p, o);
+        if (p->flush_mark)
+            continue;
+        if (nt == OUT_PEERS) { /* many peers at once: send what is gathered */
+            for (size_t i = 0; i < nt; i++) {
+                touched[i]->flush_mark = false;
+                backlog_flush(node, touched[i]);
+                ac__peer_release(touched[i]);
+            }
+            nt = 0;
+        }
+        p->flush_mark = true;
+        touched[nt++] = ac__peer_retain(p);
+    }
+    for (size_t i = 0; i < nt; i++) {
+        touched[i]->flush_mark = false;
+        backlog_flush(node, touched[i]);
+        ac__peer_release(touched[i]);
     }
     return n;
 }
@@ -693,13 +835,18 @@ static const ac_msg_type *type_cached(ac_node *node, ac__wire_span name)
     return t;
 }
 
-/* A local sender (an actor on `from`), retained: the last one again, or
- * looked up and remembered. */
-static ac_ref *sender_cached(ac_node *node, ac__peer *from, ac__wire_span path)
+/* A local sender (an actor on `from`): the last one again, borrowed from
+ * the memory (*owned false), or looked up (retained, *owned true) and
+ * remembered. Borrowing spares two atomic updates per frame of a line
+ * the receiving actor's thread also writes. */
+static ac_ref *sender_cached(ac_node *node, ac__peer *from, ac__wire_span path, bool *owned)
 {
     if (node->last.sender && node->last.sender_peer == from &&
-        span_eq(path, node->last.sender_path, node->last.sender_len))
-        return ac_ref_retain(node->last.sender);
+        span_eq(path, node->last.sender_path, node->last.sender_len)) {
+        *owned = false;
+        return node->last.sender;
+    }
+    *owned = true;
     ac__rref *r = ac__rref_get(node, from, (const char *)path.ptr, path.len);
     if (r && path.len < sizeof node->last.sender_path) {
         ac_ref_release(node->last.sender);
@@ -770,9 +917,10 @@ static void handle_message(ac_node *node, ac__peer *from, const ac__wire_env *en
                  node->address, err ? err : "bad body");
         COUNT(node, decode_errors, c_decode_errors, 1);
     }
+    bool owned = true;
     ac_ref *sender = env->kind == AC__WIRE_ASK ? ac__rreply_new(node, from, env->corr)
                      : env->sender.kind == AC__WIRE_SENDER_LOCAL
-                         ? sender_cached(node, from, env->sender.path)
+                         ? sender_cached(node, from, env->sender.path, &owned)
                          : sender_ref(node, from, env);
     if (!msg) {
         /* The sender's reply target hears why; a plain tell is logged. */
@@ -780,11 +928,11 @@ static void handle_message(ac_node *node, ac__peer *from, const ac__wire_env *en
             sender->ops->undeliverable(sender, NULL, why);
         else
             log_limited(node, &last_decode_log, "dropped a message from %s: %s", from->address, why);
-        ac_ref_release(sender);
-        return;
+    } else {
+        deliver_cached(node, env->target_path, msg, sender);
     }
-    deliver_cached(node, env->target_path, msg, sender);
-    ac_ref_release(sender);
+    if (owned)
+        ac_ref_release(sender);
 }
 
 static void handle_reply(ac_node *node, ac__peer *from, const ac__wire_env *env)
@@ -955,7 +1103,8 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
             p->system[s->system.len] = '\0';
         }
     }
-    p->incarnation = inc;
+    if (p->incarnation != inc)
+        p->incarnation = inc; /* written once: senders read it unlocked once UP */
     /* Release: senders that see UP see the incarnation. */
     atomic_store_explicit(&p->state, AC__PEER_UP, memory_order_release);
     pthread_mutex_unlock(&node->lock);
@@ -967,17 +1116,11 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
         peer_down(node, p, "cannot open a connection to it");
 }
 
-static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
-                         const void *routing_id, size_t id_len)
+/* One decoded frame. */
+static void handle_env(ac_node *node, ac__peer *from, const ac__wire_env *envp,
+                       const void *routing_id, size_t id_len)
 {
-    ac__wire_env env;
-    const char *why = NULL;
-    if (ac__wire_decode(buf, len, &node->limits, &env, &why) != AC_OK) {
-        COUNT(node, decode_errors, c_decode_errors, 1);
-        log_limited(node, &last_decode_log, "dropped a malformed frame of %zu bytes%s%s: %s", len,
-                    from ? " from " : "", from ? from->address : "", why ? why : "malformed");
-        return;
-    }
+    ac__wire_env env = *envp;
     if (env.kind == AC__WIRE_HELLO) {
         if (!from || from != node->self)
             handle_hello(node, &env, routing_id, id_len);
@@ -1025,6 +1168,60 @@ static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size
     }
 }
 
+/* Count a frame that came (before it is handled: whoever it reaches may
+ * read the counts). */
+static void count_in(ac_node *node, ac__peer *from, size_t bytes)
+{
+    own_add(&node->m.frames_in, 1);
+    own_add(&node->m.bytes_in, bytes);
+    if (from && from != node->self) {
+        metrics_peer(node, from);
+        ac_counter_inc(from->m_frames_in);
+        ac_counter_add(from->m_bytes_in, bytes);
+    }
+}
+
+/* A message of one or more frames (`from` NULL: of a node that has not
+ * said hello, or none), each counted as it comes; the first that cannot
+ * be decoded ends it. */
+static void handle_frames(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
+                          const void *routing_id, size_t id_len, bool wire)
+{
+    size_t at = 0;
+    ac__peer *held = NULL; /* a peer found here (the caller holds `from`) */
+    do {
+        ac__wire_env env;
+        const char *why = NULL;
+        size_t used = 0;
+        if (ac__wire_decode_next(buf + at, len - at, &node->limits, &env, &used, &why) != AC_OK) {
+            if (wire)
+                count_in(node, from, len - at);
+            COUNT(node, decode_errors, c_decode_errors, 1);
+            log_limited(node, &last_decode_log,
+                        "dropped a malformed frame of %zu bytes%s%s: %s", len - at,
+                        from ? " from " : "", from ? from->address : "",
+                        why ? why : "malformed");
+            break;
+        }
+        at += used;
+        if (wire)
+            count_in(node, from, used);
+        handle_env(node, from, &env, routing_id, id_len);
+        if (from && atomic_load_explicit(&from->state, memory_order_relaxed) != AC__PEER_UP)
+            from = NULL; /* it left or was lost: the rest is stale */
+        else if (!from && !held && env.kind == AC__WIRE_HELLO && wire)
+            from = held = peer_by_routing_id(node, routing_id, id_len); /* it said hello now */
+    } while (at < len);
+    ac__peer_release(held);
+}
+
+/* A frame to this node itself (not counted: it crossed no wire). */
+static void handle_frame(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
+                         const void *routing_id, size_t id_len)
+{
+    handle_frames(node, from, buf, len, routing_id, id_len, false);
+}
+
 /* Take what waits on the ROUTER, at most `budget` frames. */
 static size_t drain_in(ac_node *node, size_t budget)
 {
@@ -1037,7 +1234,7 @@ static size_t drain_in(ac_node *node, size_t budget)
             break;
         if (!zmq_msg_more(&id) || zmq_msg_recv(&body, node->router, ZMQ_DONTWAIT) < 0)
             continue;
-        while (zmq_msg_more(&body)) { /* one frame per message: drop extra parts */
+        while (zmq_msg_more(&body)) { /* one part per message: drop extra parts */
             zmq_msg_t extra;
             zmq_msg_init(&extra);
             zmq_msg_recv(&extra, node->router, ZMQ_DONTWAIT);
@@ -1045,8 +1242,6 @@ static size_t drain_in(ac_node *node, size_t budget)
             COUNT(node, decode_errors, c_decode_errors, 1);
         }
         size_t len = zmq_msg_size(&body);
-        atomic_fetch_add_explicit(&node->m.frames_in, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&node->m.bytes_in, len, memory_order_relaxed);
         ac__peer *from = NULL;
         uint64_t rid = 0;
         if (zmq_msg_size(&id) == sizeof rid)
@@ -1062,12 +1257,8 @@ static size_t drain_in(ac_node *node, size_t budget)
                 node->last.id = rid;
             }
         }
-        if (from) {
-            metrics_peer(node, from);
-            ac_counter_inc(from->m_frames_in);
-            ac_counter_add(from->m_bytes_in, len);
-        }
-        handle_frame(node, from, zmq_msg_data(&body), len, zmq_msg_data(&id), zmq_msg_size(&id));
+        handle_frames(node, from, zmq_msg_data(&body), len, zmq_msg_data(&id), zmq_msg_size(&id),
+                      true);
         ac__peer_release(from);
         n++;
     }
@@ -1213,6 +1404,42 @@ static void housekeeping(ac_node *node)
 }
 
 #define MAX_POLL 256
+/* After frames arrived, how long the transport looks for more work
+ * before it sleeps, and of that how long without yielding its core (as
+ * the scheduler's idle workers do). What they set off here mostly comes
+ * within it (an ask's reply from the actor that got the ask, the next
+ * ask of a caller that just got its answer) and is taken without a
+ * wake-up: no eventfd write on the sender's side, no return from the
+ * poll on the transport's. Not after sends alone: their answers take a
+ * round trip, and spinning for them took cores the peers' threads and
+ * ZeroMQ's needed. An idle node spins not at all. */
+#define SPIN_NS 100000ll
+#define SPIN_PURE_NS 5000ll
+
+/* Is there work that needs no sleep: frames queued, a message on the
+ * ROUTER? */
+static bool work_waits(ac_node *node)
+{
+    if (node->out_tail != &node->out_stub ||
+        atomic_load_explicit(&node->out_head, memory_order_acquire) != &node->out_stub)
+        return true;
+    int events = 0;
+    size_t len = sizeof events;
+    return zmq_getsockopt(node->router, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN);
+}
+
+/* Look for work until SPIN_NS after frames last came (`last_work_ns`):
+ * true when some is there. */
+static bool spin_for_work(ac_node *node, int64_t last_work_ns)
+{
+    for (int64_t t = now_ns(); t - last_work_ns < SPIN_NS; t = now_ns()) {
+        if (atomic_load_explicit(&node->stopping, memory_order_acquire) || work_waits(node))
+            return true;
+        if (t - last_work_ns > SPIN_PURE_NS)
+            sched_yield(); /* a thread that has work (a worker, ZeroMQ's) goes first */
+    }
+    return false;
+}
 
 static void *transport_main(void *arg)
 {
@@ -1220,9 +1447,11 @@ static void *transport_main(void *arg)
     zmq_pollitem_t items[MAX_POLL];
     ac__peer *owners[MAX_POLL];
     int64_t next_house = now_ns() + HOUSEKEEPING_NS;
+    int64_t last_work = 0;
     for (;;) {
         size_t did = drain_out(node);
-        did += drain_in(node, 256);
+        size_t came = drain_in(node, 256);
+        did += came;
         if (node->zap)
             drain_zap(node);
         if (atomic_load_explicit(&node->stopping, memory_order_acquire) && did == 0)
@@ -1232,6 +1461,10 @@ static void *transport_main(void *arg)
             housekeeping(node);
             next_house = t + HOUSEKEEPING_NS;
         }
+        if (came)
+            last_work = t;
+        else if (!did && last_work && t < next_house && spin_for_work(node, last_work))
+            continue;
         /* Poll: the ROUTER, the wake-up, ZAP and every DEALER's monitor. */
         int n = 0;
         items[n++] = (zmq_pollitem_t){.socket = node->router, .events = ZMQ_POLLIN};
@@ -1304,7 +1537,7 @@ static void *transport_main(void *arg)
     ac__out *o;
     while ((o = out_pop(node)) != NULL) {
         ac__peer_release(o->peer);
-        free(o);
+        out_free(o);
     }
     forget_last(node, NULL);
     return NULL;
@@ -1414,7 +1647,7 @@ static void drop_queued(ac_node *node)
     while ((o = out_pop(node)) != NULL) {
         atomic_fetch_sub_explicit(&o->peer->queued, 1, memory_order_relaxed);
         ac__peer_release(o->peer);
-        free(o);
+        out_free(o);
     }
 }
 
@@ -1467,7 +1700,10 @@ static ac_status bind_router(ac_node *node, const ac_node_options *o)
     set_int(node->router, ZMQ_LINGER, 0);
     set_int(node->router, ZMQ_ROUTER_HANDOVER, 1);
     set_int(node->router, ZMQ_RCVHWM, 0);
+    /* A message of several frames may be bigger than one frame may. */
     int64_t maxmsg = (int64_t)node->options.max_frame;
+    if (maxmsg < (int64_t)AC__WIRE_BATCH_MAX)
+        maxmsg = (int64_t)AC__WIRE_BATCH_MAX;
     zmq_setsockopt(node->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     set_int(node->router, ZMQ_HEARTBEAT_IVL, node->options.heartbeat_ivl_ms);
     set_int(node->router, ZMQ_HEARTBEAT_TIMEOUT, node->options.heartbeat_timeout_ms);

@@ -32,6 +32,9 @@ typedef enum ac__peer_state {
 struct ac__peer {
     atomic_uint refs; /* the node's table holds one while not DOWN; each rref one */
     atomic_int state; /* ac__peer_state */
+    /* Frames on their way to it (queue + backlog); beside refs, which a
+     * send updates too, so that a send touches one line of the peer. */
+    atomic_size_t queued;
     uint64_t id;      /* this node's number for it (monitor endpoints, logs) */
     char *address;    /* "host:port", immutable */
     /* Under the node lock: */
@@ -47,8 +50,8 @@ struct ac__peer {
     /* Its DEALER's connection: made, or refused before it was ever made
      * (a DEALER does not reconnect, so a refused one is useless). */
     bool dealer_connected, dealer_refused;
+    bool flush_mark; /* its backlog grew in this round of the queue */
     int64_t connect_deadline_ns; /* while CONNECTING */
-    atomic_size_t queued;        /* frames on their way to it (queue + backlog) */
     /* Frames its DEALER would not take yet (at its high-water mark), in
      * order; sent when it is writable again. */
     struct ac__out *backlog_head, *backlog_tail;
@@ -78,7 +81,8 @@ typedef struct ac__out {
     _Atomic(struct ac__out *) next;
     ac__peer *peer; /* retained */
     size_t len;
-    uint8_t *buf; /* malloc'd; len bytes */
+    size_t size; /* of the block (ac__alloc_small), this header included */
+    uint8_t *buf; /* len bytes, behind the header */
 } ac__out;
 
 /* A pending ask: a local reply target waiting on another node. */
@@ -206,10 +210,11 @@ ac__peer *ac__peer_for(ac_node *node, const char *address, size_t len, const cha
  * recorded with ac__fail (peer down, queue full, out of memory, frame too
  * big). The body is env->body. */
 ac_status ac__node_send(ac_node *node, ac__peer *peer, const ac__wire_env *env);
-/* Encode msg's payload into env->body (a buffer the caller frees with
- * free()), env->type_name, env->payload_size. AC_ECODEC when its type
- * has none. */
-ac_status ac__node_encode_msg(const ac_msg *msg, ac__wire_env *env, uint8_t **body_out);
+/* The same for a message frame: env as given, its type name, payload size
+ * and body msg's, encoded straight into the queued frame (AC_ECODEC when
+ * msg's type has none). */
+ac_status ac__node_send_msg(ac_node *node, ac__peer *peer, const ac__wire_env *env,
+                            const ac_msg *msg);
 /* Fill env->sender for `sender` as seen from `peer`. */
 void ac__node_encode_sender(ac_node *node, ac__peer *peer, ac_ref *sender, ac__wire_env *env,
                             uint64_t corr);
@@ -271,6 +276,19 @@ void ac__node_hook_up(ac_node *node, const ac__peer *peer, const ac__wire_env *h
 void ac__node_hook_down(ac_node *node, const ac__peer *peer, const char *why);
 /* True when the frame (a TELL) was for "/system/..." and is handled. */
 bool ac__node_hook_system_tell(ac_node *node, const ac__peer *from, const ac__wire_env *env);
+/* The incarnation frames to peer are meant for (0 before its hello). An
+ * UP peer's never changes (a new incarnation is a new peer) and was
+ * written before its state turned UP, so it is read then without the
+ * lock. */
+static inline uint64_t ac__peer_target_inc(ac_node *node, ac__peer *p)
+{
+    if (atomic_load_explicit(&p->state, memory_order_acquire) == AC__PEER_UP)
+        return p->incarnation;
+    pthread_mutex_lock(&node->lock);
+    uint64_t inc = p->incarnation;
+    pthread_mutex_unlock(&node->lock);
+    return inc;
+}
 
 /* The local part of a node's refs: "actorc://<system>/..." -> "/...". */
 static inline const char *ac__local_part(const char *path)

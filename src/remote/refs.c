@@ -202,7 +202,6 @@ static void rref_deliver(ac_ref *self, ac__node *n)
     ac_ref *sender;
     ac_msg *msg = ac__ext_node_take(n, &sender);
     ac__wire_env env = {.kind = AC__WIRE_TELL};
-    uint8_t *body = NULL;
     uint64_t corr = 0;
     ac_status st;
 
@@ -215,18 +214,17 @@ static void rref_deliver(ac_ref *self, ac__node *n)
         ac_ref *who = ac_terminated_ref(msg);
         env.kind = AC__WIRE_TERMINATED;
         env.target_path = (ac__wire_span){(const uint8_t *)r->path, strlen(r->path)};
-        env.target_inc = r->peer->incarnation;
+        env.target_inc = ac__peer_target_inc(node, r->peer);
         ac__node_encode_sender(node, r->peer, who, &env, 0);
         st = ac__node_send(node, r->peer, &env);
         goto done;
     }
-    st = ac__node_encode_msg(msg, &env, &body);
-    if (st != AC_OK)
+    if (!ac__wire_has_codec(msg->type)) {
+        st = ac__fail(AC_ECODEC, "%s has no wire codec", ac_msg_type_name(msg));
         goto refused;
+    }
     env.target_path = (ac__wire_span){(const uint8_t *)r->path, strlen(r->path)};
-    pthread_mutex_lock(&node->lock);
-    env.target_inc = r->peer->incarnation;
-    pthread_mutex_unlock(&node->lock);
+    env.target_inc = ac__peer_target_inc(node, r->peer);
     if (is_oneshot(sender)) {
         corr = ac__corr_add(node, sender, r->peer);
         if (!corr) {
@@ -239,7 +237,7 @@ static void rref_deliver(ac_ref *self, ac__node *n)
     } else {
         ac__node_encode_sender(node, r->peer, sender, &env, 0);
     }
-    st = ac__node_send(node, r->peer, &env);
+    st = ac__node_send_msg(node, r->peer, &env, msg);
     if (st != AC_OK && corr) {
         ac_ref *back = ac__corr_take(node, corr);
         ac_ref_release(back);
@@ -247,12 +245,10 @@ static void rref_deliver(ac_ref *self, ac__node *n)
     if (st != AC_OK)
         goto refused;
 done:
-    free(body);
     ac_ref_release(sender);
     ac_msg_release(msg);
     return;
 refused:
-    free(body);
     if (msg->type == &ac_msg_type_terminated) { /* nobody waits on it there any more */
         ac_ref_release(sender);
         ac_msg_release(msg);
@@ -443,13 +439,13 @@ static void rreply_deliver(ac_ref *self, ac__node *n)
         return;
     }
     ac__wire_env env = {.kind = AC__WIRE_REPLY, .corr = p->corr};
-    uint8_t *body = NULL;
-    ac_status st = ac__node_encode_msg(msg, &env, &body);
-    if (st != AC_OK) {
+    env.target_inc = ac__peer_target_inc(p->node, p->peer);
+    ac__node_encode_sender(p->node, p->peer, sender, &env, 0);
+    ac_status st = ac__node_send_msg(p->node, p->peer, &env, msg);
+    if (st == AC_ECODEC || st == AC_ENOMEM) {
         /* The asker must hear something: the reply cannot cross. */
         char why[256];
         snprintf(why, sizeof why, "the reply cannot be sent back: %s", ac_last_error());
-        free(body);
         ac__wire_env u = {.kind = AC__WIRE_UNDELIVERABLE, .corr = p->corr};
         u.body = (ac__wire_span){(const uint8_t *)why, strlen(why)};
         u.sender.kind = AC__WIRE_SENDER_NONE;
@@ -458,12 +454,6 @@ static void rreply_deliver(ac_ref *self, ac__node *n)
         ac_ref_release(sender);
         return;
     }
-    pthread_mutex_lock(&p->node->lock);
-    env.target_inc = p->peer->incarnation;
-    pthread_mutex_unlock(&p->node->lock);
-    ac__node_encode_sender(p->node, p->peer, sender, &env, 0);
-    (void)ac__node_send(p->node, p->peer, &env);
-    free(body);
     ac_ref_release(sender);
     ac_msg_release(msg);
 }

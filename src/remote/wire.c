@@ -218,7 +218,7 @@ static const char *get_head(ac__cbor_in *in, const ac__wire_limits *lim, ac__wir
     return get_span(in, lim->max_text, &env->target_path);
 }
 
-/* Type name, deadline, payload size, body, and nothing after. */
+/* Type name, deadline, payload size, body. */
 static const char *get_tail(ac__cbor_in *in, const ac__wire_limits *lim, ac__wire_env *env)
 {
     TRY(get_span(in, lim->max_text, &env->type_name));
@@ -226,8 +226,7 @@ static const char *get_tail(ac__cbor_in *in, const ac__wire_limits *lim, ac__wir
     TRY(ac__cbor_get_uint(in, &env->payload_size));
     if (env->payload_size > lim->max_payload)
         return "payload too large";
-    TRY(ac__cbor_get_bytes(in, lim->max_body, &env->body.ptr, &env->body.len));
-    return in->p == in->end ? NULL : "trailing bytes";
+    return ac__cbor_get_bytes(in, lim->max_body, &env->body.ptr, &env->body.len);
 }
 
 static const char *get_frame(ac__cbor_in *in, const ac__wire_limits *lim, ac__wire_env *env)
@@ -240,22 +239,46 @@ static const char *get_frame(ac__cbor_in *in, const ac__wire_limits *lim, ac__wi
     return NULL;
 }
 
-int ac__wire_decode(const uint8_t *buf, size_t len, const ac__wire_limits *limits,
-                    ac__wire_env *env, const char **why)
+/* The first frame of buf[0..len): AC_OK with *used its bytes, or the
+ * refusal; `whole`: nothing may follow it. */
+static int decode_first(const uint8_t *buf, size_t len, const ac__wire_limits *limits,
+                        ac__wire_env *env, size_t *used, bool whole, const char **why)
 {
     if (!env)
         return ac_set_error(AC_EINVAL, "ac__wire_decode: env is NULL");
     if (!limits)
         limits = &ac__wire_default_limits;
     const char *reason = "frame too large";
-    if (len <= limits->max_frame) {
+    if (len <= limits->max_frame || !whole) {
         ac__cbor_in in = ac__cbor_in_make(buf, len);
         reason = get_frame(&in, limits, env);
-        if (!reason)
+        size_t n = (size_t)(in.p - buf);
+        if (!reason && n > limits->max_frame)
+            reason = "frame too large";
+        else if (!reason && whole && n != len)
+            reason = "trailing bytes";
+        if (!reason) {
+            if (used)
+                *used = n;
             return AC_OK;
+        }
     }
     memset(env, 0, sizeof *env);
     if (why)
         *why = reason;
     return ac_set_error(AC_EPROTO, "wire: frame refused: %s", reason);
+}
+
+int ac__wire_decode(const uint8_t *buf, size_t len, const ac__wire_limits *limits,
+                    ac__wire_env *env, const char **why)
+{
+    return decode_first(buf, len, limits, env, NULL, true, why);
+}
+
+int ac__wire_decode_next(const uint8_t *buf, size_t len, const ac__wire_limits *limits,
+                         ac__wire_env *env, size_t *used, const char **why)
+{
+    if (!used)
+        return ac_set_error(AC_EINVAL, "ac__wire_decode_next: used is NULL");
+    return decode_first(buf, len, limits, env, used, false, why);
 }

@@ -29,6 +29,13 @@
  *   payload_size unsigned: the payload bytes the receiver allocates
  *   body         bytes: the payload as the type's codec wrote it
  *
+ * A ZeroMQ message between nodes carries one frame or several back to
+ * back (a CBOR sequence, RFC 8742): a node sends what waits for one peer
+ * together, so that a stream of small frames costs one message per batch
+ * rather than one per frame. The message as a whole is bounded by
+ * max_frame, as a single frame is; a frame that cannot be decoded ends the
+ * message (what follows it cannot be found), not the connection.
+ *
  * HELLO frames carry the sending node in the sender field as [1, ...]
  * (its own system, address and incarnation; path empty); a HELLO without
  * it is refused.
@@ -66,6 +73,11 @@ typedef enum ac__wire_kind {
     AC__WIRE_LEAVE,         /* the sending node is stopping */
     AC__WIRE_KIND_MAX = AC__WIRE_LEAVE
 } ac__wire_kind;
+
+/* The largest message of several frames a node sends: a frame bigger than
+ * this travels alone, and every node accepts messages this big whatever
+ * its max_frame (each frame in them still bounded by it). */
+#define AC__WIRE_BATCH_MAX 16384u
 
 /* Flags. A decoder takes any 32-bit value; what a bit means is the
  * kind's business. */
@@ -131,6 +143,13 @@ size_t ac__wire_encode(const ac__wire_env *env, uint8_t *buf, size_t cap);
  * the defaults; `why` may be NULL. Never reads past buf[len-1]. */
 int ac__wire_decode(const uint8_t *buf, size_t len, const ac__wire_limits *limits,
                     ac__wire_env *env, const char **why);
+
+/* The first frame of a message holding one or more (buf[0..len)): AC_OK,
+ * *env and *used, the frame's bytes (the next one, if any, starts there);
+ * or as ac__wire_decode, except that bytes after the frame are not
+ * refused. The frame itself is bounded by limits->max_frame. */
+int ac__wire_decode_next(const uint8_t *buf, size_t len, const ac__wire_limits *limits,
+                         ac__wire_env *env, size_t *used, const char **why);
 
 /* ---- payload codecs --------------------------------------------------- */
 

@@ -3,8 +3,9 @@
  *
  * LLVMFuzzerTestOneInput gives one input to every decoder a peer's bytes
  * reach: the envelope, then the payload codec its type name selects over
- * its body, and, on their own, the error decoder and the Int64 and String
- * payload decoders. Whatever decodes must re-encode and decode again to
+ * its body, the frames of a message read one after another, and, on
+ * their own, the error decoder and the Int64 and String payload
+ * decoders. Whatever decodes must re-encode and decode again to
  * the same thing (the encoder writes shortest forms, so a re-encoded
  * envelope is never longer than its input); a difference aborts, as does
  * any sanitizer report.
@@ -130,6 +131,29 @@ static void try_error(const uint8_t *data, size_t size)
     free(again);
 }
 
+/* The input as a message of frames back to back, as a node reads one:
+ * each frame that decodes re-encodes to itself and ends within the
+ * input; the first that does not ends the message. A whole-frame decode
+ * that succeeds is a sequence of one. */
+static void try_sequence(const uint8_t *data, size_t size, bool whole_ok)
+{
+    size_t at = 0, frames = 0;
+    while (at < size) {
+        ac__wire_env env;
+        size_t used = 0;
+        const char *why = NULL;
+        if (ac__wire_decode_next(data + at, size - at, &limits, &env, &used, &why) != AC_OK) {
+            FUZZ_CHECK(why != NULL && !(whole_ok && frames == 0));
+            return;
+        }
+        FUZZ_CHECK(used > 0 && used <= size - at);
+        check_envelope_again(&env, used);
+        at += used;
+        frames++;
+    }
+    FUZZ_CHECK(!whole_ok || frames == 1);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ac__wire_env env;
@@ -142,6 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         FUZZ_CHECK(why != NULL);
     }
+    try_sequence(data, size, why == NULL);
     try_error(data, size);
     try_payload(&ac_msg_type_int64, data, size, sizeof(int64_t));
     try_payload(&ac_msg_type_str, data, size, (uint64_t)size + 1);

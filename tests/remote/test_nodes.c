@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +137,56 @@ static void test_ask_and_reply_sender(void **state)
     assert_int_equal(ac_msg_int64(a.reply), 50 + 1 + 100);
     ac_answer_release(&a);
     ac_ref_release(pool);
+    ac_ref_release(echo);
+}
+
+/* A burst both ways: N Int64 tells to the peer's echo as fast as they
+ * queue, each echoed back to a local actor. The transports send what
+ * waits for a peer together, several frames in one message; every frame
+ * still arrives, once, in order, and is counted as a frame. */
+typedef struct in_order {
+    atomic_int_fast64_t got, out_of_order;
+} in_order;
+
+static void in_order_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    in_order *io = ac_ctx_user_data(ctx);
+    int64_t x;
+    if (ac_msg_int64_get(msg, &x) != AC_OK)
+        return;
+    int64_t want = atomic_load(&io->got);
+    if (x != want)
+        atomic_fetch_add(&io->out_of_order, 1);
+    atomic_store(&io->got, want + 1);
+}
+static const ac_actor_def in_order_def = {.name = "InOrder", .receive = in_order_receive};
+
+static void test_a_burst_arrives_in_order_frame_by_frame(void **state)
+{
+    fixture *f = *state;
+    ac_ref *echo = resolve(f, "/user/echo");
+    ask_echo(echo, "up", 10000);
+    in_order io = {0};
+    ac_ref *back = ac_spawn(f->sys, ac_props_new(&in_order_def, &io), "in-order");
+    assert_non_null(back);
+    ac_node_stats s0, s1;
+    ac_node_stats_get(f->node, &s0);
+    enum { N = 20000 };
+    for (int64_t i = 0; i < N; i++)
+        assert_int_equal(ac_tell(echo, ac_msg_int64_new(i), back), AC_OK);
+    for (int i = 0; i < 3000 && atomic_load(&io.got) < N; i++)
+        sleep_ms(10);
+    ac_node_stats_get(f->node, &s1);
+    print_message("%lld echoed back, %lld out of order; frames out %llu, in %llu\n",
+                  (long long)atomic_load(&io.got), (long long)atomic_load(&io.out_of_order),
+                  (unsigned long long)(s1.frames_out - s0.frames_out),
+                  (unsigned long long)(s1.frames_in - s0.frames_in));
+    assert_int_equal(atomic_load(&io.got), N);
+    assert_int_equal(atomic_load(&io.out_of_order), 0);
+    assert_true(s1.frames_out - s0.frames_out >= N);
+    assert_true(s1.frames_in - s0.frames_in >= N);
+    assert_int_equal(s1.decode_errors, s0.decode_errors);
+    ac_ref_release(back);
     ac_ref_release(echo);
 }
 
@@ -978,6 +1029,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_ask_and_reply_sender, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_burst_arrives_in_order_frame_by_frame, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ask_from_inside_an_actor_both_ways, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_asks_us, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors_survive_the_wire, setup, teardown),

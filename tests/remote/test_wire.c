@@ -396,6 +396,83 @@ static void test_bit_flips_never_crash(void **state)
     assert_true(accepted > 0 && refused > 0);
 }
 
+/* ---- several frames in one message ------------------------------------ */
+
+/* Frames back to back decode one after the other, each borrowing its own
+ * bytes; ac__wire_decode alone takes none of them (trailing bytes). */
+static void test_a_sequence_of_frames_decodes_in_turn(void **state)
+{
+    (void)state;
+    enum { N = 4 };
+    uint8_t *frames[N], seq[4096];
+    size_t lens[N], total = 0;
+    for (size_t i = 0; i < N; i++) {
+        ac__wire_env env = ws_sample_env(i, NULL);
+        frames[i] = ws_encode_env(&env, &lens[i]);
+        assert_non_null(frames[i]);
+        assert_true(total + lens[i] <= sizeof seq);
+        memcpy(seq + total, frames[i], lens[i]);
+        total += lens[i];
+    }
+    ac__wire_env env;
+    assert_refused(seq, total, NULL, "trailing bytes");
+    size_t at = 0;
+    for (size_t i = 0; i < N; i++) {
+        size_t used = 0;
+        assert_status(ac__wire_decode_next(seq + at, total - at, NULL, &env, &used, NULL), AC_OK);
+        assert_int_equal(used, lens[i]);
+        ac__wire_env want, one = ws_sample_env(i, NULL);
+        assert_status(ac__wire_decode(frames[i], lens[i], NULL, &want, NULL), AC_OK);
+        assert_int_equal(env.kind, one.kind);
+        assert_true(ws_span_eq(env.target_path, want.target_path));
+        assert_true(env.target_path.ptr >= seq + at && env.target_path.ptr < seq + at + used);
+        at += used;
+    }
+    assert_int_equal(at, total);
+    /* A lone frame is a sequence of one. */
+    size_t used = 0;
+    assert_status(ac__wire_decode_next(frames[0], lens[0], NULL, &env, &used, NULL), AC_OK);
+    assert_int_equal(used, lens[0]);
+    for (size_t i = 0; i < N; i++)
+        free(frames[i]);
+}
+
+/* A frame cut short or broken in a sequence is refused like a lone one;
+ * the frames before it still decode; each frame is bounded by max_frame,
+ * not the whole. */
+static void test_a_bad_frame_in_a_sequence_is_refused(void **state)
+{
+    (void)state;
+    ac__wire_env env = ws_sample_env(5, NULL);
+    size_t len;
+    uint8_t *frame = ws_encode_env(&env, &len);
+    uint8_t seq[2048];
+    assert_true(2 * len <= sizeof seq);
+    memcpy(seq, frame, len);
+    memcpy(seq + len, frame, len);
+    ac__wire_env back;
+    size_t used = 0;
+    const char *why = NULL;
+    for (size_t cut = 1; cut < len; cut++) {
+        assert_status(ac__wire_decode_next(seq, len + cut, NULL, &back, &used, NULL), AC_OK);
+        assert_int_equal(used, len);
+        why = NULL;
+        assert_status(ac__wire_decode_next(seq + len, cut, NULL, &back, &used, &why), AC_EPROTO);
+        assert_non_null(why);
+    }
+    seq[len] = 0xff; /* a break where a frame should start */
+    assert_status(ac__wire_decode_next(seq + len, len, NULL, &back, &used, &why), AC_EPROTO);
+    memcpy(seq + len, frame, len);
+    ac__wire_limits lim = ac__wire_default_limits;
+    lim.max_frame = len;
+    assert_status(ac__wire_decode_next(seq, 2 * len, &lim, &back, &used, NULL), AC_OK);
+    lim.max_frame = len - 1;
+    assert_status(ac__wire_decode_next(seq, 2 * len, &lim, &back, &used, &why), AC_EPROTO);
+    assert_string_equal(why, "frame too large");
+    assert_status(ac__wire_decode_next(seq, 2 * len, NULL, &back, NULL, NULL), AC_EINVAL);
+    free(frame);
+}
+
 /* ---- limits ----------------------------------------------------------- */
 
 static void test_limits_are_enforced(void **state)
@@ -979,6 +1056,8 @@ int main(void)
         cmocka_unit_test(test_every_truncation_is_refused),
         cmocka_unit_test(test_trailing_bytes_are_refused),
         cmocka_unit_test(test_bit_flips_never_crash),
+        cmocka_unit_test(test_a_sequence_of_frames_decodes_in_turn),
+        cmocka_unit_test(test_a_bad_frame_in_a_sequence_is_refused),
         cmocka_unit_test(test_limits_are_enforced),
         cmocka_unit_test(test_default_text_limit),
         cmocka_unit_test(test_string_payloads),

@@ -326,6 +326,23 @@ static uint8_t *other_seed(size_t k, size_t *len, const char **name)
     case 3:
         *name = "string-utf8.txt";
         return copy_of(text, sizeof text - 1, len);
+    case 4: { /* a message of three frames, as a node sends a burst */
+        size_t n[3];
+        const char *sample;
+        uint8_t *f[3], *seq = NULL;
+        for (int j = 0; j < 3; j++)
+            f[j] = ws_sample_frame((size_t)j, &n[j], &sample);
+        if (f[0] && f[1] && f[2] && (seq = malloc(n[0] + n[1] + n[2]))) {
+            memcpy(seq, f[0], n[0]);
+            memcpy(seq + n[0], f[1], n[1]);
+            memcpy(seq + n[0] + n[1], f[2], n[2]);
+            *len = n[0] + n[1] + n[2];
+        }
+        for (int j = 0; j < 3; j++)
+            free(f[j]);
+        *name = "batch-three-frames.cbor";
+        return seq;
+    }
     default:
         return NULL;
     }

@@ -60,8 +60,9 @@ ac_error *ws_error_chain(size_t depth);
 
 /* The seeds of the fuzz corpus (corpus/): every sample frame
  * ("frame-<name>.cbor"), the sample errors and a chain as deep as errors
- * go ("error-<name>.cbor"), Int64 bodies ("int64-<name>.cbor") and a
- * String body. Seed i, malloc'd, with its file name in *name (static
+ * go ("error-<name>.cbor"), Int64 bodies ("int64-<name>.cbor"), a
+ * String body, and a message of three frames back to back
+ * ("batch-three-frames.cbor"). Seed i, malloc'd, with its file name in *name (static
  * storage); NULL past the last. */
 uint8_t *ws_corpus_seed(size_t i, size_t *len, const char **name);
 
