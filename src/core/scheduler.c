@@ -24,12 +24,16 @@
  * run that actor as soon as its current turn ends, and waking another core
  * per message would ruin a request/reply volley. Instead, a parked worker
  * naps in 1 ms slices (rather than sleeping until signalled) while another
- * worker is in a turn or some `runnext` is occupied; at each nap's end it
- * looks for work, and takes a `runnext` whose owner has not finished a turn
- * since it last looked. So a handler that runs long strands the actor it
- * just woke for about 2-3 ms at most, and an idle system sleeps for good. A
- * `runnext` push does wake a worker that sleeps for good (nparked_sound),
- * which then naps instead.
+ * worker is in a turn or has anything queued (its `runnext` or its ring);
+ * at each nap's end it looks for work, and takes a `runnext` or a ring
+ * entry whose owner has not finished a turn since it last looked. So a
+ * handler that runs long strands what queues behind it for about 2-3 ms at
+ * most, and an idle system sleeps for good. A worker sleeps for good
+ * (nparked_sound) only when it saw every queue empty; the push that makes
+ * a `runnext` or a ring non-empty again wakes it, and it naps instead.
+ * Without that second wake-up an actor queued in a ring while its owner
+ * was between turns (a requeue after a full batch, a timer fired on a
+ * worker) would wait for the owner's next turn to end, however long.
  */
 #include <errno.h>
 #include <sched.h>
@@ -89,13 +93,15 @@ struct ac__scheduler {
 
 /* ---- the ring --------------------------------------------------------- */
 
-/* Owner only. False when full. */
-static bool ring_push(ac__worker *w, ac__actor *a)
+/* Owner only. False when full; *was_empty tells whether the ring was
+ * empty before the push. */
+static bool ring_push(ac__worker *w, ac__actor *a, bool *was_empty)
 {
     /* Acquire pairs with consumers' CAS on head: their read of the slot we
      * are about to reuse is done. */
     uint32_t h = atomic_load_explicit(&w->head, memory_order_acquire);
     uint32_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
+    *was_empty = t == h;
     if (t - h >= RING_SIZE)
         return false;
     atomic_store_explicit(&w->ring[t & (RING_SIZE - 1)], a, memory_order_relaxed);
@@ -202,10 +208,14 @@ static bool any_work(ac__scheduler *s)
     return false;
 }
 
-static bool any_runnext(ac__scheduler *s)
+/* Is anything queued with a worker (its runnext or its ring), which that
+ * worker may leave waiting behind a long turn? seq_cst: the ring's half of
+ * the handshake with push_local, as runnext's with the pusher's exchange. */
+static bool any_queued(ac__scheduler *s)
 {
     for (int i = 0; i < s->nworkers; i++)
-        if (atomic_load_explicit(&s->workers[i].runnext, memory_order_relaxed))
+        if (atomic_load_explicit(&s->workers[i].runnext, memory_order_seq_cst) ||
+            ring_len(&s->workers[i]) > 0)
             return true;
     return false;
 }
@@ -235,14 +245,15 @@ static bool park(ac__worker *w)
      * stopping with ac__scheduler_stop's release store. */
     atomic_fetch_add_explicit(&s->nparked, 1, memory_order_seq_cst);
     if (!any_work(s) && !atomic_load_explicit(&s->stopping, memory_order_acquire)) {
-        if (any_runnext(s) || any_busy(s, w)) {
+        if (any_queued(s) || any_busy(s, w)) {
             nap(s);
             napped = true;
         } else {
-            /* Announce the sound sleep, then look once more: a runnext push
-             * after our look sees the announcement and wakes us. */
+            /* Announce the sound sleep, then look once more: a push that
+             * makes a runnext or a ring non-empty after our look sees the
+             * announcement and wakes us. */
             atomic_fetch_add_explicit(&s->nparked_sound, 1, memory_order_seq_cst);
-            if (any_runnext(s) || any_busy(s, w))
+            if (any_queued(s) || any_busy(s, w))
                 nap(s), napped = true;
             else
                 pthread_cond_wait(&s->park_cond, &s->park_lock);
@@ -256,20 +267,31 @@ static bool park(ac__worker *w)
 
 /* ---- pushing ---------------------------------------------------------- */
 
-/* Worker threads only. Whether to wake an idle worker for it is decided
- * when the current turn ends (see worker_main), not per push: a handler
- * that fans out to many actors would otherwise wake a sleeping core per
- * send, and the woken thread can preempt the very worker doing the work. */
-static void push_local(ac__worker *w, ac__actor *a)
+/* Worker threads only. Whether to wake an idle worker to share the ring is
+ * decided when the current turn ends (see worker_main), not per push: a
+ * handler that fans out to many actors would otherwise wake a sleeping
+ * core per send, and the woken thread can preempt the very worker doing
+ * the work. The one exception is a worker that sleeps for good: a push
+ * that makes the ring non-empty wakes it, so that it naps and watches this
+ * ring (the owner may be about to start a long turn). A push displaced
+ * from `runnext` needs no such check: the push that filled `runnext` made
+ * it (displaced_from_runnext). */
+static void push_local(ac__worker *w, ac__actor *a, bool displaced_from_runnext)
 {
-    if (!ring_push(w, a)) {
+    bool was_empty;
+    if (!ring_push(w, a, &was_empty)) {
         inject_push(w->s, a);
         wake_one_if_idle(w->s);
         return;
     }
     w->wake_pending = true;
+    /* A read-modify-write (adding 0) after the push, against the parker's
+     * increment of nparked_sound before its look at the rings: either we
+     * see the sleeper, or it sees this ring non-empty and naps. */
+    if (was_empty && !displaced_from_runnext &&
+        atomic_fetch_add_explicit(&w->s->nparked_sound, 0, memory_order_seq_cst) > 0)
+        wake_sound_sleeper(w->s);
 }
-
 
 void ac__scheduler_push(ac__scheduler *s, ac__actor *a, bool fresh)
 {
@@ -279,12 +301,12 @@ void ac__scheduler_push(ac__scheduler *s, ac__actor *a, bool fresh)
             /* seq_cst, with the load of nparked_sound: see wake_sound_sleeper. */
             ac__actor *old = atomic_exchange_explicit(&w->runnext, a, memory_order_seq_cst);
             if (old)
-                push_local(w, old);
+                push_local(w, old, true);
             else if (atomic_load_explicit(&s->nparked_sound, memory_order_seq_cst) > 0)
                 wake_sound_sleeper(s);
             return;
         }
-        push_local(w, a);
+        push_local(w, a, false);
         return;
     }
     inject_push(s, a);
