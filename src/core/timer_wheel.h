@@ -74,6 +74,10 @@ void ac__wheel_advance(ac__wheel *w, uint64_t to, ac__timer *due);
  * UINT64_MAX when nothing is armed. Never later than the earliest
  * deadline. */
 uint64_t ac__wheel_next_event(const ac__wheel *w);
+/* The earliest deadline of an armed timer (a tick), UINT64_MAX when none:
+ * exact, unlike ac__wheel_next_event, which may be a cascade before it.
+ * Costs a scan of one slot (or of the overflow list). */
+uint64_t ac__wheel_next_deadline(const ac__wheel *w);
 /* Unlink every armed timer into `out`, marked IDLE (to be discarded). */
 void ac__wheel_take_all(ac__wheel *w, ac__timer *out);
 
