@@ -4,10 +4,14 @@
  * Every system has a clock, a hierarchical timing wheel with ticks of
  * 1/64 ms (15.625 us) driven by the monotonic clock, and a timer thread
  * that sleeps until the next deadline (it does not tick while nothing is
- * armed). Scheduling and cancelling are O(1). A timer never fires early;
- * on an idle machine it fires within a tick plus the kernel's wake-up
- * latency of its deadline (tens of microseconds), so sub-millisecond
- * delays (ac_schedule_once_us) mean what they say.
+ * armed). Scheduling and cancelling are O(1). A timer never fires early.
+ * A worker that parks while a timer is armed sleeps until just before the
+ * earliest deadline and spins the rest of the way, then fires it on its
+ * own thread, so a timer armed from an actor fires within a tick and a
+ * few microseconds of its deadline on an idle machine (tens of
+ * microseconds at p99): sub-millisecond delays (ac_schedule_once_us) mean
+ * what they say. One armed from outside while every worker sleeps is
+ * fired by the timer thread, a kernel wake-up (tens of microseconds) late.
  *
  * With ac_system_options.manual_clock set, time stands still until
  * ac_clock_advance moves it; due timers then fire on the advancing thread,

@@ -34,6 +34,13 @@
  * Without that second wake-up an actor queued in a ring while its owner
  * was between turns (a requeue after a full batch, a timer fired on a
  * worker) would wait for the owner's next turn to end, however long.
+ *
+ * Timers. A worker that parks while a timer is armed may become the
+ * system's watcher (one at a time, watch_at): its sleep, sound or nap,
+ * ends a margin before the earliest deadline, and it then fires the due
+ * timers itself (ac__timers_serve), their messages landing in its own
+ * ring. A spinning worker fires what falls due while it spins. See
+ * timers.c for the why.
  */
 #include <errno.h>
 #include <sched.h>
