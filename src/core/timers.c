@@ -364,9 +364,15 @@ bool ac__timers_serve(ac__timers *t, uint64_t woke_for_ns)
     uint64_t now = ac__now_ns();
     if (woke_for_ns != 0 && woke_for_ns != UINT64_MAX && now >= woke_for_ns)
         learn_margin(t, now - woke_for_ns);
+    /* due_ns may be early (a cancel leaves it): make it exact before
+     * spinning for it. */
+    pthread_mutex_lock(&t->lock);
+    if (!t->stop)
+        publish_due(t);
+    pthread_mutex_unlock(&t->lock);
     /* Spin to the deadline, if it is near: at most the largest margin
-     * (and the deadline read fresh each time: an earlier one may be armed,
-     * a cancel may leave one that is already past). */
+     * (and the deadline read fresh each time: an earlier one may be
+     * armed meanwhile). */
     uint64_t limit = now + WATCH_MARGIN_MAX_NS + WATCH_SLACK_NS;
     for (;;) {
         uint64_t due = atomic_load_explicit(&t->due_ns, memory_order_relaxed);
