@@ -139,12 +139,19 @@ static void collect_due(ac__timers *t, ac__timer *due)
 }
 
 /* Collect what is due and fire it, under fire_lock; called without the
- * lock. False if nothing was due, or the timers are stopping. */
-static bool fire_due(ac__timers *t)
+ * lock. False if nothing was due, or the timers are stopping, or (when
+ * not `wait`) another thread is firing: that one goes on until nothing is
+ * due, so a worker need not queue behind it while actors wait for it. */
+static bool fire_due(ac__timers *t, bool wait)
 {
     ac__timer due;
     ac__timer_list_init(&due);
-    pthread_mutex_lock(&t->fire_lock);
+    if (!wait) {
+        if (pthread_mutex_trylock(&t->fire_lock) != 0)
+            return false;
+    } else {
+        pthread_mutex_lock(&t->fire_lock);
+    }
     pthread_mutex_lock(&t->lock);
     if (!t->stop)
         collect_due(t, &due);
@@ -169,7 +176,7 @@ static void *timer_main(void *arg)
     pthread_mutex_lock(&t->lock);
     while (!t->stop) {
         pthread_mutex_unlock(&t->lock);
-        bool fired = fire_due(t);
+        bool fired = fire_due(t, true);
         pthread_mutex_lock(&t->lock);
         if (fired || t->stop)
             continue;
@@ -355,7 +362,10 @@ static void learn_margin(ac__timers *t, uint64_t late_ns)
     uint64_t m = atomic_load_explicit(&t->margin_ns, memory_order_relaxed);
     uint64_t want = late_ns + WATCH_SLACK_NS;
     m = want >= m ? want : m - (m - want) / 16;
-    m = m < WATCH_MARGIN_MIN_NS ? WATCH_MARGIN_MIN_NS : m > WATCH_MARGIN_MAX_NS ? WATCH_MARGIN_MAX_NS : m;
+    if (m < WATCH_MARGIN_MIN_NS)
+        m = WATCH_MARGIN_MIN_NS;
+    if (m > WATCH_MARGIN_MAX_NS)
+        m = WATCH_MARGIN_MAX_NS;
     atomic_store_explicit(&t->margin_ns, m, memory_order_relaxed);
 }
 
@@ -364,6 +374,8 @@ bool ac__timers_serve(ac__timers *t, uint64_t woke_for_ns)
     uint64_t now = ac__now_ns();
     if (woke_for_ns != 0 && woke_for_ns != UINT64_MAX && now >= woke_for_ns)
         learn_margin(t, now - woke_for_ns);
+    if (woke_for_ns == 0 && atomic_load_explicit(&t->due_ns, memory_order_relaxed) <= now)
+        return fire_due(t, false); /* due already: nothing to spin for */
     /* due_ns may be early (a cancel leaves it): make it exact before
      * spinning for it. */
     pthread_mutex_lock(&t->lock);
@@ -384,7 +396,7 @@ bool ac__timers_serve(ac__timers *t, uint64_t woke_for_ns)
             ac__cpu_relax();
         now = ac__now_ns();
     }
-    return fire_due(t);
+    return fire_due(t, false);
 }
 
 /* ---- the clock -------------------------------------------------------- */

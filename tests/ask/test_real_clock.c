@@ -144,10 +144,11 @@ static void test_schedule_once_real_clock(void **state)
 /* ---- sub-millisecond timers armed from actors ------------------------- */
 
 enum {
-    BURST = 200,   /* timers armed in one turn, 100 us .. 2.1 ms */
-    CANCELLED = 50, /* of which cancelled at once (the later ones) */
+    BURST = 200,   /* timers armed in one turn, 100 us .. 2 ms */
+    CANCELLED = 50, /* of which cancelled at once (the last ones) */
     CHAIN = 100,   /* 200 us timers, each armed when the last arrived */
 };
+#define CANCELLED_DELAY_US 100000 /* 100 ms */
 
 static const ac_msg_type ARM_BURST = {.name = "test.ArmBurst"};
 static const ac_msg_type ARM_CHAIN = {.name = "test.ArmChain"};
@@ -190,8 +191,13 @@ static void sub_ms_receive(ac_ctx *ctx, ac_msg *msg)
 {
     sub_ms_data *d = ac_ctx_user_data(ctx);
     if (ac_msg_is(msg, &ARM_BURST)) {
-        for (int i = 0; i < BURST; i++)
-            arm_us(ctx, d, 100 + (int64_t)(i % 20) * 100, i, i >= BURST - CANCELLED);
+        for (int i = 0; i < BURST; i++) {
+            /* The cancelled ones far enough not to fire before the cancel
+             * right after the arm, however slow the build. */
+            bool cancel = i >= BURST - CANCELLED;
+            int64_t us = cancel ? CANCELLED_DELAY_US : 100 + (int64_t)(i % 20) * 100;
+            arm_us(ctx, d, us, i, cancel);
+        }
         return;
     }
     if (ac_msg_is(msg, &ARM_CHAIN)) {
@@ -240,7 +246,7 @@ static void test_sub_ms_timers_from_actors(void **state)
                       "every timer of the chain fired");
     assert_eventually(ts_wait_until(none_armed, sys, TS_WAIT_S), "no timer left armed");
 
-    ts_sleep_ms(20); /* a cancelled timer's deadline passed long ago */
+    ts_sleep_ms(CANCELLED_DELAY_US / 1000 + 50); /* the cancelled ones' deadline has passed */
     assert_int_equal(atomic_load(&d->fired), BURST - CANCELLED + CHAIN);
     assert_int_equal(atomic_load(&d->early), 0);
     assert_int_equal(atomic_load(&d->wrong), 0);
