@@ -40,6 +40,7 @@
  * CAS on its state) decides between the two outcomes.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -83,7 +84,8 @@ struct ac__timers {
 #define WATCH_MARGIN_START_NS 100000ull
 #define WATCH_MARGIN_MIN_NS 20000ull
 #define WATCH_MARGIN_MAX_NS 200000ull
-#define WATCH_SLACK_NS 10000ull
+#define WATCH_SLACK_NS 25000ull
+#define WATCH_PURE_NS 10000ull /* the last stretch, spun without yielding */
 #define TICK_NS 15625ull /* 1/64 ms */
 #define TICKS_PER_MS 64ull
 _Static_assert(TICK_NS * TICKS_PER_MS == 1000000ull, "a tick is 1/64 ms");
@@ -392,8 +394,14 @@ bool ac__timers_serve(ac__timers *t, uint64_t woke_for_ns)
             break;
         if (due > limit)
             return false;
-        for (int i = 0; i < 16; i++)
-            ac__cpu_relax();
+        /* Yield the core while the deadline is more than WATCH_PURE_NS
+         * away: on a shared core another thread (ours, or not) runs, and
+         * on an idle one the yield returns at once. */
+        if (due - now > WATCH_PURE_NS)
+            sched_yield();
+        else
+            for (int i = 0; i < 16; i++)
+                ac__cpu_relax();
         now = ac__now_ns();
     }
     return fire_due(t, false);
