@@ -8,8 +8,8 @@
  * most IDLE_NAP_MS (4 wake-ups a second when idle); arming an earlier
  * deadline than the one it sleeps for wakes it.
  *
- * A tick is 1/64 ms (TICK_NS, 15.625 us): a timer fires within a tick of
- * its deadline plus the thread's wake-up latency, which the thread keeps
+ * A tick is 1 us (TICK_NS): a timer fires within a tick of its deadline
+ * plus the firing thread's wake-up latency, which the thread keeps
  * small by asking the kernel for no timer slack (it would otherwise add
  * 50 us to every sleep). Waking costs nothing while nothing is due: the
  * thread sleeps until the next slot with work, not tick by tick. Deadlines
@@ -86,9 +86,13 @@ struct ac__timers {
 #define WATCH_MARGIN_MAX_NS 200000ull
 #define WATCH_SLACK_NS 25000ull
 #define WATCH_PURE_NS 10000ull /* the last stretch, spun without yielding */
-#define TICK_NS 15625ull /* 1/64 ms */
-#define TICKS_PER_MS 64ull
-_Static_assert(TICK_NS * TICKS_PER_MS == 1000000ull, "a tick is 1/64 ms");
+/* Finding the earliest deadline scans one slot of the wheel, up to this
+ * many timers; a fuller slot gives its start instead (early: a watcher
+ * then wakes for its cascade and looks again). */
+#define DUE_SCAN_MAX 64
+#define TICK_NS 1000ull /* 1 us */
+#define TICKS_PER_MS 1000ull
+_Static_assert(TICK_NS * TICKS_PER_MS == 1000000ull, "a tick is 1 us");
 _Static_assert((uint64_t)AC_CLOCK_MAX_MS <= UINT64_MAX / TICKS_PER_MS / 2,
                "the clock's end, in ticks, leaves room for the longest delay");
 
@@ -127,7 +131,7 @@ static void publish_due(ac__timers *t)
 {
     if (t->manual)
         return;
-    uint64_t d = ac__wheel_next_deadline(&t->wheel);
+    uint64_t d = ac__wheel_next_deadline(&t->wheel, DUE_SCAN_MAX);
     atomic_store_explicit(&t->due_ns, d == UINT64_MAX ? UINT64_MAX : t->start_ns + d * TICK_NS,
                           memory_order_relaxed);
 }

@@ -17,7 +17,7 @@ void ac__timers_stop(ac__timers *t);
 void ac__timers_destroy(ac__timers *t);
 /* Arm `timer` to fire after delay_ms (>= 1 tick). Any thread. */
 void ac__timer_arm(ac__timers *t, ac__timer *timer, uint64_t delay_ms);
-/* The same in ns: never early, late by at most a tick (1/64 ms) plus the
+/* The same in ns: never early, late by at most a tick (1 us) plus the
  * wake-up of the thread that fires it (a watching worker's, spun out to
  * the deadline, or the timer thread's). Any thread. */
 void ac__timer_arm_ns(ac__timers *t, ac__timer *timer, uint64_t delay_ns);

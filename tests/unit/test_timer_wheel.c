@@ -121,7 +121,8 @@ static void test_next_event(void **state)
 }
 
 /* next_deadline is the earliest armed deadline, exactly, where next_event
- * may be a cascade before it: checked against a scan of every timer while
+ * may be a cascade before it (or, for a slot fuller than the scan allows,
+ * that slot's start): checked against a scan of every timer while
  * timers at every level (and beyond the wheel) are added, removed and
  * fired, time moving in irregular steps. */
 enum { ND_TIMERS = 64 };
@@ -141,7 +142,7 @@ static void test_next_deadline(void **state)
     static ac__wheel w;
     static ac__timer t[ND_TIMERS];
     ac__wheel_init(&w, 777);
-    assert_true(ac__wheel_next_deadline(&w) == UINT64_MAX);
+    assert_true(ac__wheel_next_deadline(&w, ND_TIMERS) == UINT64_MAX);
 
     /* One timer per level: the deadline, not the cascade before it. */
     for (int l = 0; l <= AC__WHEEL_LEVELS; l++) {
@@ -149,11 +150,22 @@ static void test_next_deadline(void **state)
         uint64_t d = 777 + SPAN(l) + 3;
         ac__wheel_add(&w, &x, d);
         assert_int_equal(level_of(&w, &x), l);
-        assert_true(ac__wheel_next_deadline(&w) == d);
+        assert_true(ac__wheel_next_deadline(&w, 64) == d);
         assert_true(ac__wheel_next_event(&w) <= d);
         assert_true(ac__wheel_remove(&w, &x));
     }
-    assert_true(ac__wheel_next_deadline(&w) == UINT64_MAX);
+    assert_true(ac__wheel_next_deadline(&w, ND_TIMERS) == UINT64_MAX);
+
+    /* A slot fuller than the scan allows: its start, below its deadlines. */
+    ac__timer full[3] = {{.ops = &ops}, {.ops = &ops}, {.ops = &ops}};
+    for (int i = 0; i < 3; i++)
+        ac__wheel_add(&w, &full[i], 777 + SPAN(2) + 40 - (uint64_t)i);
+    assert_true(ac__wheel_next_deadline(&w, 3) == 777 + SPAN(2) + 38);
+    uint64_t bound = ac__wheel_next_deadline(&w, 2);
+    assert_true(bound == ac__wheel_next_event(&w));
+    assert_true(bound <= 777 + SPAN(2) + 38);
+    for (int i = 0; i < 3; i++)
+        assert_true(ac__wheel_remove(&w, &full[i]));
 
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     for (int i = 0; i < ND_TIMERS; i++) {
@@ -165,7 +177,7 @@ static void test_next_deadline(void **state)
     ac__timer due;
     ac__timer_list_init(&due);
     for (int step = 0; step < 4000 && w.armed > 0; step++) {
-        assert_true(ac__wheel_next_deadline(&w) == earliest_armed(t, ND_TIMERS));
+        assert_true(ac__wheel_next_deadline(&w, ND_TIMERS) == earliest_armed(t, ND_TIMERS));
         rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
         if (rng % 7 == 0) { /* remove one, if armed */
             ac__timer *x = &t[(rng >> 8) % ND_TIMERS];
@@ -174,7 +186,7 @@ static void test_next_deadline(void **state)
             continue;
         }
         /* Move to the next deadline, or part of the way there. */
-        uint64_t next = ac__wheel_next_deadline(&w);
+        uint64_t next = ac__wheel_next_deadline(&w, ND_TIMERS);
         uint64_t to = rng % 3 == 0 ? next : w.now + (next - w.now) / 2 + 1;
         ac__wheel_advance(&w, to, &due);
         ac__timer *f;
@@ -192,7 +204,7 @@ static void test_next_deadline(void **state)
     while (ac__timer_list_pop(&due))
         ;
     assert_int_equal(w.armed, 0);
-    assert_true(ac__wheel_next_deadline(&w) == UINT64_MAX);
+    assert_true(ac__wheel_next_deadline(&w, ND_TIMERS) == UINT64_MAX);
 }
 
 /* ARMED can be removed; DUE (handed to a due list) cannot, and its links
