@@ -494,7 +494,7 @@ void bench_scatter_par(ac_system *sys, const void *param)
  *
  * The delays are drawn up front (fixed seed, so every run draws the same),
  * as whole milliseconds. A timer never fires early: a routee's 1 ms takes
- * 1 ms plus the timer's lateness (up to a tick of 1/64 ms and a wake-up)
+ * 1 ms plus the timer's lateness (up to a tick of 1 us and a wake-up)
  * plus the hops to the routee, whatever the router does. So each routee
  * records when its timer actually fired, from the request's start: that
  * is the latency
@@ -740,7 +740,7 @@ void bench_scatter_tail(ac_system *sys, const void *param)
            " over the 3 routees per scatter, measured: the routees' own latency samples."
            " drawn_ideal_pNN: percentiles of min(the 3 drawn delays) per scatter, in whole ms"
            " as drawn; a timer never fires early, so a d ms delay fires d ms after it is"
-           " scheduled plus its lateness (a tick of 1/64 ms at most, and a wake-up)\n");
+           " scheduled plus its lateness (a tick of 1 us at most, and a wake-up)\n");
     printf("INFO scatter_tail timer_fired_minus_drawn p50 %.1f p99 %.1f p999 %.1f us"
            " (request start to the routee's timer firing, minus its drawn delay);"
            " rr_timer p50 %.1f p99 %.1f p999 %.1f us; scatter_p99 above ideal_p99"
