@@ -30,7 +30,9 @@
  * later than the true one (a cancel leaves it early, which costs at most a
  * wake-up that finds nothing to do). Collecting and firing take fire_lock,
  * so that whichever thread fires, timers fire one batch at a time, in
- * deadline order. An idle system (nothing armed) wakes no worker at all.
+ * deadline order; a worker only tries it (whoever holds it goes on until
+ * nothing is due), so that its actors never wait behind another thread's
+ * batch. An idle system (nothing armed) wakes no worker at all.
  *
  * Cancel and fire race benignly: cancel removes the timer under the lock
  * and returns true only if it was still in the wheel, in which case fire
