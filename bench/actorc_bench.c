@@ -1106,60 +1106,143 @@ static void bench_restart(ac_system *bench_sys, const void *param)
 }
 
 /* ------------------------------------------------------ timer precision --- */
-/* How late a scheduled message arrives: one timer at a time (the machine
- * otherwise idle), armed with ac_schedule_once_us from this thread, its
- * arrival stamped by the receiving actor. Lateness = arrival - (arm time +
- * delay), so it includes the hand-off to a worker, as a user sees it. */
+/* How late a timer fires, as a user sees it: an actor arms it and the
+ * lateness is taken when the actor receives its outcome. Lateness =
+ * arrival - (arm time + delay): the timer's own and the hand-off to a
+ * worker. One timer at a time (the machine otherwise idle); the next is
+ * armed from the handler that received the last.
+ *   late_pNN_200us/_1ms/_10ms  ac_schedule_once_us to self, armed in a turn
+ *   ask_late_pNN_1ms/_10ms     ac_ask_in to an actor that never answers:
+ *                              the ask's timeout, at its continuation
+ * 2,000 / 1,000 / 200 timers (500 / 100 asks) after 20 of warm-up each. */
+
+enum { PRECISION_WARM = 20 };
+
+static const ac_msg_type PRECISION_GO = {.name = "bench.PrecisionGo"};     /* {delay_us, n, ask} */
+static const ac_msg_type PRECISION_FIRE = {.name = "bench.PrecisionFire"}; /* {} */
 
 typedef struct precision_env {
     latch done;
+    ac_ref *silent; /* never answers: asks to it time out */
+    int64_t *late;  /* ns, one per measured timer */
 } precision_env;
 
-static void stamp_receive(ac_ctx *ctx, ac_msg *msg)
+typedef struct precision_state {
+    int64_t delay_us, n, i, ask;
+    int64_t t0;
+} precision_state;
+
+static void precision_arm(ac_ctx *ctx, precision_state *st, precision_env *env);
+
+static void precision_landed(ac_ctx *ctx, precision_state *st, precision_env *env)
 {
-    precision_env *env = ac_ctx_user_data(ctx);
-    (void)msg;
-    latch_signal(&env->done, now_ns(), 0, 0);
+    int64_t late = now_ns() - st->t0 - st->delay_us * 1000;
+    if (late < 0)
+        fail("timer_precision: a timer fired early");
+    if (st->i >= PRECISION_WARM)
+        env->late[st->i - PRECISION_WARM] = late;
+    if (++st->i == st->n + PRECISION_WARM) {
+        latch_signal(&env->done, st->n, 0, 0);
+        return;
+    }
+    precision_arm(ctx, st, env);
 }
 
-static const ac_actor_def stamper = {.name = "Stamper", .receive = stamp_receive};
-
-static void precision_run(ac_ref *r, precision_env *env, uint64_t *seen, int64_t delay_us,
-                          int n, const char *metric)
+static void precision_timed_out(ac_ctx *ctx, const ac_answer *answer, void *user)
 {
-    int64_t *late = xcalloc((size_t)n, sizeof *late);
-    for (int i = 0; i < n; i++) {
-        int64_t t0 = now_ns();
-        ac_cancellable *c = ac_schedule_once_us(r, delay_us, ac_msg_int64_new(i), NULL);
-        if (!c)
-            die("ac_schedule_once_us");
-        int64_t out[3];
-        latch_wait(&env->done, seen, out);
-        ac_cancellable_release(c);
-        late[i] = out[0] - t0 - delay_us * 1000;
-        if (late[i] < 0)
-            fail("timer_precision: a timer fired early");
+    (void)user;
+    if (!answer->error || !ac_error_is(answer->error, AC_ASK_TIMEOUT_ERROR))
+        fail("timer_precision: an ask to the silent actor did not time out");
+    precision_landed(ctx, ac_ctx_state(ctx), ac_ctx_user_data(ctx));
+}
+
+static void precision_arm(ac_ctx *ctx, precision_state *st, precision_env *env)
+{
+    st->t0 = now_ns();
+    if (st->ask) {
+        check(ac_ask_in(ctx, env->silent, ac_msg_int64_new(st->i), st->delay_us / 1000,
+                        precision_timed_out, NULL, NULL),
+              "ac_ask_in");
+        return;
     }
-    qsort(late, (size_t)n, sizeof *late, cmp_i64);
+    ac_cancellable *c = ac_schedule_once_us(ac_self(ctx), st->delay_us,
+                                            msg_new(&PRECISION_FIRE, 0, 0, 0), NULL);
+    if (!c)
+        die("ac_schedule_once_us");
+    ac_cancellable_release(c);
+}
+
+static void precision_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    precision_state *st = ac_ctx_state(ctx);
+    precision_env *env = ac_ctx_user_data(ctx);
+    if (ac_msg_is(msg, &PRECISION_GO)) {
+        st->delay_us = arg(msg, 0);
+        st->n = arg(msg, 1);
+        st->ask = arg(msg, 2);
+        st->i = 0;
+        precision_arm(ctx, st, env);
+    } else if (ac_msg_is(msg, &PRECISION_FIRE)) {
+        precision_landed(ctx, st, env);
+    } else {
+        unexpected(ctx, msg);
+    }
+}
+
+static const ac_actor_def precision_armer = {
+    .name = "PrecisionArmer", .state_size = sizeof(precision_state), .receive = precision_receive};
+
+static void silent_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+static const ac_actor_def silent = {.name = "Silent", .receive = silent_receive};
+
+static void precision_run(ac_ref *armer, precision_env *env, uint64_t *seen, int64_t delay_us,
+                          int n, bool ask, const char *metric)
+{
+    env->late = xcalloc((size_t)n, sizeof *env->late);
+    ac_msg *go = ac_msg_new(&PRECISION_GO, 3 * sizeof(int64_t));
+    if (!go)
+        die("ac_msg_new");
+    int64_t *v = ac_msg_payload(go);
+    v[0] = delay_us;
+    v[1] = n;
+    v[2] = ask;
+    tell(armer, go, NULL);
+    int64_t out[3];
+    latch_wait(&env->done, seen, out);
+    if (out[0] != n)
+        fail("timer_precision: timer count");
+    qsort(env->late, (size_t)n, sizeof *env->late, cmp_i64);
     char name[64];
-    snprintf(name, sizeof name, "late_p50_%s", metric);
-    result("timer_precision", name, (double)pct(late, (size_t)n, 50) / 1e3, "us");
-    snprintf(name, sizeof name, "late_p99_%s", metric);
-    result("timer_precision", name, (double)pct(late, (size_t)n, 99) / 1e3, "us");
-    free(late);
+    const char *prefix = ask ? "ask_late" : "late";
+    snprintf(name, sizeof name, "%s_p50_%s", prefix, metric);
+    result("timer_precision", name, (double)pct(env->late, (size_t)n, 50) / 1e3, "us");
+    snprintf(name, sizeof name, "%s_p99_%s", prefix, metric);
+    result("timer_precision", name, (double)pct(env->late, (size_t)n, 99) / 1e3, "us");
+    free(env->late);
+    env->late = NULL;
 }
 
 static void bench_timer_precision(ac_system *sys, const void *param)
 {
     (void)param;
-    precision_env env;
+    precision_env env = {0};
     uint64_t seen = 0;
     latch_init(&env.done);
-    ac_ref *r = spawn_top(sys, &stamper, &env);
-    precision_run(r, &env, &seen, 200, 2000, "200us");
-    precision_run(r, &env, &seen, 1000, 1000, "1ms");
-    precision_run(r, &env, &seen, 10000, 200, "10ms");
-    stop_release(r);
+    env.silent = spawn_top(sys, &silent, NULL);
+    ac_ref *armer = spawn_top(sys, &precision_armer, &env);
+    precision_run(armer, &env, &seen, 200, 2000, false, "200us");
+    precision_run(armer, &env, &seen, 1000, 1000, false, "1ms");
+    precision_run(armer, &env, &seen, 10000, 200, false, "10ms");
+    precision_run(armer, &env, &seen, 1000, 500, true, "1ms");
+    precision_run(armer, &env, &seen, 10000, 100, true, "10ms");
+    stop_release(armer);
+    stop_release(env.silent);
+    check_no_timers(sys, "timer_precision");
     latch_fini(&env.done);
 }
 

@@ -493,11 +493,11 @@ void bench_scatter_par(ac_system *sys, const void *param)
  * scatter, the smallest of its 3 drawn delays.
  *
  * The delays are drawn up front (fixed seed, so every run draws the same),
- * as whole milliseconds because timers have 1 ms ticks. A timer never
- * fires early: ac_schedule_once rounds a d ms delay up to the tick boundary
- * d+1 ticks on, so a routee's 1 ms takes 1 to 2 ms (plus the timer
- * thread's wake-up) whatever the router does. So each routee records when
- * its timer actually fired, from the request's start: that is the latency
+ * as whole milliseconds. A timer never fires early: a routee's 1 ms takes
+ * 1 ms plus the timer's lateness (up to a tick of 1 us and a wake-up)
+ * plus the hops to the routee, whatever the router does. So each routee
+ * records when its timer actually fired, from the request's start: that
+ * is the latency
  * sample it produced. ideal_pNN are the percentiles of the smallest of the
  * 3 samples per scatter — the best any router could return from these
  * routees — and p99_overhead_pct compares the scatter with them: the
@@ -739,8 +739,8 @@ void bench_scatter_tail(ac_system *sys, const void *param)
     printf("INFO scatter_tail ideal_pNN: of min(request start to the routee's timer firing)"
            " over the 3 routees per scatter, measured: the routees' own latency samples."
            " drawn_ideal_pNN: percentiles of min(the 3 drawn delays) per scatter, in whole ms"
-           " as drawn; timers have 1 ms ticks and round a delay up, so a d ms delay fires d to"
-           " d+1 ms after it is scheduled, plus the timer thread's wake-up\n");
+           " as drawn; a timer never fires early, so a d ms delay fires d ms after it is"
+           " scheduled plus its lateness (a tick of 1 us at most, and a wake-up)\n");
     printf("INFO scatter_tail timer_fired_minus_drawn p50 %.1f p99 %.1f p999 %.1f us"
            " (request start to the routee's timer firing, minus its drawn delay);"
            " rr_timer p50 %.1f p99 %.1f p999 %.1f us; scatter_p99 above ideal_p99"

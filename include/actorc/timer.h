@@ -2,12 +2,16 @@
  * Timers and the clock.
  *
  * Every system has a clock, a hierarchical timing wheel with ticks of
- * 1/64 ms (15.625 us) driven by the monotonic clock, and a timer thread
+ * 1 us driven by the monotonic clock, and a timer thread
  * that sleeps until the next deadline (it does not tick while nothing is
- * armed). Scheduling and cancelling are O(1). A timer never fires early;
- * on an idle machine it fires within a tick plus the kernel's wake-up
- * latency of its deadline (tens of microseconds), so sub-millisecond
- * delays (ac_schedule_once_us) mean what they say.
+ * armed). Scheduling and cancelling are O(1). A timer never fires early.
+ * A worker that parks while a timer is armed sleeps until just before the
+ * earliest deadline and spins the rest of the way, then fires it on its
+ * own thread, so a timer armed from an actor fires within a tick and a
+ * few microseconds of its deadline on an idle machine (tens of
+ * microseconds at p99): sub-millisecond delays (ac_schedule_once_us) mean
+ * what they say. One armed from outside while every worker sleeps is
+ * fired by the timer thread, a kernel wake-up (tens of microseconds) late.
  *
  * With ac_system_options.manual_clock set, time stands still until
  * ac_clock_advance moves it; due timers then fire on the advancing thread,
@@ -38,8 +42,8 @@ typedef struct ac_cancellable ac_cancellable;
  * NULL with ac_last_error. Any thread. */
 AC_API ac_cancellable *ac_schedule_once(ac_ref *target, int64_t delay_ms, ac_msg *msg,
                                         ac_ref *sender);
-/* As ac_schedule_once, after delay_us microseconds (real clock; on a
- * manual clock, rounded up to the next 1/64 ms). */
+/* As ac_schedule_once, after delay_us microseconds (a manual clock moves
+ * in whole ms: there it fires at the first ms at or after the delay). */
 AC_API ac_cancellable *ac_schedule_once_us(ac_ref *target, int64_t delay_us, ac_msg *msg,
                                            ac_ref *sender);
 /* Deliver `msg` first after initial_ms, then every interval_ms (>= 1)
@@ -53,9 +57,9 @@ AC_API void ac_cancellable_release(ac_cancellable *c);
 
 /* Milliseconds on this system's clock since it was created. Any thread. */
 AC_API int64_t ac_clock_now_ms(const ac_system *system);
-/* The clock's end (about 4.5 million years): ac_clock_now_ms never
- * exceeds it. */
-#define AC_CLOCK_MAX_MS (INT64_MAX / 64)
+/* The clock's end (about 285,000 years): ac_clock_now_ms never exceeds
+ * it. */
+#define AC_CLOCK_MAX_MS (INT64_MAX / 1024)
 /* Manual clock only: move time forward by ms (>= 0) and fire what is due,
  * on this thread. AC_EINVAL on a real clock, and for an advance that would
  * take the clock past AC_CLOCK_MAX_MS (the clock then stays where it was).

@@ -24,18 +24,32 @@
  * run that actor as soon as its current turn ends, and waking another core
  * per message would ruin a request/reply volley. Instead, a parked worker
  * naps in 1 ms slices (rather than sleeping until signalled) while another
- * worker is in a turn or some `runnext` is occupied; at each nap's end it
- * looks for work, and takes a `runnext` whose owner has not finished a turn
- * since it last looked. So a handler that runs long strands the actor it
- * just woke for about 2-3 ms at most, and an idle system sleeps for good. A
- * `runnext` push does wake a worker that sleeps for good (nparked_sound),
- * which then naps instead.
+ * worker is in a turn or has anything queued (its `runnext` or its ring);
+ * at each nap's end it looks for work, and takes a `runnext` or a ring
+ * entry whose owner has not finished a turn since it last looked. So a
+ * handler that runs long strands what queues behind it for about 2-3 ms at
+ * most, and an idle system sleeps for good. A worker sleeps for good
+ * (nparked_sound) only when it saw every queue empty; the push that makes
+ * a `runnext` or a ring non-empty again wakes it, and it naps instead.
+ * Without that second wake-up an actor queued in a ring while its owner
+ * was between turns (a requeue after a full batch, a timer fired on a
+ * worker) would wait for the owner's next turn to end, however long.
+ *
+ * Timers. A worker that parks while a timer is armed may become the
+ * system's watcher (one at a time, watch_at): its sleep, sound or nap,
+ * ends a margin before the earliest deadline, and it then fires the due
+ * timers itself (ac__timers_serve), their messages landing in its own
+ * ring. A spinning worker fires what falls due while it spins. See
+ * timers.c for the why.
  */
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "core/alloc.h"
 #include "core/internal.h"
@@ -85,17 +99,22 @@ struct ac__scheduler {
     atomic_int nparked_sound; /* parked without a time limit */
     atomic_int nspinning;
     atomic_bool stopping;
+    /* When the worker parked to fire the next timer wakes (ac__now_ns);
+     * UINT64_MAX: none parked for that. One watcher at a time. */
+    _Atomic uint64_t watch_at;
 };
 
 /* ---- the ring --------------------------------------------------------- */
 
-/* Owner only. False when full. */
-static bool ring_push(ac__worker *w, ac__actor *a)
+/* Owner only. False when full; *was_empty tells whether the ring was
+ * empty before the push. */
+static bool ring_push(ac__worker *w, ac__actor *a, bool *was_empty)
 {
     /* Acquire pairs with consumers' CAS on head: their read of the slot we
      * are about to reuse is done. */
     uint32_t h = atomic_load_explicit(&w->head, memory_order_acquire);
     uint32_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
+    *was_empty = t == h;
     if (t - h >= RING_SIZE)
         return false;
     atomic_store_explicit(&w->ring[t & (RING_SIZE - 1)], a, memory_order_relaxed);
@@ -202,10 +221,14 @@ static bool any_work(ac__scheduler *s)
     return false;
 }
 
-static bool any_runnext(ac__scheduler *s)
+/* Is anything queued with a worker (its runnext or its ring), which that
+ * worker may leave waiting behind a long turn? seq_cst: the ring's half of
+ * the handshake with push_local, as runnext's with the pusher's exchange. */
+static bool any_queued(ac__scheduler *s)
 {
     for (int i = 0; i < s->nworkers; i++)
-        if (atomic_load_explicit(&s->workers[i].runnext, memory_order_relaxed))
+        if (atomic_load_explicit(&s->workers[i].runnext, memory_order_seq_cst) ||
+            ring_len(&s->workers[i]) > 0)
             return true;
     return false;
 }
@@ -218,58 +241,122 @@ static bool any_busy(ac__scheduler *s, const ac__worker *self)
     return false;
 }
 
-/* 1 ms on the monotonic clock: a wall-clock step must not stretch a nap
- * into a sleep that misses a stuck worker. */
-static void nap(ac__scheduler *s)
+/* The system's timers, once the workers run (NULL for a bare scheduler). */
+static ac__timers *timers_of(ac__scheduler *s)
 {
-    ac__cond_wait_until_ns(&s->park_cond, &s->park_lock, ac__now_ns() + 1000000);
+    return s->system ? s->system->timers : NULL;
 }
 
-/* Returns true when the worker napped and woke by the clock. */
-static bool park(ac__worker *w)
+/* Become the worker that fires the next timer (see timers.c): returns the
+ * time to wake for it, or UINT64_MAX when no timer is armed or another
+ * parked worker already wakes as early. A claim whose time has passed is
+ * stale (its holder is awake, or about to be, and may find that timer
+ * fired and a later one armed): it is taken over. */
+static uint64_t claim_watch(ac__scheduler *s, uint64_t now)
+{
+    ac__timers *t = timers_of(s);
+    uint64_t wake = t ? ac__timers_watch_ns(t) : UINT64_MAX;
+    if (wake == UINT64_MAX)
+        return UINT64_MAX;
+    uint64_t cur = atomic_load_explicit(&s->watch_at, memory_order_relaxed);
+    while (wake < cur || cur <= now)
+        if (atomic_compare_exchange_weak_explicit(&s->watch_at, &cur, wake, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return wake;
+    return UINT64_MAX;
+}
+
+static void release_watch(ac__scheduler *s, uint64_t wake)
+{
+    if (wake != UINT64_MAX)
+        atomic_compare_exchange_strong_explicit(&s->watch_at, &wake, UINT64_MAX,
+                                                memory_order_relaxed, memory_order_relaxed);
+}
+
+/* 1 ms on the monotonic clock (a wall-clock step must not stretch a nap
+ * into a sleep that misses a stuck worker), or less for a watched timer. */
+static void nap(ac__scheduler *s, uint64_t watch)
+{
+    uint64_t until = ac__now_ns() + 1000000;
+    ac__cond_wait_until_ns(&s->park_cond, &s->park_lock, watch < until ? watch : until);
+}
+
+typedef enum park_outcome {
+    PARK_WOKEN,  /* signalled, or found work or the stop before sleeping */
+    PARK_NAPPED, /* napped and woke by the clock */
+    PARK_TIMER   /* woke (or did not sleep) to fire a timer: *woke_for */
+} park_outcome;
+
+static park_outcome park(ac__worker *w, uint64_t *woke_for)
 {
     ac__scheduler *s = w->s;
-    bool napped = false;
+    park_outcome out = PARK_WOKEN;
+    uint64_t watch = UINT64_MAX;
+    *woke_for = 0;
     pthread_mutex_lock(&s->park_lock);
     /* seq_cst: pairs with wake_one_if_idle's read of nparked; acquire of
      * stopping with ac__scheduler_stop's release store. */
     atomic_fetch_add_explicit(&s->nparked, 1, memory_order_seq_cst);
     if (!any_work(s) && !atomic_load_explicit(&s->stopping, memory_order_acquire)) {
-        if (any_runnext(s) || any_busy(s, w)) {
-            nap(s);
-            napped = true;
+        uint64_t now = ac__now_ns();
+        watch = claim_watch(s, now);
+        if (watch != UINT64_MAX && watch <= now) {
+            out = PARK_TIMER; /* due within the margin already: no sleep */
+        } else if (any_queued(s) || any_busy(s, w)) {
+            nap(s, watch);
+            out = PARK_NAPPED;
         } else {
-            /* Announce the sound sleep, then look once more: a runnext push
-             * after our look sees the announcement and wakes us. */
+            /* Announce the sound sleep, then look once more: a push that
+             * makes a runnext or a ring non-empty after our look sees the
+             * announcement and wakes us. A watcher's sleep ends at its
+             * timer. */
             atomic_fetch_add_explicit(&s->nparked_sound, 1, memory_order_seq_cst);
-            if (any_runnext(s) || any_busy(s, w))
-                nap(s), napped = true;
+            if (any_queued(s) || any_busy(s, w))
+                nap(s, watch), out = PARK_NAPPED;
+            else if (watch != UINT64_MAX)
+                ac__cond_wait_until_ns(&s->park_cond, &s->park_lock, watch);
             else
                 pthread_cond_wait(&s->park_cond, &s->park_lock);
             atomic_fetch_sub_explicit(&s->nparked_sound, 1, memory_order_seq_cst);
         }
+        if (out != PARK_TIMER && watch != UINT64_MAX && ac__now_ns() >= watch) {
+            out = PARK_TIMER;
+            *woke_for = watch;
+        }
+        release_watch(s, watch);
     }
     atomic_fetch_sub_explicit(&s->nparked, 1, memory_order_seq_cst); /* as its increment */
     pthread_mutex_unlock(&s->park_lock);
-    return napped;
+    return out;
 }
 
 /* ---- pushing ---------------------------------------------------------- */
 
-/* Worker threads only. Whether to wake an idle worker for it is decided
- * when the current turn ends (see worker_main), not per push: a handler
- * that fans out to many actors would otherwise wake a sleeping core per
- * send, and the woken thread can preempt the very worker doing the work. */
-static void push_local(ac__worker *w, ac__actor *a)
+/* Worker threads only. Whether to wake an idle worker to share the ring is
+ * decided when the current turn ends (see worker_main), not per push: a
+ * handler that fans out to many actors would otherwise wake a sleeping
+ * core per send, and the woken thread can preempt the very worker doing
+ * the work. The one exception is a worker that sleeps for good: a push
+ * that makes the ring non-empty wakes it, so that it naps and watches this
+ * ring (the owner may be about to start a long turn). A push displaced
+ * from `runnext` needs no such check: the push that filled `runnext` made
+ * it (displaced_from_runnext). */
+static void push_local(ac__worker *w, ac__actor *a, bool displaced_from_runnext)
 {
-    if (!ring_push(w, a)) {
+    bool was_empty;
+    if (!ring_push(w, a, &was_empty)) {
         inject_push(w->s, a);
         wake_one_if_idle(w->s);
         return;
     }
     w->wake_pending = true;
+    /* A read-modify-write (adding 0) after the push, against the parker's
+     * increment of nparked_sound before its look at the rings: either we
+     * see the sleeper, or it sees this ring non-empty and naps. */
+    if (was_empty && !displaced_from_runnext &&
+        atomic_fetch_add_explicit(&w->s->nparked_sound, 0, memory_order_seq_cst) > 0)
+        wake_sound_sleeper(w->s);
 }
-
 
 void ac__scheduler_push(ac__scheduler *s, ac__actor *a, bool fresh)
 {
@@ -279,12 +366,12 @@ void ac__scheduler_push(ac__scheduler *s, ac__actor *a, bool fresh)
             /* seq_cst, with the load of nparked_sound: see wake_sound_sleeper. */
             ac__actor *old = atomic_exchange_explicit(&w->runnext, a, memory_order_seq_cst);
             if (old)
-                push_local(w, old);
+                push_local(w, old, true);
             else if (atomic_load_explicit(&s->nparked_sound, memory_order_seq_cst) > 0)
                 wake_sound_sleeper(s);
             return;
         }
-        push_local(w, a);
+        push_local(w, a, false);
         return;
     }
     inject_push(s, a);
@@ -371,9 +458,14 @@ typedef struct work_search {
     ac__actor *found;
 } work_search;
 
+/* While spinning, a timer that falls due is fired here, on this thread
+ * (its message then comes to this worker's own queue). */
 static bool found_work(void *arg)
 {
     work_search *ws = arg;
+    ac__timers *t = timers_of(ws->w->s);
+    if (t && ac__timers_due_now(t, ac__now_ns()))
+        ac__timers_serve(t, 0);
     return (ws->found = find_work(ws->w)) != NULL;
 }
 
@@ -398,6 +490,12 @@ static void *worker_main(void *arg)
     ac__worker *w = arg;
     ac__scheduler *s = w->s;
     ac__tls_worker = w;
+#ifdef __linux__
+    /* A watcher's sleep ends a margin before a timer's deadline: without
+     * slack (the kernel's default adds 50 us to every timed sleep). Best
+     * effort. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
     bool napped = false;
     /* Acquire pairs with ac__scheduler_stop's release store. */
     while (!atomic_load_explicit(&s->stopping, memory_order_acquire)) {
@@ -405,7 +503,11 @@ static void *worker_main(void *arg)
         if (!a && !napped) /* after a fruitless nap, nap again without spinning */
             a = spin_for_work(w);
         if (!a) {
-            napped = park(w);
+            uint64_t woke_for;
+            park_outcome p = park(w, &woke_for);
+            if (p == PARK_TIMER)
+                ac__timers_serve(timers_of(s), woke_for);
+            napped = p == PARK_NAPPED;
             continue;
         }
         napped = false;
@@ -484,6 +586,7 @@ ac__scheduler *ac__scheduler_create(ac_system *system, int workers, int batch)
         goto fail_park_lock;
     if (ac__cond_init(&s->park_cond, true, "the scheduler's parking condition") != AC_OK)
         goto fail_park_cond;
+    atomic_init(&s->watch_at, UINT64_MAX);
     return s;
 fail_park_cond:
     pthread_mutex_destroy(&s->park_lock);

@@ -185,6 +185,43 @@ uint64_t ac__wheel_next_event(const ac__wheel *w)
     return e < next ? e : next;
 }
 
+/* The earliest deadline in a list, or `bound` if it holds more than
+ * max_scan timers. */
+static uint64_t earliest_in(const ac__timer *head, size_t max_scan, uint64_t bound)
+{
+    uint64_t earliest = UINT64_MAX;
+    size_t n = 0;
+    for (const ac__timer *t = head->next; t != head; t = t->next) {
+        if (++n > max_scan)
+            return bound;
+        if (t->deadline < earliest)
+            earliest = t->deadline;
+    }
+    return earliest;
+}
+
+/* A timer at level l is due within `now`'s block at level l + 1 but past
+ * `now`'s own slot at level l, so every deadline at a level comes before
+ * every deadline at the levels above (and the overflow list's after all
+ * of them): the earliest is in the first occupied slot of the lowest level
+ * that holds any. At level 0 that slot's tick is the deadline; above, the
+ * slot spans many ticks and its list is scanned. */
+uint64_t ac__wheel_next_deadline(const ac__wheel *w, size_t max_scan)
+{
+    if (w->armed == 0)
+        return UINT64_MAX;
+    for (int l = 0; l < AC__WHEEL_LEVELS; l++) {
+        uint64_t e = level_next_event(w, l);
+        if (e == UINT64_MAX)
+            continue;
+        if (l == 0)
+            return e;
+        unsigned shift = AC__WHEEL_BITS * (unsigned)l;
+        return earliest_in(&w->slots[l][(e >> shift) & (AC__WHEEL_SLOTS - 1)], max_scan, e);
+    }
+    return earliest_in(&w->overflow, max_scan, overflow_next_event(w));
+}
+
 static void take_list(ac__timer *out, ac__timer *head)
 {
     ac__timer *t;

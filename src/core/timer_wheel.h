@@ -1,10 +1,10 @@
 /*
  * A hierarchical timing wheel (no locking: the caller serialises).
  *
- * The wheel counts in ticks; the timer service makes a tick 1/64 ms
- * (15.625 us), so that level 0 spans exactly one millisecond. Five levels
- * of 64 slots cover 2^30 ticks (4.6 hours); later deadlines wait in an
- * overflow list. A timer sits at the lowest
+ * The wheel counts in ticks; the timer service makes a tick 1 us, a
+ * thousandth of the manual clock's ms. Six levels of 64 slots cover 2^36
+ * ticks (19 hours); later deadlines wait in an overflow list. A timer
+ * sits at the lowest
  * level whose span still holds its deadline; when time enters a slot's
  * range at a higher level, the slot is cascaded down. Arm and cancel are
  * O(1): an intrusive doubly linked list per slot. Advancing costs one step
@@ -28,7 +28,7 @@
 
 #define AC__WHEEL_BITS 6
 #define AC__WHEEL_SLOTS (1u << AC__WHEEL_BITS)
-#define AC__WHEEL_LEVELS 5
+#define AC__WHEEL_LEVELS 6
 
 typedef struct ac__timer ac__timer;
 
@@ -74,6 +74,12 @@ void ac__wheel_advance(ac__wheel *w, uint64_t to, ac__timer *due);
  * UINT64_MAX when nothing is armed. Never later than the earliest
  * deadline. */
 uint64_t ac__wheel_next_event(const ac__wheel *w);
+/* The earliest deadline of an armed timer (a tick), UINT64_MAX when none:
+ * exact, unlike ac__wheel_next_event, which may be a cascade before it,
+ * when the slot that holds it holds at most max_scan timers (it is
+ * scanned); otherwise that slot's start, a bound below every deadline in
+ * it, which is exact again once time nears it and the slot cascades. */
+uint64_t ac__wheel_next_deadline(const ac__wheel *w, size_t max_scan);
 /* Unlink every armed timer into `out`, marked IDLE (to be discarded). */
 void ac__wheel_take_all(ac__wheel *w, ac__timer *out);
 

@@ -8,8 +8,8 @@
  * most IDLE_NAP_MS (4 wake-ups a second when idle); arming an earlier
  * deadline than the one it sleeps for wakes it.
  *
- * A tick is 1/64 ms (TICK_NS, 15.625 us): a timer fires within a tick of
- * its deadline plus the thread's wake-up latency, which the thread keeps
+ * A tick is 1 us (TICK_NS): a timer fires within a tick of its deadline
+ * plus the firing thread's wake-up latency, which the thread keeps
  * small by asking the kernel for no timer slack (it would otherwise add
  * 50 us to every sleep). Waking costs nothing while nothing is due: the
  * thread sleeps until the next slot with work, not tick by tick. Deadlines
@@ -17,6 +17,22 @@
  * moves in whole ms, which are whole ticks, so it stays exact.
  * With a manual clock there is no thread: ac_clock_advance moves time and
  * fires on the caller's thread.
+ *
+ * The kernel wakes a sleeping thread tens of microseconds after the time
+ * it asked for (hundreds, now and then, on a virtual machine), and a timer
+ * the timer thread fires then wakes a worker, which costs as much again.
+ * So the timer thread is not the only one to fire: a worker that parks
+ * while a timer is armed sleeps until a little before its deadline (the
+ * watch margin, learnt from how late its own wake-ups come), spins the
+ * rest of the way and fires on its own thread (ac__timers_serve), so the
+ * message it delivers goes to its own queue and runs without a wake-up.
+ * due_ns, the earliest deadline, is what parking workers read; it is never
+ * later than the true one (a cancel leaves it early, which costs at most a
+ * wake-up that finds nothing to do). Collecting and firing take fire_lock,
+ * so that whichever thread fires, timers fire one batch at a time, in
+ * deadline order; a worker only tries it (whoever holds it goes on until
+ * nothing is due), so that its actors never wait behind another thread's
+ * batch. An idle system (nothing armed) wakes no worker at all.
  *
  * Cancel and fire race benignly: cancel removes the timer under the lock
  * and returns true only if it was still in the wheel, in which case fire
@@ -26,6 +42,7 @@
  * CAS on its state) decides between the two outcomes.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -54,12 +71,30 @@ struct ac__timers {
     pthread_t thread;
     ac__wheel wheel;
     atomic_size_t armed; /* mirror of wheel.armed, readable without the lock */
+    /* Serialises collecting and firing (the timer thread's and workers'),
+     * taken before `lock`. */
+    pthread_mutex_t fire_lock;
+    /* Real clock only; written under `lock`, read by parking workers. */
+    _Atomic uint64_t due_ns;    /* ac__now_ns() of the earliest deadline; UINT64_MAX: none */
+    _Atomic uint64_t margin_ns; /* how early a watching worker wakes */
 };
 
 #define IDLE_NAP_MS 250
-#define TICK_NS 15625ull /* 1/64 ms */
-#define TICKS_PER_MS 64ull
-_Static_assert(TICK_NS * TICKS_PER_MS == 1000000ull, "a tick is 1/64 ms");
+/* The watch margin starts here and follows the watchers' wake-up lateness
+ * (a decaying maximum, plus WATCH_SLACK_NS), within these bounds: the
+ * upper one caps what a watcher spins per deadline. */
+#define WATCH_MARGIN_START_NS 100000ull
+#define WATCH_MARGIN_MIN_NS 20000ull
+#define WATCH_MARGIN_MAX_NS 200000ull
+#define WATCH_SLACK_NS 25000ull
+#define WATCH_PURE_NS 10000ull /* the last stretch, spun without yielding */
+/* Finding the earliest deadline scans one slot of the wheel, up to this
+ * many timers; a fuller slot gives its start instead (early: a watcher
+ * then wakes for its cascade and looks again). */
+#define DUE_SCAN_MAX 64
+#define TICK_NS 1000ull /* 1 us */
+#define TICKS_PER_MS 1000ull
+_Static_assert(TICK_NS * TICKS_PER_MS == 1000000ull, "a tick is 1 us");
 _Static_assert((uint64_t)AC_CLOCK_MAX_MS <= UINT64_MAX / TICKS_PER_MS / 2,
                "the clock's end, in ticks, leaves room for the longest delay");
 
@@ -92,11 +127,47 @@ static void fire_all(ac__timer *due)
         t->ops->fire(t);
 }
 
+/* Call with the lock held: publish the earliest deadline for watching
+ * workers (the real clock only; with a manual clock no worker watches). */
+static void publish_due(ac__timers *t)
+{
+    if (t->manual)
+        return;
+    uint64_t d = ac__wheel_next_deadline(&t->wheel, DUE_SCAN_MAX);
+    atomic_store_explicit(&t->due_ns, d == UINT64_MAX ? UINT64_MAX : t->start_ns + d * TICK_NS,
+                          memory_order_relaxed);
+}
+
 /* Call with the lock held: advance the wheel to the clock. */
 static void collect_due(ac__timers *t, ac__timer *due)
 {
     ac__wheel_advance(&t->wheel, clock_now_ticks(t), due);
     atomic_store_explicit(&t->armed, t->wheel.armed, memory_order_relaxed);
+    publish_due(t);
+}
+
+/* Collect what is due and fire it, under fire_lock; called without the
+ * lock. False if nothing was due, or the timers are stopping, or (when
+ * not `wait`) another thread is firing: that one goes on until nothing is
+ * due, so a worker need not queue behind it while actors wait for it. */
+static bool fire_due(ac__timers *t, bool wait)
+{
+    ac__timer due;
+    ac__timer_list_init(&due);
+    if (!wait) {
+        if (pthread_mutex_trylock(&t->fire_lock) != 0)
+            return false;
+    } else {
+        pthread_mutex_lock(&t->fire_lock);
+    }
+    pthread_mutex_lock(&t->lock);
+    if (!t->stop)
+        collect_due(t, &due);
+    pthread_mutex_unlock(&t->lock);
+    bool fired = due.next != &due;
+    fire_all(&due);
+    pthread_mutex_unlock(&t->fire_lock);
+    return fired;
 }
 
 static void wait_until_tick(ac__timers *t, uint64_t target)
@@ -112,15 +183,11 @@ static void *timer_main(void *arg)
 #endif
     pthread_mutex_lock(&t->lock);
     while (!t->stop) {
-        ac__timer due;
-        ac__timer_list_init(&due);
-        collect_due(t, &due);
-        if (due.next != &due) {
-            pthread_mutex_unlock(&t->lock);
-            fire_all(&due);
-            pthread_mutex_lock(&t->lock);
+        pthread_mutex_unlock(&t->lock);
+        bool fired = fire_due(t, true);
+        pthread_mutex_lock(&t->lock);
+        if (fired || t->stop)
             continue;
-        }
         /* Never sleep longer than IDLE_NAP_MS: then arming a timer due
          * later than that (every default ask) needs no wake-up call, which
          * would cost the arming thread a futex syscall per ask. */
@@ -143,8 +210,12 @@ ac__timers *ac__timers_create(ac_system *sys, bool manual)
     t->manual = manual;
     t->start_ns = ac__now_ns();
     t->sleep_until = UINT64_MAX;
+    atomic_init(&t->due_ns, UINT64_MAX);
+    atomic_init(&t->margin_ns, WATCH_MARGIN_START_NS);
     if (ac__mutex_init_hot(&t->lock, "the timers' lock") != AC_OK)
         goto fail_lock;
+    if (ac__mutex_init(&t->fire_lock, "the timers' firing lock") != AC_OK)
+        goto fail_fire_lock;
     if (ac__cond_init(&t->cond, true, "the timers' condition") != AC_OK)
         goto fail_cond;
     ac__wheel_init(&t->wheel, 0);
@@ -160,6 +231,8 @@ ac__timers *ac__timers_create(ac_system *sys, bool manual)
 fail_thread:
     pthread_cond_destroy(&t->cond);
 fail_cond:
+    pthread_mutex_destroy(&t->fire_lock);
+fail_fire_lock:
     pthread_mutex_destroy(&t->lock);
 fail_lock:
     free(t);
@@ -172,10 +245,14 @@ void ac__timers_stop(ac__timers *t)
         return;
     pthread_mutex_lock(&t->lock);
     t->stop = true;
+    atomic_store_explicit(&t->due_ns, UINT64_MAX, memory_order_relaxed); /* no more watching */
     pthread_cond_signal(&t->cond);
     pthread_mutex_unlock(&t->lock);
     pthread_join(t->thread, NULL);
     t->thread_started = false;
+    /* A worker may be firing what it collected before `stop`: wait for it. */
+    pthread_mutex_lock(&t->fire_lock);
+    pthread_mutex_unlock(&t->fire_lock);
 }
 
 void ac__timers_destroy(ac__timers *t)
@@ -192,6 +269,7 @@ void ac__timers_destroy(ac__timers *t)
     ac__timer *x;
     while ((x = ac__timer_list_pop(&left)))
         x->ops->discard(x);
+    pthread_mutex_destroy(&t->fire_lock);
     pthread_mutex_destroy(&t->lock);
     pthread_cond_destroy(&t->cond);
     free(t);
@@ -204,6 +282,11 @@ static void arm_locked(ac__timers *t, ac__timer *timer, uint64_t deadline)
     atomic_store_explicit(&t->armed, t->wheel.armed, memory_order_relaxed);
     if (timer->deadline < t->sleep_until)
         pthread_cond_signal(&t->cond);
+    if (!t->manual && !t->stop) {
+        uint64_t due = t->start_ns + timer->deadline * TICK_NS;
+        if (due < atomic_load_explicit(&t->due_ns, memory_order_relaxed))
+            atomic_store_explicit(&t->due_ns, due, memory_order_relaxed);
+    }
 }
 
 void ac__timer_arm_ns(ac__timers *t, ac__timer *timer, uint64_t delay_ns)
@@ -261,6 +344,73 @@ bool ac__timer_cancel(ac__timers *t, ac__timer *timer)
         atomic_store_explicit(&t->armed, t->wheel.armed, memory_order_relaxed);
     pthread_mutex_unlock(&t->lock);
     return removed;
+}
+
+/* ---- watching workers ------------------------------------------------- */
+
+uint64_t ac__timers_watch_ns(ac__timers *t)
+{
+    uint64_t due = atomic_load_explicit(&t->due_ns, memory_order_relaxed);
+    if (due == UINT64_MAX)
+        return UINT64_MAX;
+    uint64_t margin = atomic_load_explicit(&t->margin_ns, memory_order_relaxed);
+    return due > margin ? due - margin : 0;
+}
+
+bool ac__timers_due_now(ac__timers *t, uint64_t now_ns)
+{
+    return atomic_load_explicit(&t->due_ns, memory_order_relaxed) <= now_ns;
+}
+
+/* A watcher woke `late_ns` after the time it asked for: follow the upper
+ * envelope of those delays (a spike decays by 1/16 per wake-up). Racing
+ * updates from two watchers lose a sample, which is harmless. */
+static void learn_margin(ac__timers *t, uint64_t late_ns)
+{
+    uint64_t m = atomic_load_explicit(&t->margin_ns, memory_order_relaxed);
+    uint64_t want = late_ns + WATCH_SLACK_NS;
+    m = want >= m ? want : m - (m - want) / 16;
+    if (m < WATCH_MARGIN_MIN_NS)
+        m = WATCH_MARGIN_MIN_NS;
+    if (m > WATCH_MARGIN_MAX_NS)
+        m = WATCH_MARGIN_MAX_NS;
+    atomic_store_explicit(&t->margin_ns, m, memory_order_relaxed);
+}
+
+bool ac__timers_serve(ac__timers *t, uint64_t woke_for_ns)
+{
+    uint64_t now = ac__now_ns();
+    if (woke_for_ns != 0 && woke_for_ns != UINT64_MAX && now >= woke_for_ns)
+        learn_margin(t, now - woke_for_ns);
+    if (woke_for_ns == 0 && atomic_load_explicit(&t->due_ns, memory_order_relaxed) <= now)
+        return fire_due(t, false); /* due already: nothing to spin for */
+    /* due_ns may be early (a cancel leaves it): make it exact before
+     * spinning for it. */
+    pthread_mutex_lock(&t->lock);
+    if (!t->stop)
+        publish_due(t);
+    pthread_mutex_unlock(&t->lock);
+    /* Spin to the deadline, if it is near: at most the largest margin
+     * (and the deadline read fresh each time: an earlier one may be
+     * armed meanwhile). */
+    uint64_t limit = now + WATCH_MARGIN_MAX_NS + WATCH_SLACK_NS;
+    for (;;) {
+        uint64_t due = atomic_load_explicit(&t->due_ns, memory_order_relaxed);
+        if (due <= now)
+            break;
+        if (due > limit)
+            return false;
+        /* Yield the core while the deadline is more than WATCH_PURE_NS
+         * away: on a shared core another thread (ours, or not) runs, and
+         * on an idle one the yield returns at once. */
+        if (due - now > WATCH_PURE_NS)
+            sched_yield();
+        else
+            for (int i = 0; i < 16; i++)
+                ac__cpu_relax();
+        now = ac__now_ns();
+    }
+    return fire_due(t, false);
 }
 
 /* ---- the clock -------------------------------------------------------- */

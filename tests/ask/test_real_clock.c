@@ -3,6 +3,12 @@
  * settle (well within the generous bound). The exact behaviour of timeouts
  * is covered on the manual clock; these only check that the timer thread
  * drives the same machinery in real time.
+ *
+ * Timers armed from actors are mostly fired by a worker that parked to
+ * watch for them (src/core/timers.c), the rest by the timer thread: a
+ * burst and a chain of sub-millisecond timers check, on either path,
+ * that none fires early, none is lost or doubled, a cancelled one never
+ * fires, and the system terminates cleanly with timers about to fire.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -135,12 +141,152 @@ static void test_schedule_once_real_clock(void **state)
     ac_ref_release(silent);
 }
 
+/* ---- sub-millisecond timers armed from actors ------------------------- */
+
+enum {
+    BURST = 200,   /* timers armed in one turn, 100 us .. 2 ms */
+    CANCELLED = 50, /* of which cancelled at once (the last ones) */
+    CHAIN = 100,   /* 200 us timers, each armed when the last arrived */
+};
+#define CANCELLED_DELAY_US 100000 /* 100 ms */
+
+static const ac_msg_type ARM_BURST = {.name = "test.ArmBurst"};
+static const ac_msg_type ARM_CHAIN = {.name = "test.ArmChain"};
+static const ac_msg_type FIRED = {.name = "test.Fired"}; /* {armed_ns, delay_us, index} */
+
+typedef struct sub_ms_data {
+    atomic_llong fired;
+    atomic_llong early;        /* arrived before arm time + delay */
+    atomic_llong wrong;        /* a cancelled timer, or one arriving twice */
+    atomic_llong chain_left;
+    atomic_char seen[BURST];
+} sub_ms_data;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* In a turn: no cmocka asserts off the test's thread; failures count. */
+static void arm_us(ac_ctx *ctx, sub_ms_data *d, int64_t delay_us, int64_t index, bool cancel)
+{
+    ac_msg *m = ac_msg_new(&FIRED, 3 * sizeof(int64_t));
+    if (!m) {
+        atomic_fetch_add(&d->wrong, 1);
+        return;
+    }
+    int64_t *v = ac_msg_payload(m);
+    v[0] = mono_ns();
+    v[1] = delay_us;
+    v[2] = index;
+    ac_cancellable *c = ac_schedule_once_us(ac_self(ctx), delay_us, m, NULL);
+    if (!c || (cancel && !ac_cancel(c)))
+        atomic_fetch_add(&d->wrong, 1);
+    ac_cancellable_release(c);
+}
+
+static void sub_ms_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    sub_ms_data *d = ac_ctx_user_data(ctx);
+    if (ac_msg_is(msg, &ARM_BURST)) {
+        for (int i = 0; i < BURST; i++) {
+            /* The cancelled ones far enough not to fire before the cancel
+             * right after the arm, however slow the build. */
+            bool cancel = i >= BURST - CANCELLED;
+            int64_t us = cancel ? CANCELLED_DELAY_US : 100 + (int64_t)(i % 20) * 100;
+            arm_us(ctx, d, us, i, cancel);
+        }
+        return;
+    }
+    if (ac_msg_is(msg, &ARM_CHAIN)) {
+        arm_us(ctx, d, 200, -1, false);
+        return;
+    }
+    if (!ac_msg_is(msg, &FIRED)) {
+        atomic_fetch_add(&d->wrong, 1);
+        return;
+    }
+    const int64_t *v = ac_msg_data(msg);
+    if (mono_ns() < v[0] + v[1] * 1000)
+        atomic_fetch_add(&d->early, 1);
+    if (v[2] >= 0 && (v[2] >= BURST - CANCELLED || atomic_exchange(&d->seen[v[2]], 1)))
+        atomic_fetch_add(&d->wrong, 1);
+    atomic_fetch_add(&d->fired, 1);
+    if (v[2] < 0 && atomic_fetch_sub(&d->chain_left, 1) > 1)
+        arm_us(ctx, d, 200, -1, false);
+}
+
+static const ac_actor_def sub_ms_def = {.name = "SubMs", .receive = sub_ms_receive};
+
+static bool none_armed(void *p)
+{
+    return ac_timers_armed(p) == 0;
+}
+
+static void test_sub_ms_timers_from_actors(void **state)
+{
+    ts_fixture *fx = *state;
+    ac_system_options o = {.workers = 2};
+    ac_system *sys = ts_fx_system(fx, "sub_ms", &o);
+    assert_non_null(sys);
+    sub_ms_data *d = ts_fx_data(fx, sizeof *d, NULL);
+    ac_ref *a = ts_spawn(sys, &sub_ms_def, d, "armer");
+    assert_non_null(a);
+
+    assert_status(ac_tell(a, ac_msg_new(&ARM_BURST, 0), NULL), AC_OK);
+    assert_eventually(ts_wait_eq(&d->fired, BURST - CANCELLED, TS_WAIT_S),
+                      "every timer of the burst that was not cancelled fired");
+    assert_eventually(ts_wait_until(none_armed, sys, TS_WAIT_S), "no timer left armed");
+
+    atomic_store(&d->chain_left, CHAIN);
+    assert_status(ac_tell(a, ac_msg_new(&ARM_CHAIN, 0), NULL), AC_OK);
+    assert_eventually(ts_wait_eq(&d->fired, BURST - CANCELLED + CHAIN, TS_WAIT_S),
+                      "every timer of the chain fired");
+    assert_eventually(ts_wait_until(none_armed, sys, TS_WAIT_S), "no timer left armed");
+
+    ts_sleep_ms(CANCELLED_DELAY_US / 1000 + 50); /* the cancelled ones' deadline has passed */
+    assert_int_equal(atomic_load(&d->fired), BURST - CANCELLED + CHAIN);
+    assert_int_equal(atomic_load(&d->early), 0);
+    assert_int_equal(atomic_load(&d->wrong), 0);
+    ac_ref_release(a);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
+/* Terminating while timers are about to fire, some on workers: every
+ * timer fires or is discarded, nothing is touched after (ASan and TSan
+ * builds check the rest). */
+static void test_terminate_with_timers_due(void **state)
+{
+    ts_fixture *fx = *state;
+    for (int round = 0; round < 5; round++) {
+        ac_system_options o = {.workers = 2};
+        ac_system *sys = ac_system_create("due_at_exit", &o);
+        assert_non_null(sys);
+        sub_ms_data *d = calloc(1, sizeof *d);
+        assert_non_null(d);
+        ac_ref *a = ts_spawn(sys, &sub_ms_def, d, "armer");
+        assert_non_null(a);
+        assert_status(ac_tell(a, ac_msg_new(&ARM_BURST, 0), NULL), AC_OK);
+        ts_sleep_ms(round); /* 0..4 ms: before, during and after the burst fires */
+        ac_ref_release(a);
+        assert_status(ac_system_terminate(sys), AC_OK);
+        assert_int_equal(atomic_load(&d->early), 0);
+        assert_int_equal(atomic_load(&d->wrong), 0);
+        free(d);
+    }
+    (void)fx;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         TS_UNIT(test_ask_timeout_real_clock),
         TS_UNIT(test_schedule_once_real_clock),
         TS_UNIT(test_future_wait_beyond_the_clock),
+        TS_UNIT(test_sub_ms_timers_from_actors),
+        TS_UNIT(test_terminate_with_timers_due),
     };
     return cmocka_run_group_tests_name("real_clock", tests, NULL, NULL);
 }

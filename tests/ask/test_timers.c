@@ -1,6 +1,9 @@
 /*
  * Timers on the manual clock: one-shot and repeating schedules, cancelling,
- * the armed count, repeats to a stopped actor, handles and bad input.
+ * the armed count, repeats to a stopped actor, handles and bad input;
+ * microsecond delays (rounded up to the whole ms the manual clock moves
+ * in), timers sharing a deadline, and a timer that cascades down the
+ * wheel as the clock steps towards it.
  *
  * Due timers fire on the thread that advances the clock, so a ping sent by
  * that thread afterwards is handled after every message the advance
@@ -151,6 +154,64 @@ static void test_once(void **state)
     assert_int_equal(atomic_load(&d->bad), 0);
     ac_ref_release(r);
     ac_ref_release(s);
+}
+
+/* The manual clock moves in whole ms: a delay in us fires at the first ms
+ * at or after it, never before; timers due at the same time fire in the
+ * order they were armed; a cancel before the deadline holds, one after it
+ * reports false; a timer far enough to sit high in the wheel fires at its
+ * ms exactly, the clock stepping 1 ms at a time through its cascades. */
+static void test_us_delays_on_the_manual_clock(void **state)
+{
+    ts_fixture *fx = *state;
+    tm_data *d = setup(fx);
+    ac_ref *r = ts_spawn(d->sys, &receiver_def, d, "r");
+    assert_non_null(r);
+    ac_cancellable *c[12];
+    int n = 0;
+    c[n++] = ac_schedule_once_us(r, 300, tick_new(1), NULL);   /* -> 1 ms */
+    c[n++] = ac_schedule_once_us(r, 1000, tick_new(2), NULL);  /* -> 1 ms */
+    c[n++] = ac_schedule_once_us(r, 1001, tick_new(3), NULL);  /* -> 2 ms */
+    for (int i = 0; i < 5; i++)                                  /* -> 2 ms */
+        c[n++] = ac_schedule_once_us(r, 2000, tick_new(10 + i), NULL);
+    c[n++] = ac_schedule_once_us(r, 3000, tick_new(5), NULL);  /* cancelled */
+    c[n++] = ac_schedule_once_us(r, 70000, tick_new(4), NULL); /* -> 70 ms */
+    for (int i = 0; i < n; i++)
+        assert_non_null(c[i]);
+    assert_int_equal(ac_timers_armed(d->sys), n);
+
+    advance(d, r, 0);
+    assert_int_equal(atomic_load(&d->got), 0); /* 300 us is not now */
+    advance(d, r, 1);
+    assert_int_equal(atomic_load(&d->got), 2);
+    assert_int_equal(d->value[0], 1);
+    assert_int_equal(d->value[1], 2);
+    assert_int_equal(d->at[0], 1);
+    assert_int_equal(d->at[1], 1);
+    advance(d, r, 1);
+    assert_int_equal(atomic_load(&d->got), 8);
+    assert_int_equal(d->value[2], 3);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(d->value[3 + i], 10 + i); /* the order they were armed in */
+        assert_int_equal(d->at[3 + i], 2);
+    }
+    assert_false(ac_cancel(c[2])); /* fired: nothing to cancel */
+    assert_true(ac_cancel(c[8]));  /* due at 3 ms: cancelled before */
+    advance(d, r, 1);
+    assert_int_equal(atomic_load(&d->got), 8);
+    assert_int_equal(ac_timers_armed(d->sys), 1);
+
+    advance_steps(d, r, 66); /* to 69 ms */
+    assert_int_equal(atomic_load(&d->got), 8);
+    advance(d, r, 1);
+    assert_int_equal(atomic_load(&d->got), 9);
+    assert_int_equal(d->value[8], 4);
+    assert_int_equal(d->at[8], 70);
+    assert_int_equal(ac_timers_armed(d->sys), 0);
+    for (int i = 0; i < n; i++)
+        ac_cancellable_release(c[i]);
+    assert_int_equal(atomic_load(&d->bad), 0);
+    ac_ref_release(r);
 }
 
 static void test_cancel_before_firing(void **state)
@@ -579,6 +640,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TS_UNIT(test_once),
+        TS_UNIT(test_us_delays_on_the_manual_clock),
         TS_UNIT(test_cancel_before_firing),
         TS_UNIT(test_repeat),
         TS_UNIT(test_repeat_big_advance),

@@ -10,7 +10,11 @@
  *     each in its worker's runnext, the one it displaces at the tail of
  *     the ring: they run last-woken first, then the rest in wake order;
  *     beyond the ring's 256 slots the overflow goes to the injection list,
- *     and every actor still runs exactly once, each queue in FIFO order.
+ *     and every actor still runs exactly once, each queue in FIFO order;
+ *   - on a system with two workers, an actor queued in a worker's ring by
+ *     a push outside a turn (as a requeue after a full batch, or a timer
+ *     fired on a worker, makes it) while the other worker sleeps runs on
+ *     that other worker even though its owner then stays in one long turn.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -176,12 +180,82 @@ static void test_ring_overflow_goes_to_injection(void **state)
     assert_status(ts_fx_terminate(fx), AC_OK);
 }
 
+/* ---- an actor queued behind a long turn ------------------------------- */
+
+/* How long the blocking turn waits for the queued actor before giving up.
+ * It normally runs within a few ms (the idle worker naps in 1 ms slices
+ * and takes from a worker stuck in one turn for 1 ms); only a stranded
+ * actor waits this long. */
+#define STRAND_GIVE_UP_S 5.0
+#define STRAND_ROUNDS 5
+
+typedef struct strand_data {
+    ac_ref *queued;
+    atomic_llong ran;     /* turns of the queued actor */
+    atomic_llong rounds;  /* blocking turns done */
+    atomic_llong in_time; /* of which saw the queued actor run */
+} strand_data;
+
+static void queued_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)msg;
+    strand_data *d = ac_ctx_user_data(ctx);
+    atomic_fetch_add(&d->ran, 1);
+}
+
+static const ac_actor_def queued_def = {.name = "Queued", .receive = queued_receive};
+
+/* Queues d->queued on this worker as code running on a worker outside any
+ * turn does (a plain push to the ring, not runnext), then holds the worker
+ * in this turn until the queued actor has run elsewhere, or gives up. */
+static void blocker_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)msg;
+    strand_data *d = ac_ctx_user_data(ctx);
+    long long before = atomic_load(&d->ran);
+    ac__actor *self = ac__tls_actor;
+    ac__tls_actor = NULL; /* outside a turn: the push is not `fresh` */
+    ac_status st = ac_tell(d->queued, ac_msg_int64_new(0), NULL);
+    ac__tls_actor = self;
+    if (st == AC_OK && ts_wait_ge(&d->ran, before + 1, STRAND_GIVE_UP_S))
+        atomic_fetch_add(&d->in_time, 1);
+    atomic_fetch_add(&d->rounds, 1);
+}
+
+static const ac_actor_def blocker_def = {.name = "Blocker", .receive = blocker_receive};
+
+static void test_ring_not_stranded_behind_long_turn(void **state)
+{
+    ts_fixture *fx = *state;
+    ac_system_options o = {.workers = 2};
+    ac_system *sys = ts_fx_system(fx, "two_workers", &o);
+    assert_non_null(sys);
+    strand_data *d = ts_fx_data(fx, sizeof *d, NULL);
+    d->queued = ts_spawn(sys, &queued_def, d, "queued");
+    ac_ref *blocker = ts_spawn(sys, &blocker_def, d, "blocker");
+    assert_non_null(d->queued);
+    assert_non_null(blocker);
+    for (int i = 0; i < STRAND_ROUNDS; i++) {
+        /* Idle long enough for both workers to sleep for good: the case
+         * in which nothing else would come to look at the ring. */
+        ts_sleep_ms(30);
+        assert_status(ac_tell(blocker, ac_msg_int64_new(i), NULL), AC_OK);
+        assert_eventually(ts_wait_eq(&d->rounds, i + 1, 2 * STRAND_GIVE_UP_S),
+                          "the blocking turn ended");
+    }
+    assert_int_equal(atomic_load(&d->in_time), STRAND_ROUNDS);
+    assert_true(ts_wait_eq(&d->ran, STRAND_ROUNDS, TS_WAIT_S));
+    ac_ref_release(blocker);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_injection_list_fifo),
         TS_UNIT(test_runnext_then_ring_fifo),
         TS_UNIT(test_ring_overflow_goes_to_injection),
+        TS_UNIT(test_ring_not_stranded_behind_long_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,9 @@
  * timer is placed on each side of every level boundary and in the
  * overflow list; that each fires exactly at its deadline however time
  * moves (tick by tick, or one long jump past the wheel's whole span);
- * remove of an ARMED timer versus a DUE one; next_event; take_all.
+ * remove of an ARMED timer versus a DUE one; next_event; next_deadline
+ * (exact, at every level and in the overflow list, as timers are added,
+ * removed, cascade and fire); take_all.
  * (tests/ask/test_wheel.c drives the same wheel through the public
  * timers, on the manual clock.)
  */
@@ -118,6 +120,93 @@ static void test_next_event(void **state)
     assert_ptr_equal(ac__timer_list_pop(&due), &b);
 }
 
+/* next_deadline is the earliest armed deadline, exactly, where next_event
+ * may be a cascade before it (or, for a slot fuller than the scan allows,
+ * that slot's start): checked against a scan of every timer while
+ * timers at every level (and beyond the wheel) are added, removed and
+ * fired, time moving in irregular steps. */
+enum { ND_TIMERS = 64 };
+
+static uint64_t earliest_armed(const ac__timer *t, int n)
+{
+    uint64_t e = UINT64_MAX;
+    for (int i = 0; i < n; i++)
+        if (ac__timer_armed(&t[i]) && t[i].deadline < e)
+            e = t[i].deadline;
+    return e;
+}
+
+static void test_next_deadline(void **state)
+{
+    (void)state;
+    static ac__wheel w;
+    static ac__timer t[ND_TIMERS];
+    ac__wheel_init(&w, 777);
+    assert_true(ac__wheel_next_deadline(&w, ND_TIMERS) == UINT64_MAX);
+
+    /* One timer per level: the deadline, not the cascade before it. */
+    for (int l = 0; l <= AC__WHEEL_LEVELS; l++) {
+        ac__timer x = {.ops = &ops};
+        uint64_t d = 777 + SPAN(l) + 3;
+        ac__wheel_add(&w, &x, d);
+        assert_int_equal(level_of(&w, &x), l);
+        assert_true(ac__wheel_next_deadline(&w, 64) == d);
+        assert_true(ac__wheel_next_event(&w) <= d);
+        assert_true(ac__wheel_remove(&w, &x));
+    }
+    assert_true(ac__wheel_next_deadline(&w, ND_TIMERS) == UINT64_MAX);
+
+    /* A slot fuller than the scan allows: its start, below its deadlines. */
+    ac__timer full[3] = {{.ops = &ops}, {.ops = &ops}, {.ops = &ops}};
+    for (int i = 0; i < 3; i++)
+        ac__wheel_add(&w, &full[i], 777 + SPAN(2) + 40 - (uint64_t)i);
+    assert_true(ac__wheel_next_deadline(&w, 3) == 777 + SPAN(2) + 38);
+    uint64_t bound = ac__wheel_next_deadline(&w, 2);
+    assert_true(bound == ac__wheel_next_event(&w));
+    assert_true(bound <= 777 + SPAN(2) + 38);
+    for (int i = 0; i < 3; i++)
+        assert_true(ac__wheel_remove(&w, &full[i]));
+
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < ND_TIMERS; i++) {
+        t[i].ops = &ops;
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        int l = (int)(rng % (AC__WHEEL_LEVELS + 1));
+        ac__wheel_add(&w, &t[i], w.now + 1 + (rng >> 8) % (SPAN(l) * 2));
+    }
+    ac__timer due;
+    ac__timer_list_init(&due);
+    for (int step = 0; step < 4000 && w.armed > 0; step++) {
+        assert_true(ac__wheel_next_deadline(&w, ND_TIMERS) == earliest_armed(t, ND_TIMERS));
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        if (rng % 7 == 0) { /* remove one, if armed */
+            ac__timer *x = &t[(rng >> 8) % ND_TIMERS];
+            bool was_armed = ac__timer_armed(x);
+            assert_true(ac__wheel_remove(&w, x) == was_armed);
+            continue;
+        }
+        /* Move to the next deadline, or part of the way there. */
+        uint64_t next = ac__wheel_next_deadline(&w, ND_TIMERS);
+        uint64_t to = rng % 3 == 0 ? next : w.now + (next - w.now) / 2 + 1;
+        ac__wheel_advance(&w, to, &due);
+        ac__timer *f;
+        while ((f = ac__timer_list_pop(&due))) {
+            assert_true(f->deadline <= to);
+            f->state = AC__TIMER_IDLE;
+        }
+    }
+    /* What is left fires by the latest deadline. */
+    uint64_t last = 0;
+    for (int i = 0; i < ND_TIMERS; i++)
+        if (ac__timer_armed(&t[i]) && t[i].deadline > last)
+            last = t[i].deadline;
+    ac__wheel_advance(&w, last, &due);
+    while (ac__timer_list_pop(&due))
+        ;
+    assert_int_equal(w.armed, 0);
+    assert_true(ac__wheel_next_deadline(&w, ND_TIMERS) == UINT64_MAX);
+}
+
 /* ARMED can be removed; DUE (handed to a due list) cannot, and its links
  * are left to whoever fires it; re-armed, it is ARMED again. */
 static void test_remove_armed_versus_due(void **state)
@@ -216,6 +305,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_placement_at_level_boundaries),
         cmocka_unit_test(test_next_event),
+        cmocka_unit_test(test_next_deadline),
         cmocka_unit_test(test_remove_armed_versus_due),
         cmocka_unit_test(test_take_all),
         cmocka_unit_test(test_long_jump),
