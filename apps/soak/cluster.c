@@ -91,6 +91,10 @@ static struct {
     size_t faults;
     atomic_uint_fast64_t sent, replies, errors, aggregates, node_down, timeouts, kills, stops,
         etcd_restarts, ups, downs, unreachables;
+    /* The chaos thread forks the processes it restarts, and a child's
+     * parent-death signal fires when the thread that forked it ends, not
+     * the process: so that thread stays until they have been ended. */
+    atomic_bool chaos_idle, chaos_may_end;
 } C;
 
 /* ---- processes -------------------------------------------------------- */
@@ -579,6 +583,9 @@ static void *chaos(void *arg)
         fault_end(f);
         sleep_unless_stopping(800 + soak_rng_below(&rng, 1200));
     }
+    atomic_store(&C.chaos_idle, true);
+    while (!atomic_load(&C.chaos_may_end))
+        soak_sleep_us(10000);
     return NULL;
 }
 
@@ -762,7 +769,8 @@ int cluster_soak(const char *self_exe, int nodes, bool etcd)
     atomic_store(&g_stop, true);
     for (int i = 0; i < CL_CALLERS; i++)
         pthread_join(callers[i], NULL);
-    pthread_join(chaos_t, NULL);
+    while (!atomic_load(&C.chaos_idle))
+        soak_sleep_us(10000);
     /* Everything sent is answered within its deadline plus the grace. */
     uint64_t drain_end = soak_now_ns() + ((uint64_t)CL_ASK_MS + (uint64_t)g_cfg.grace_ms) * 1000000ull;
     while (cl_in_flight() && soak_now_ns() < drain_end && !atomic_load(&g_failed))
@@ -783,6 +791,8 @@ int cluster_soak(const char *self_exe, int nodes, bool etcd)
     ac_cluster_leave(C.cluster);
     ac_status st = ac_system_terminate(C.sys);
     end_all();
+    atomic_store(&C.chaos_may_end, true);
+    pthread_join(chaos_t, NULL);
     if (st != AC_OK)
         soak_violation("cluster: ac_system_terminate returned %s", ac_status_name(st));
     if (atomic_load(&g_failed)) {
