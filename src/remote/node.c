@@ -13,8 +13,8 @@
  * heartbeats time out, its handshake fails, it does not say hello within
  * the connect timeout, it says it leaves, a hello from a new incarnation
  * at its address arrives, or it says hello again without knowing this
- * node's incarnation (it lost this node: a new connection is a new start,
- * with a new peer for the same incarnation). A lost peer's pending asks fail with
+ * node's incarnation (it lost this node; a new connection is a new start
+ * with a new peer). A lost peer's pending asks fail with
  * NodeDownError at once, its watched actors' watchers get Terminated
  * flagged node-lost, and what is sent to its refs is a dead letter. A
  * malformed frame is dropped (counted, logged at most once a second) and
@@ -537,8 +537,8 @@ static bool open_dealer(ac_node *node, ac__peer *p)
     p->monitor = m;
     p->dealer_connected = p->dealer_refused = false;
     p->connect_deadline_ns = now_ns() + (int64_t)node->options.connect_timeout_ms * 1000000ll;
-    /* Hello first. */
-    /* The peer's incarnation as this node knows it (0: not yet). */
+    /* Hello first, naming the peer's incarnation as this node knows it
+     * (0: not yet, as on a first or a new connection). */
     ac__wire_env hello = {.kind = AC__WIRE_HELLO, .target_inc = p->incarnation};
     const ac__node_hooks *hooks = atomic_load_explicit(&node->hooks, memory_order_acquire);
     if (hooks) { /* what the cluster layer says of this node */
