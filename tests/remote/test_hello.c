@@ -51,6 +51,9 @@ static int setup(void **state)
     f->router = zmq_socket(f->zctx, ZMQ_ROUTER);
     assert_non_null(f->router);
     set_int(f->router, ZMQ_LINGER, 0);
+    /* As a node's: the node's new DEALER (same routing id) takes over
+     * from its old one, which may not be torn down yet. */
+    set_int(f->router, ZMQ_ROUTER_HANDOVER, 1);
     assert_int_equal(zmq_bind(f->router, "tcp://127.0.0.1:0"), 0);
     char endpoint[128];
     size_t len = sizeof endpoint;
