@@ -61,10 +61,12 @@ typedef struct replica {
     bool stopped; /* SIGSTOP'd */
 } replica;
 
+/* The reaper reads a slot while a caller may be taking it again, so its
+ * fields are atomic too (their values are only trusted after the id). */
 typedef struct slot {
     _Atomic uint64_t id; /* 0: free */
-    uint8_t beh, param, router;
-    uint64_t sent_ns, deadline_ns;
+    _Atomic uint8_t beh, param, router;
+    _Atomic uint64_t sent_ns, deadline_ns;
 } slot;
 
 static struct {
