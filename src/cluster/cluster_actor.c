@@ -16,9 +16,13 @@
  * remote layer loses its incarnation (connection dropped, heartbeats
  * stopped, a new incarnation at its address), when it says it leaves,
  * or (etcd) when its key goes. An incarnation lost by the remote layer
- * is remembered (tombstones) and never a member again, as the remote
- * layer never talks to it again; one whose key went but whose connection
- * stands is a member again when its key comes back.
+ * while it lives (its heartbeats timed out under load, a hang) is a
+ * member again when the remote layer is connected to it again: the seeds
+ * and etcd keys are tried as ever, the node that was lost says hello
+ * afresh when it hears from us (node.c), and its new Up follows its
+ * Down. One that left is remembered (tombstones) and never a member
+ * again; one whose key went but whose connection stands is a member
+ * again when its key comes back.
  *
  * Static seeds are tried until they answer, with capped exponential
  * backoff from retry_initial_ms to retry_max_ms; a seed that goes down
@@ -241,7 +245,7 @@ static void member_down(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const cha
 }
 
 /* Forget the record: Down when a member; its incarnation tombstoned when
- * the remote layer lost it. */
+ * it left (`tomb`), so that it is never taken back. */
 static void lose(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const char *why, bool tomb)
 {
     member_down(ctx, c, r, why);
@@ -360,7 +364,7 @@ static void on_peer_down(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
         return;
     }
     if (r && r->incarnation == n->incarnation)
-        lose(ctx, c, r, n->why, true);
+        lose(ctx, c, r, n->why, false);
     if (s && s->next_ms < now_ms(c) + s->backoff_ms)
         s->next_ms = now_ms(c) + s->backoff_ms;
 }

@@ -12,8 +12,10 @@
  *
  * Rules. A peer is lost for good when its DEALER's connection drops, its
  * heartbeats time out, its handshake fails, it does not say hello within
- * the connect timeout, it says it leaves, or a hello from a new
- * incarnation at its address arrives. A lost peer's pending asks fail with
+ * the connect timeout, it says it leaves, a hello from a new incarnation
+ * at its address arrives, or it says hello again without knowing this
+ * node's incarnation (it lost this node; a new connection is a new start
+ * with a new peer). A lost peer's pending asks fail with
  * NodeDownError at once, its watched actors' watchers get Terminated
  * flagged node-lost, and what is sent to its refs is a dead letter. A
  * malformed frame is dropped (counted, logged at most once a second) and
@@ -588,8 +590,9 @@ static bool open_dealer(ac_node *node, ac__peer *p)
     p->monitor = m;
     p->dealer_connected = p->dealer_refused = false;
     p->connect_deadline_ns = now_ns() + (int64_t)node->options.connect_timeout_ms * 1000000ll;
-    /* Hello first. */
-    ac__wire_env hello = {.kind = AC__WIRE_HELLO};
+    /* Hello first, naming the peer's incarnation as this node knows it
+     * (0: not yet, as on a first or a new connection). */
+    ac__wire_env hello = {.kind = AC__WIRE_HELLO, .target_inc = p->incarnation};
     const ac__node_hooks *hooks = atomic_load_explicit(&node->hooks, memory_order_acquire);
     if (hooks) { /* what the cluster layer says of this node */
         hello.type_name = span_of(hooks->hello_type);
@@ -1071,8 +1074,18 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
         COUNT(node, decode_errors, c_decode_errors, 1);
         return;
     }
+    const char *old_why = NULL;
     if (p && p->incarnation != 0 && p->incarnation != inc) {
         old = ac__peer_retain(p); /* a new incarnation at the address: the old one is gone */
+        old_why = "a new incarnation of it said hello";
+        p = NULL;
+    } else if (p && p->incarnation == inc && env->target_inc == 0 &&
+               atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_UP) {
+        /* A hello that does not know this node's incarnation, from one
+         * we have Up: it lost this node and connects afresh. What we had
+         * with it ended there; it ends here too, and this is a new start. */
+        old = ac__peer_retain(p);
+        old_why = "it lost this node and connected again";
         p = NULL;
     }
     bool fresh = false;
@@ -1081,7 +1094,7 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
          * by a new send first. */
         pthread_mutex_unlock(&node->lock);
         if (old) {
-            peer_down(node, old, "a new incarnation of it said hello");
+            peer_down(node, old, old_why);
             ac__peer_release(old);
         }
         pthread_mutex_lock(&node->lock);

@@ -18,7 +18,9 @@
  *   corr         unsigned 64: the correlation id of an ask, reply or
  *                undeliverable notice; 0 otherwise
  *   target_inc   unsigned 64: the incarnation the frame is meant for
- *                (0: whichever the receiver is)
+ *                (0: whichever the receiver is); in a HELLO, the
+ *                receiver's incarnation as the sender knows it (0: it
+ *                knows none, as on a first or a new connection)
  *   target_path  text: a local actor path, "/user/..." (may be empty)
  *   sender       null, or [0, path] an actor on the sending node, or
  *                [1, system, address, incarnation, path] an actor on
