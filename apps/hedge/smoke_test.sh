@@ -61,17 +61,27 @@ if ! hedge_ok; then
 fi
 # A dead replica with breakers on: once its breaker opens, round-robin
 # stops sending it a third of the load and scatter/gather stops asking it.
-"$bin" --requests 3000 --concurrency 32 --dead-replica 1 --timeout-ms 100 --breakers \
-    --svg "$dir/cb.svg" --quiet >"$dir/cb.txt"
-cat "$dir/cb.txt"
+# Real time again: a machine stalled past the 100 ms timeouts can time out
+# live replicas too, so a miss is measured again, as above.
+run_breakers() {
+    "$bin" --requests 3000 --concurrency 32 --dead-replica 1 --timeout-ms 100 --breakers \
+        --svg "$dir/cb.svg" --quiet >"$dir/cb.txt"
+    cat "$dir/cb.txt"
+}
 col() { awk -v s="$1" -v c="$2" '$1 == s { print $c }' "$dir/cb.txt"; }
 failed() { echo $(( $(col "$1" 8) + $(col "$1" 9) )); }
-echo "round-robin failures: $(failed round-robin) plain, $(failed round-robin+cb) with breakers"
-[ "$(failed round-robin+cb)" -lt $(( $(failed round-robin) / 2 )) ] ||
-    { echo "FAIL: breakers did not cut round-robin's failures"; exit 1; }
-echo "scatter-gather calls/req: $(col scatter-gather 10) plain, $(col scatter-gather+cb 10) with breakers"
-awk -v a="$(col scatter-gather+cb 10)" 'BEGIN { exit !(a + 0 < 2.7) }' ||
-    { echo "FAIL: breakers did not cut scatter-gather's calls per request"; exit 1; }
+breakers_ok() {
+    echo "round-robin failures: $(failed round-robin) plain, $(failed round-robin+cb) with breakers"
+    echo "scatter-gather calls/req: $(col scatter-gather 10) plain, $(col scatter-gather+cb 10) with breakers"
+    [ "$(failed round-robin+cb)" -lt $(( $(failed round-robin) / 2 )) ] &&
+        awk -v a="$(col scatter-gather+cb 10)" 'BEGIN { exit !(a + 0 < 2.7) }'
+}
+run_breakers
+if ! breakers_ok; then
+    echo "the breakers did not cut failures and calls; measuring once more"
+    run_breakers
+    breakers_ok || { echo "FAIL: breakers did not cut round-robin's failures or scatter-gather's calls per request"; exit 1; }
+fi
 # A bad flag prints usage and exits with status 2.
 set +e
 "$bin" --no-such-flag >/dev/null 2>"$dir/err"
