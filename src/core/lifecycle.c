@@ -251,7 +251,12 @@ static void resume(ac__actor *a)
 static void child_failed(ac__actor *a, ac_ref *child_ref, ac_error *cause)
 {
     ac__actor *child = ac__actor_of(child_ref);
-    if (ac__children_find(a->children, child->name) != child)
+    /* The guardian's table also grows under ac_spawn from other threads
+     * (and rehashes as it grows): read it under the guardian lock. */
+    lock_children(a);
+    bool current = ac__children_find(a->children, child->name) == child;
+    unlock_children(a);
+    if (!current)
         return; /* stale: that child is gone */
     int st = atomic_load_explicit(&a->state, memory_order_relaxed);
     if (st >= AC__ACTOR_RESTARTING)
