@@ -223,8 +223,7 @@ static bool make_seeds(ac_cluster *c)
 
 /* ---- telling the actor (any thread) --------------------------------------- */
 
-/* Consumes msg; dropped once the cluster stopped. */
-static void tell_actor(ac_cluster *c, ac_msg *msg)
+void ac__cluster_tell_actor(ac_cluster *c, ac_msg *msg)
 {
     if (!msg)
         return;
@@ -246,7 +245,7 @@ static void note(ac_cluster *c, ac__note_kind kind, const ac__node_peer_info *p,
     if (!msg)
         ac_system_log(c->system, AC_LOG_ERROR, "cluster %s: out of memory: a note on %s is lost",
                       c->name, p->address);
-    tell_actor(c, msg);
+    ac__cluster_tell_actor(c, msg);
 }
 
 static bool span_is(ac__wire_span s, const char *text)
@@ -480,7 +479,8 @@ ac_status ac_cluster_leave(ac_cluster *c)
     ac__node_hooks_set(c->node, NULL);
     ac__cluster_etcd_stop(c);
     ac_cancel(c->tick); /* released with the rest at the system's end */
-    tell_actor(c, ac__note_new(AC__NOTE_LEAVE, NULL, NULL, 0, NULL, NULL, 0, NULL));
+    ac__cluster_tell_actor(c,
+                           ac__note_new(AC__NOTE_LEAVE, NULL, NULL, 0, NULL, NULL, 0, NULL));
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->subs_count; i++)
         ac_ref_release(c->subs[i]);
@@ -584,7 +584,7 @@ ac_status ac_cluster_subscribe(ac_cluster *c, ac_ref *subscriber)
         ac_msg_release(wake);
         return st;
     }
-    tell_actor(c, wake);
+    ac__cluster_tell_actor(c, wake);
     return AC_OK;
 }
 
@@ -612,6 +612,6 @@ ac_status ac_cluster_unsubscribe(ac_cluster *c, ac_ref *subscriber)
                         ac_ref_path(subscriber));
     }
     ac_ref_release(gone);
-    tell_actor(c, wake);
+    ac__cluster_tell_actor(c, wake);
     return AC_OK;
 }

@@ -125,20 +125,6 @@ static bool card_of_value(const ac_cluster *c, const char *value, size_t len,
 
 /* ---- the threads' callbacks ------------------------------------------------ */
 
-static void post(ac_cluster *c, ac_msg *msg)
-{
-    if (!msg)
-        return;
-    pthread_mutex_lock(&c->lock);
-    ac_ref *actor = c->actor ? ac_ref_retain(c->actor) : NULL;
-    pthread_mutex_unlock(&c->lock);
-    if (actor)
-        ac_tell(actor, msg, NULL);
-    else
-        ac_msg_release(msg);
-    ac_ref_release(actor);
-}
-
 static void on_event(const ac__etcd_event *ev, void *user)
 {
     ac_cluster *c = user;
@@ -150,7 +136,8 @@ static void on_event(const ac__etcd_event *ev, void *user)
         return;
     }
     if (ev->kind == AC__ETCD_DELETE) {
-        post(c, ac__note_new(AC__NOTE_KEY_DELETE, NULL, address, inc, NULL, NULL, 0, ev->key));
+        ac__cluster_tell_actor(
+            c, ac__note_new(AC__NOTE_KEY_DELETE, NULL, address, inc, NULL, NULL, 0, ev->key));
         return;
     }
     ac__card card;
@@ -162,8 +149,8 @@ static void on_event(const ac__etcd_event *ev, void *user)
     size_t len;
     char *text = ac__card_encode(&card, &len);
     if (text)
-        post(c, ac__note_new(AC__NOTE_KEY_PUT, card.system, address, inc, NULL, text, len,
-                             ev->key));
+        ac__cluster_tell_actor(c, ac__note_new(AC__NOTE_KEY_PUT, card.system, address, inc,
+                                               NULL, text, len, ev->key));
     free(text);
 }
 

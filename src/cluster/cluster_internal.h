@@ -192,6 +192,9 @@ struct ac_cluster {
 ac_ref *ac__cluster_actor_spawn(ac_cluster *c);
 /* Publish the member list and counts (the actor's turn). */
 void ac__cluster_publish(ac_cluster *c);
+/* Tell the cluster's actor msg (consumed; dropped once the cluster has
+ * stopped). Any thread. */
+void ac__cluster_tell_actor(ac_cluster *c, ac_msg *msg);
 /* Record a provider failure (any thread): attempts_failed, last_error;
  * when `degrade`, a joined cluster is RETRYING. */
 void ac__cluster_provider_failed(ac_cluster *c, bool degrade, const char *fmt, ...)
