@@ -176,20 +176,6 @@ static int replica_main(int k)
 
 /* ---- the client ------------------------------------------------------- */
 
-static int probe_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
 static void start_replica(int k)
 {
     int in[2], out[2];
@@ -413,9 +399,8 @@ int main(int argc, char **argv)
     signal(SIGINT, on_fatal);
     signal(SIGTERM, on_fatal);
     atexit(kill_children);
-    for (int i = 0; i <= REPLICAS; i++)
-        if ((ports[i] = probe_port()) < 0)
-            die("no free port on 127.0.0.1");
+    if (ac_node_free_ports(ports, REPLICAS + 1) != AC_OK)
+        die("no free ports on 127.0.0.1");
     for (int k = 0; k < REPLICAS; k++)
         start_replica(k);
     ac_system_options so = {.log_level = AC_LOG_ERROR};

@@ -72,21 +72,6 @@ static void die(const char *what)
     exit(1);
 }
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
 /* ---- a member process ----------------------------------------------------- */
 
 static void probe_receive(ac_ctx *ctx, ac_msg *msg)
@@ -221,7 +206,9 @@ static bool wait_seen(observer *ob, double *field, int ms)
 static bool trial(observer *ob, const char *etcd_url, int sig, double *down, double *lost)
 {
     char bind[64], seed[256], path[256];
-    int port = free_port();
+    int port;
+    if (ac_node_free_ports(&port, 1) != AC_OK)
+        return false;
     snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", port);
     snprintf(seed, sizeof seed, "%s", ac_node_address(ob->node));
     const char *args[] = {"member", "--bind", bind, etcd_url ? "--etcd" : "--seed",
@@ -326,7 +313,10 @@ static bool etcd_start(void)
              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(etcd.dir))
         return false;
-    int cp = free_port(), pp = free_port();
+    int pair[2];
+    if (ac_node_free_ports(pair, 2) != AC_OK)
+        return false;
+    int cp = pair[0], pp = pair[1];
     char client[64], peer[64], cluster[96], data[300], log[300];
     snprintf(client, sizeof client, "http://127.0.0.1:%d", cp);
     snprintf(peer, sizeof peer, "http://127.0.0.1:%d", pp);

@@ -79,21 +79,6 @@ static void sleep_ms(long ms)
 
 /* ---- the children ----------------------------------------------------- */
 
-/* A loopback port the OS says is free now. */
-static int probe_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
 /* The actorc-node to run: the one asked for, or the one built beside
  * this program (apps/node/ in a build tree, the same directory when
  * installed). */
@@ -204,11 +189,10 @@ static bool start_nodes(cluster_run *run, const options *o, const replica_model 
                         "give --node-program\n", program);
         return false;
     }
-    for (int i = 0; i <= run->n; i++)
-        if ((run->ports[i] = probe_port()) < 0) {
-            fprintf(stderr, "actorc-hedge: no free port on 127.0.0.1: %s\n", strerror(errno));
-            return false;
-        }
+    if (ac_node_free_ports(run->ports, (size_t)run->n + 1) != AC_OK) {
+        fprintf(stderr, "actorc-hedge: %s\n", ac_last_error());
+        return false;
+    }
     for (int i = 0; i < run->n; i++) {
         int fd = -1;
         run->pids[i] = start_node(run, program, m, i, &fd);

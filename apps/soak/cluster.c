@@ -102,21 +102,6 @@ static struct {
 
 /* ---- processes -------------------------------------------------------- */
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 /* Start argv[0]; with `log`, its stdout and stderr go to that file. */
 static pid_t spawn_argv(char *const argv[], const char *log)
 {
@@ -674,8 +659,12 @@ static int cluster_setup(void)
             C.etcd_dir[0] = '\0';
             return 3;
         }
-        C.etcd_client_port = free_port();
-        C.etcd_peer_port = free_port();
+        int pair[2];
+        if (ac_node_free_ports(pair, 2) != AC_OK) {
+            fprintf(stderr, "actorc-soak: %s\n", ac_last_error());
+            return 3;
+        }
+        C.etcd_client_port = pair[0], C.etcd_peer_port = pair[1];
         snprintf(C.etcd_url, sizeof C.etcd_url, "http://127.0.0.1:%d", C.etcd_client_port);
         if (!etcd_start()) {
             fprintf(stderr, "actorc-soak: --provider etcd needs etcd (Debian etcd-server)\n");
@@ -690,8 +679,13 @@ static int cluster_setup(void)
     if (!node)
         return 3;
     snprintf(C.seeds[C.nodes], sizeof C.seeds[0], "%s", ac_node_address(node));
+    int rep_ports[CL_MAX_NODES];
+    if (ac_node_free_ports(rep_ports, (size_t)C.nodes) != AC_OK) {
+        fprintf(stderr, "actorc-soak: %s\n", ac_last_error());
+        return 3;
+    }
     for (int i = 0; i < C.nodes; i++) {
-        C.rep[i].port = free_port();
+        C.rep[i].port = rep_ports[i];
         snprintf(C.seeds[i], sizeof C.seeds[0], "127.0.0.1:%d", C.rep[i].port);
     }
     for (int i = 0; i < C.nodes; i++)

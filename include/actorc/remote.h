@@ -157,6 +157,14 @@ AC_API ac_status ac_node_curve_keypair(char public_key[41], char secret_key[41])
  * be read, AC_EINVAL for one that holds no valid key. */
 AC_API ac_status ac_node_curve_read_key(const char *file, char out[41]);
 
+/* `count` ports on 127.0.0.1 that are free now, all different (each is
+ * held bound until all are picked): for a seed list of local processes,
+ * as in tests and demos. Another process may still take one before it is
+ * bound. AC_EINVAL for NULL or count outside 1..AC_NODE_FREE_PORTS_MAX;
+ * AC_ESYS when the OS has none to give. */
+#define AC_NODE_FREE_PORTS_MAX 64
+AC_API ac_status ac_node_free_ports(int *ports, size_t count);
+
 /* What a node counts (also exported as metrics when they are on). */
 typedef struct ac_node_stats {
     uint64_t frames_out, frames_in, bytes_out, bytes_in;

@@ -24,8 +24,6 @@ typedef struct cl_node {
     size_t partial_len;
 } cl_node;
 
-/* A port of 127.0.0.1 free when asked. */
-int cl_free_port(void);
 /* "127.0.0.1:<port>" into buf. */
 const char *cl_addr(int port, char *buf, size_t cap);
 

@@ -20,6 +20,9 @@
 
 #include <cmocka.h>
 
+#include <actorc/remote.h>
+
+
 #include "cl_support.h"
 #include "cluster/etcd.h"
 #include "etcd_harness.h"
@@ -43,10 +46,10 @@ static eh_etcd *etcd;
 static int setup(void **state)
 {
     (void)state;
-    for (int i = 0; i < N; i++) {
-        ports[i] = cl_free_port();
+    if (ac_node_free_ports(ports, N) != AC_OK)
+        return -1;
+    for (int i = 0; i < N; i++)
         cl_addr(ports[i], addrs[i], sizeof addrs[i]);
-    }
     return 0;
 }
 

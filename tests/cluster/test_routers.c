@@ -45,20 +45,6 @@ typedef struct cluster_fx {
     ac_cluster *cluster;
 } cluster_fx;
 
-static int probe_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
 static void sleep_ms(long ms)
 {
     struct timespec t = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
@@ -69,10 +55,7 @@ static void sleep_ms(long ms)
 static void fx_ports(cluster_fx *c, int members)
 {
     c->n_ports = members + 1;
-    for (int i = 0; i < c->n_ports; i++) {
-        c->ports[i] = probe_port();
-        assert_true(c->ports[i] > 0);
-    }
+    assert_int_equal(ac_node_free_ports(c->ports, (size_t)c->n_ports), AC_OK);
 }
 
 /* Member i (0-based) with its replica in `mode`. */

@@ -20,6 +20,9 @@
 
 #include <cmocka.h>
 
+#include <actorc/remote.h>
+
+
 #include "cl_support.h"
 
 #ifdef CL_SANITIZED
@@ -40,13 +43,10 @@ static char addrs[N][32];
 static int setup(void **state)
 {
     (void)state;
-    for (int i = 0; i < N; i++) {
-        ports[i] = cl_free_port();
-        for (int j = 0; j < i; j++)
-            if (ports[j] == ports[i])
-                ports[i] = cl_free_port();
+    if (ac_node_free_ports(ports, N) != AC_OK)
+        return -1;
+    for (int i = 0; i < N; i++)
         cl_addr(ports[i], addrs[i], sizeof addrs[i]);
-    }
     return 0;
 }
 

@@ -779,6 +779,30 @@ static void test_key_files(void **state)
     assert_int_equal(ac_node_curve_keypair(NULL, sec), AC_EINVAL);
 }
 
+static void test_free_ports(void **state)
+{
+    (void)state;
+    int ports[AC_NODE_FREE_PORTS_MAX];
+    assert_int_equal(ac_node_free_ports(ports, AC_NODE_FREE_PORTS_MAX), AC_OK);
+    for (int i = 0; i < AC_NODE_FREE_PORTS_MAX; i++) {
+        assert_true(ports[i] > 0 && ports[i] < 65536);
+        for (int j = 0; j < i; j++)
+            assert_int_not_equal(ports[i], ports[j]);
+    }
+    /* Free indeed: a node binds the first. */
+    ac_system *sys = ac_system_create("ports", NULL);
+    assert_non_null(sys);
+    char bind[64];
+    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", ports[0]);
+    assert_non_null(ac_node_start(sys, &(ac_node_options){.bind = bind}));
+    ac_system_terminate(sys);
+    assert_int_equal(ac_node_free_ports(NULL, 1), AC_EINVAL);
+    assert_non_null(strstr(ac_last_error(), "ports is NULL"));
+    assert_int_equal(ac_node_free_ports(ports, 0), AC_EINVAL);
+    assert_int_equal(ac_node_free_ports(ports, AC_NODE_FREE_PORTS_MAX + 1), AC_EINVAL);
+    assert_non_null(strstr(ac_last_error(), "from 1 to 64"));
+}
+
 /* ---- scatter/gather across nodes ---------------------------------------------- */
 
 static ac_ref *resolve_on(fixture *f, const rt_proc *p, const char *path)
@@ -1043,6 +1067,7 @@ int main(void)
         cmocka_unit_test(test_curve_admits_listed_keys_only),
         cmocka_unit_test(test_metrics_per_peer),
         cmocka_unit_test(test_key_files),
+        cmocka_unit_test(test_free_ports),
         cmocka_unit_test(test_backpressure_is_bounded),
         cmocka_unit_test(test_a_burst_loses_nothing_silently),
         cmocka_unit_test_setup_teardown(test_many_asks_leave_no_entries, setup, teardown),
