@@ -368,7 +368,7 @@ int cluster_demo(options *o, replica_model *m, const char *argv0)
                  o->requests, o->concurrency);
         printf("actorc-hedge: %s\n\n", subtitle);
         n = run_plans(&run, o, m, runs);
-        report(o, runs, n, subtitle);
+        report(o, m, runs, n, subtitle);
         rc = n == 4 ? 0 : 1;
     }
     for (size_t i = 0; i < n; i++)

@@ -27,6 +27,9 @@ typedef struct replica_model {
 } replica_model;
 
 extern const ac_actor_def hedge_replica;
+/* One request's time as the model draws it, in microseconds (errors and
+ * the dead replica aside), from the generator state *rng (non-zero). */
+int64_t replica_draw_us(uint64_t *rng, const replica_model *m);
 /* A String request a replica answers with an Int64: the requests its
  * model has counted (how actorc-hedge --nodes reads the work done in the
  * replica processes). */
@@ -68,7 +71,8 @@ typedef struct options {
 int run_strategy(ac_system *sys, replica_model *m, const options *o, const char *name,
                  ac_props *props, int64_t ask_timeout_ms, run_result *out);
 /* Print the table, the price, the histogram and write the SVG. */
-void report(const options *o, run_result *runs, size_t n, const char *subtitle);
+void report(const options *o, const replica_model *m, run_result *runs, size_t n,
+            const char *subtitle);
 
 /* cluster.c: the demo over o->nodes actorc-node processes; the exit code. */
 int cluster_demo(options *o, replica_model *m, const char *argv0);
@@ -80,5 +84,12 @@ void report_price(FILE *out, const run_result *runs, size_t n);
 void report_histogram(FILE *out, const run_result *runs, size_t n);
 int report_svg(const char *path, const run_result *runs, size_t n, const char *subtitle);
 int64_t percentile_us(const run_result *r, double p);
+
+/* ideal.c: what the model itself allows, with no runtime cost at all:
+ * scatter/gather's p99 (the fastest of all replicas), and the p99 and
+ * calls per request of a hedge sent at the adaptive delay's percentile of
+ * one call's time — the figures the measured ones are bounded by. Nothing
+ * for a model with errors or a dead replica. */
+void report_ideal(FILE *out, const replica_model *m, const options *o);
 
 #endif

@@ -445,11 +445,13 @@ static size_t run_pass(ac_system *sys, replica_model *m, const options *o, bool 
     return PLANS;
 }
 
-void report(const options *o, run_result *runs, size_t n, const char *subtitle)
+void report(const options *o, const replica_model *m, run_result *runs, size_t n,
+            const char *subtitle)
 {
     printf("\n");
     report_table(stdout, runs, n);
     report_price(stdout, runs, n);
+    report_ideal(stdout, m, o);
     printf("\n");
     report_histogram(stdout, runs, n);
     if (report_svg(o->svg, runs, n, subtitle) == 0) {
@@ -486,7 +488,7 @@ int main(int argc, char **argv)
     size_t n = 0, planned = run_pass(sys, &m, &o, false, runs, &n);
     if (o.breakers)
         planned += run_pass(sys, &m, &o, true, runs, &n);
-    report(&o, runs, n, subtitle);
+    report(&o, &m, runs, n, subtitle);
     for (size_t i = 0; i < n; i++)
         free(runs[i].latency_us);
     ac_system_terminate(sys);

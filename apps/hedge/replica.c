@@ -32,28 +32,30 @@ static void pending_destroy(void *payload, size_t size)
 
 static const ac_msg_type pending_type = {.name = "hedge.Pending", .destroy = pending_destroy};
 
-static double next_uniform(replica_state *st)
+static double next_uniform(uint64_t *rng)
 {
-    st->rng ^= st->rng >> 12;
-    st->rng ^= st->rng << 25;
-    st->rng ^= st->rng >> 27;
-    return (double)((st->rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+    *rng ^= *rng >> 12;
+    *rng ^= *rng << 25;
+    *rng ^= *rng >> 27;
+    return (double)((*rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
 }
 
-static double next_normal(replica_state *st)
+static double next_normal(uint64_t *rng)
 {
-    double u1 = next_uniform(st), u2 = next_uniform(st);
+    double u1 = next_uniform(rng), u2 = next_uniform(rng);
     if (u1 < 1e-300)
         u1 = 1e-300;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static int64_t draw_delay_ms(replica_state *st, const replica_model *m)
+/* The body is continuous, not rounded to whole milliseconds: the timers
+ * keep a delay to a few microseconds. */
+int64_t replica_draw_us(uint64_t *rng, const replica_model *m)
 {
-    if (next_uniform(st) * 100.0 < m->tail_pct)
-        return (int64_t)llround(m->tail_ms);
-    double ms = m->median_ms * exp(m->sigma * next_normal(st));
-    return ms < 0.5 ? 0 : (int64_t)llround(ms);
+    if (next_uniform(rng) * 100.0 < m->tail_pct)
+        return (int64_t)llround(m->tail_ms * 1000.0);
+    double ms = m->median_ms * exp(m->sigma * next_normal(rng));
+    return (int64_t)llround(ms * 1000.0);
 }
 
 static void replica_init(ac_ctx *ctx, void *state)
@@ -97,14 +99,14 @@ static void replica_receive(ac_ctx *ctx, ac_msg *msg)
     pending *p = ac_msg_payload(later);
     p->caller = ac_ref_retain(ac_sender(ctx));
     p->request = ac_msg_retain(msg);
-    p->fail = next_uniform(st) * 100.0 < m->error_pct;
-    int64_t delay = draw_delay_ms(st, m);
+    p->fail = next_uniform(&st->rng) * 100.0 < m->error_pct;
+    int64_t delay = replica_draw_us(&st->rng, m);
     if (delay == 0) {
         answer(ctx, p);
         ac_msg_release(later);
         return;
     }
-    ac_cancellable *c = ac_schedule_once(ac_self(ctx), delay, later, NULL);
+    ac_cancellable *c = ac_schedule_once_us(ac_self(ctx), delay, later, NULL);
     ac_cancellable_release(c);
 }
 

@@ -24,6 +24,12 @@ for s in round-robin random smallest-mailbox scatter-gather hedged-10ms hedged-p
 done
 grep -q '^  hedged-p90: *p99 .*x scatter-gather.s .* calls/req' "$out" ||
     { echo "FAIL: the hedged routers' price is not printed"; exit 1; }
+# The model's own bound beside it: a hedge at p90 of these draws, and the
+# hedge 1.5x would take.
+grep -q "^the model's own bound (no runtime cost): scatter-gather p99 .*ms; a hedge at p90 .* calls/req" \
+    "$out" || { echo "FAIL: the model's bound is not printed"; exit 1; }
+grep -q '^  within 1.5x of scatter-gather on this model: a hedge at p[0-9]* ' "$out" ||
+    { echo "FAIL: the 1.5x hedge is not printed"; exit 1; }
 # Every legend line inside the picture: at most 7 px a character.
 awk -v w="$(sed -n "s/.*<svg [^>]*width='\([0-9]*\)'.*/\1/p" "$dir/cdf.svg")" '
     match($0, /<text x=.[0-9.]+. y=.[0-9.]+. font-size=.1[13].[^>]*>[^<]*</) {
