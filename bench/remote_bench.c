@@ -976,12 +976,16 @@ static void run_mode(const char *suffix, const keys *k)
 enum { SC_WARM = 200, SC_N = 3000, SC_FAST_MS = 1, SC_SLOW_MS = 100, SC_SLOW_PER_10K = 200 };
 _Static_assert(SC_WARM + SC_N <= REPLICA_LOG_MAX, "every request is noted");
 
+/* The whole of splitmix64's finaliser, so that the three replicas' draws
+ * are independent (as actorc-bench-cluster's). */
 static int64_t sc_delay_ms(int replica, int64_t req)
 {
     uint64_t x = (uint64_t)req * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(replica + 1) << 56);
     x ^= x >> 31;
     x *= 0xbf58476d1ce4e5b9ull;
     x ^= x >> 29;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 32;
     return x % 10000 < SC_SLOW_PER_10K ? SC_SLOW_MS : SC_FAST_MS;
 }
 
