@@ -349,6 +349,28 @@ static void replica_refs(ac_system *sys, ac_ref **refs)
     }
 }
 
+/* cluster_scatter_tail's figures (us). */
+typedef struct tail_figures {
+    double p50, p99, ideal_p99, drawn_ideal_p99, rr_p99, local_p99, local_ideal_p99;
+} tail_figures;
+
+static void report_tail(const tail_figures *f)
+{
+    result("cluster_scatter_tail", "p50", f->p50, "us");
+    result("cluster_scatter_tail", "p99", f->p99, "us");
+    result("cluster_scatter_tail", "ideal_p99", f->ideal_p99, "us");
+    result("cluster_scatter_tail", "drawn_ideal_p99", f->drawn_ideal_p99, "us");
+    result("cluster_scatter_tail", "p99_overhead_pct",
+           (f->p99 - f->ideal_p99) / f->ideal_p99 * 100.0, "%");
+    result("cluster_scatter_tail", "p99_overhead_vs_drawn_pct",
+           (f->p99 - f->drawn_ideal_p99) / f->drawn_ideal_p99 * 100.0, "%");
+    result("cluster_scatter_tail", "rr_p99", f->rr_p99, "us");
+    result("cluster_scatter_tail", "local_p99", f->local_p99, "us");
+    result("cluster_scatter_tail", "local_ideal_p99", f->local_ideal_p99, "us");
+    result("cluster_scatter_tail", "p99_vs_local_pct",
+           (f->p99 - f->local_p99) / f->local_p99 * 100.0, "%");
+}
+
 /* The ideal is measured as scatter_tail measures it in one process: the
  * earliest of the replicas' timer firings from the request's start
  * (replica_log.h); drawn_ideal_p99 is the drawn delays' (whole ms). */
@@ -398,20 +420,10 @@ static void scatter_tail(ac_system *sys, ac_cluster *cluster)
     double p50 = pct_of(lat, SC_N, 50) / 1e3, p99 = pct_of(lat, SC_N, 99) / 1e3;
     fetch_logs(remote, rlogs); /* before round robin asks them again */
     double ip99 = ideal_p99("remote", rlogs, t0, end);
-    double dip99 = pct_of(drawn, SC_N, 99);
     measure(rr, lat, NULL, NULL);
-    double rr99 = pct_of(lat, SC_N, 99) / 1e3;
-    result("cluster_scatter_tail", "p50", p50, "us");
-    result("cluster_scatter_tail", "p99", p99, "us");
-    result("cluster_scatter_tail", "ideal_p99", ip99, "us");
-    result("cluster_scatter_tail", "drawn_ideal_p99", dip99, "us");
-    result("cluster_scatter_tail", "p99_overhead_pct", (p99 - ip99) / ip99 * 100.0, "%");
-    result("cluster_scatter_tail", "p99_overhead_vs_drawn_pct", (p99 - dip99) / dip99 * 100.0,
-           "%");
-    result("cluster_scatter_tail", "rr_p99", rr99, "us");
-    result("cluster_scatter_tail", "local_p99", local_p99, "us");
-    result("cluster_scatter_tail", "local_ideal_p99", local_ip99, "us");
-    result("cluster_scatter_tail", "p99_vs_local_pct", (p99 - local_p99) / local_p99 * 100.0, "%");
+    tail_figures f = {p50, p99, ip99, pct_of(drawn, SC_N, 99), pct_of(lat, SC_N, 99) / 1e3,
+                      local_p99, local_ip99};
+    report_tail(&f);
     ac_stop(lsg);
     ac_ref_release(lsg);
     for (int k = 0; k < REPLICAS; k++) {

@@ -1123,6 +1123,25 @@ static double sc_drawn_ideal_p99(void)
     return ip;
 }
 
+/* The RESULT lines of the remote run and the local one. */
+static void sc_report(replica_log *const *rlogs, sc_run *rrun, replica_log *const *llogs,
+                      sc_run *lrun)
+{
+    double lip = sc_ideal_p99("remote_scatter (local)", llogs, lrun);
+    double rip = sc_ideal_p99("remote_scatter", rlogs, rrun);
+    double dip = sc_drawn_ideal_p99();
+    double rp = sc_p(rrun->lat, 99), lp = sc_p(lrun->lat, 99);
+    result("remote_scatter", "p99", rp, "us");
+    result("remote_scatter", "ideal_p99", rip, "us");
+    result("remote_scatter", "drawn_ideal_p99", dip, "us");
+    result("remote_scatter", "local_p99", lp, "us");
+    result("remote_scatter", "local_ideal_p99", lip, "us");
+    result("remote_scatter", "p99_overhead_pct", (rp - rip) / rip * 100.0, "%");
+    result("remote_scatter", "p99_overhead_vs_drawn_pct", (rp - dip) / dip * 100.0, "%");
+    result("remote_scatter", "local_p99_overhead_pct", (lp - lip) / lip * 100.0, "%");
+    result("remote_scatter", "p99_vs_local_pct", (rp - lp) / lp * 100.0, "%");
+}
+
 static void scatter_phase(void)
 {
     server rep[3];
@@ -1161,19 +1180,7 @@ static void scatter_phase(void)
     sc_measure(rsg, "remote_scatter", rrun);
     sc_fetch(local, llogs, "remote_scatter (local)");
     sc_fetch(remote, rlogs, "remote_scatter");
-    double lip = sc_ideal_p99("remote_scatter (local)", llogs, lrun);
-    double rip = sc_ideal_p99("remote_scatter", rlogs, rrun);
-    double dip = sc_drawn_ideal_p99();
-    double rp = sc_p(rrun->lat, 99), lp = sc_p(lrun->lat, 99);
-    result("remote_scatter", "p99", rp, "us");
-    result("remote_scatter", "ideal_p99", rip, "us");
-    result("remote_scatter", "drawn_ideal_p99", dip, "us");
-    result("remote_scatter", "local_p99", lp, "us");
-    result("remote_scatter", "local_ideal_p99", lip, "us");
-    result("remote_scatter", "p99_overhead_pct", (rp - rip) / rip * 100.0, "%");
-    result("remote_scatter", "p99_overhead_vs_drawn_pct", (rp - dip) / dip * 100.0, "%");
-    result("remote_scatter", "local_p99_overhead_pct", (lp - lip) / lip * 100.0, "%");
-    result("remote_scatter", "p99_vs_local_pct", (rp - lp) / lp * 100.0, "%");
+    sc_report(rlogs, rrun, llogs, lrun);
     for (int k = 0; k < 3; k++) {
         ac_ref_release(remote[k]);
         ac_ref_release(local[k]);
