@@ -71,6 +71,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "replica_log.h"
 
 enum { ASK_WARM = 1000, ASK_N = 5000 };
 enum { TELL_N = 100000, TELL_WARM = 1, TELL_ITERS = 5 };
@@ -958,46 +959,77 @@ static void run_mode(const char *suffix, const keys *k)
 /* A scatter of 3 over replicas in 3 other processes (a group
  * scatter/gather router over their remote refs), each request taking a
  * replica 1 ms (98%) or 100 ms (2%), drawn from (replica, request) by a
- * hash both sides compute, so the ideal — the smallest of the 3 drawn
- * delays — is known here. The same scatter over 3 local replicas with the
- * same draws is measured in the same run: p99_overhead_pct compares the
- * remote scatter's p99 with the ideal's, p99_vs_local_pct with the local
- * scatter's (what the wire adds). Sequential asks from outside. */
+ * hash both sides compute. The same scatter over 3 local replicas with the
+ * same draws is measured in the same run. Sequential asks from outside.
+ *
+ * The ideal is measured as scatter_tail measures it in one process: each
+ * replica notes when its timer fired (replica_log.h), and the ideal of a
+ * scatter is the earliest of the three firings from the request's start,
+ * the best any router could return from these replicas (a timer never
+ * fires early, and the request's way to a replica comes before it).
+ * p99_overhead_pct compares the remote scatter's p99 with that ideal's;
+ * p99_overhead_vs_drawn_pct with the drawn delays' (whole ms, before the
+ * wire's and the timers' share); p99_vs_local_pct with the local
+ * scatter's. The INFO lines split the earliest replica's way into the
+ * request's way there, the timer's lateness and the answer's way back. */
 
 enum { SC_WARM = 200, SC_N = 3000, SC_FAST_MS = 1, SC_SLOW_MS = 100, SC_SLOW_PER_10K = 200 };
+_Static_assert(SC_WARM + SC_N <= REPLICA_LOG_MAX, "every request is noted");
 
+/* The whole of splitmix64's finaliser, so that the three replicas' draws
+ * are independent (as actorc-bench-cluster's). */
 static int64_t sc_delay_ms(int replica, int64_t req)
 {
     uint64_t x = (uint64_t)req * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(replica + 1) << 56);
     x ^= x >> 31;
     x *= 0xbf58476d1ce4e5b9ull;
     x ^= x >> 29;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 32;
     return x % 10000 < SC_SLOW_PER_10K ? SC_SLOW_MS : SC_FAST_MS;
 }
 
 static const ac_msg_type sc_fire_type = {.name = "bench.ScatterFire"}; /* local only */
 
+/* A replica's user data: which one it is, and its notes. */
+typedef struct sc_replica {
+    int index;
+    replica_log log;
+} sc_replica;
+
 static void sc_replica_receive(ac_ctx *ctx, ac_msg *msg)
 {
-    int replica = (int)(intptr_t)ac_ctx_user_data(ctx);
+    sc_replica *rep = ac_ctx_user_data(ctx);
     if (ac_msg_is(msg, &sc_fire_type)) {
         int64_t req;
         memcpy(&req, ac_msg_data(msg), sizeof req);
+        replica_log_fire(&rep->log, req);
         ac_reply(ctx, ac_msg_int64_new(req));
         return;
     }
     int64_t req;
-    if (ac_msg_int64_get(msg, &req) != AC_OK)
+    if (ac_msg_int64_get(msg, &req) != AC_OK) {
+        replica_log_answer(ctx, &rep->log, msg);
         return;
+    }
+    replica_log_recv(&rep->log, req);
     ac_msg *fire = ac_msg_new(&sc_fire_type, sizeof req);
     memcpy(ac_msg_payload(fire), &req, sizeof req);
     /* The reply target travels as the scheduled message's sender. */
-    ac_cancellable *c = ac_schedule_once(ac_self(ctx), sc_delay_ms(replica, req), fire, ac_sender(ctx));
+    ac_cancellable *c =
+        ac_schedule_once(ac_self(ctx), sc_delay_ms(rep->index, req), fire, ac_sender(ctx));
     if (!c)
         rb_die_ac("ac_schedule_once");
     ac_cancellable_release(c);
 }
 static const ac_actor_def sc_replica_def = {.name = "ScatterReplica", .receive = sc_replica_receive};
+
+static sc_replica *sc_replica_new(int index)
+{
+    sc_replica *rep = xcalloc(1, sizeof *rep);
+    rep->index = index;
+    return rep;
+}
 
 static int replica_serve(int replica)
 {
@@ -1007,7 +1039,8 @@ static int replica_serve(int replica)
     ac_node_curve curve;
     const char *allowed;
     ac_node *node = node_new(sys, NULL, false, &curve, &allowed);
-    if (!ac_spawn(sys, ac_props_new(&sc_replica_def, (void *)(intptr_t)replica), "replica"))
+    sc_replica *rep = sc_replica_new(replica);
+    if (!ac_spawn(sys, ac_props_new(&sc_replica_def, rep), "replica"))
         rb_die_ac("ac_spawn");
     printf("READY %s\n", ac_node_address(node));
     fflush(stdout);
@@ -1015,31 +1048,98 @@ static int replica_serve(int replica)
     while (!serve_should_end(deadline))
         sleep_ms(50);
     ac_system_terminate(sys);
+    free(rep);
     return 0;
 }
 
-/* p99 (us) of SC_N sequential scatters through `router`. */
-static double sc_measure(ac_ref *router, const char *wl)
+/* One run of SC_WARM + SC_N sequential scatters through `router`; the
+ * measured ones' starts and answers' arrivals (ns). */
+typedef struct sc_run {
+    int64_t t0[SC_N], end[SC_N], lat[SC_N];
+} sc_run;
+
+static void sc_measure(ac_ref *router, const char *wl, sc_run *run)
 {
-    int64_t *lat = calloc(SC_N, sizeof *lat);
-    if (!lat)
-        rb_die("out of memory");
     for (int64_t i = 0; i < SC_WARM + SC_N; i++) {
         ac_answer a = {0};
         int64_t t0 = now_ns();
         ac_status st = ac_ask_wait(router, ac_msg_int64_new(i), 10000, &a);
-        int64_t el = now_ns() - t0;
+        int64_t t1 = now_ns();
         int64_t r;
         if (st != AC_OK || ac_msg_int64_get(a.reply, &r) != AC_OK || r != i)
             rb_fail("%s: scatter %" PRId64 " failed: %s %s", wl, i, ac_status_name(st),
                     a.error ? ac_error_message(a.error) : "");
         ac_answer_release(&a);
-        if (i >= SC_WARM)
-            lat[i - SC_WARM] = el;
+        if (i >= SC_WARM) {
+            run->t0[i - SC_WARM] = t0;
+            run->end[i - SC_WARM] = t1;
+            run->lat[i - SC_WARM] = t1 - t0;
+        }
     }
-    double p99 = (double)pct(lat, SC_N, 99) / 1e3;
-    free(lat);
-    return p99;
+}
+
+/* The three replicas' notes, fetched once their last timers have fired. */
+static void sc_fetch(ac_ref *const *replicas, replica_log *const *logs, const char *wl)
+{
+    sleep_ms(2 * SC_SLOW_MS);
+    for (int k = 0; k < 3; k++)
+        if (!replica_log_fetch(replicas[k], logs[k], SC_WARM + SC_N))
+            rb_fail("%s: replica %d did not report its notes", wl, k);
+}
+
+static double sc_p(int64_t *v, double p) { return (double)pct(v, SC_N, p) / 1e3; }
+
+/* The ideal's p99 (us), and the split of the run printed as INFO. */
+static double sc_ideal_p99(const char *wl, replica_log *const *logs, sc_run *run)
+{
+    scatter_split sp = {xcalloc(SC_N, 8), xcalloc(SC_N, 8), xcalloc(SC_N, 8), xcalloc(SC_N, 8)};
+    replica_log_split(logs, 3, run->t0, run->end, SC_WARM, SC_N, sc_delay_ms, &sp);
+    double ip = sc_p(sp.ideal, 99);
+    printf("INFO %s p50 %.1f p99 %.1f us; the earliest replica's way, p50/p99 us: out %.1f/%.1f"
+           " timer_late %.1f/%.1f back %.1f/%.1f; ideal p50 %.1f p99 %.1f us\n",
+           wl, sc_p(run->lat, 50), sc_p(run->lat, 99), sc_p(sp.out, 50), sc_p(sp.out, 99),
+           sc_p(sp.timer_late, 50), sc_p(sp.timer_late, 99), sc_p(sp.back, 50),
+           sc_p(sp.back, 99), sc_p(sp.ideal, 50), ip);
+    free(sp.ideal);
+    free(sp.out);
+    free(sp.timer_late);
+    free(sp.back);
+    return ip;
+}
+
+static double sc_drawn_ideal_p99(void)
+{
+    int64_t *ideal = xcalloc(SC_N, sizeof *ideal);
+    for (int64_t i = 0; i < SC_N; i++) {
+        int64_t best = INT64_MAX;
+        for (int k = 0; k < 3; k++) {
+            int64_t d = sc_delay_ms(k, i + SC_WARM);
+            best = d < best ? d : best;
+        }
+        ideal[i] = best * 1000000;
+    }
+    double ip = sc_p(ideal, 99);
+    free(ideal);
+    return ip;
+}
+
+/* The RESULT lines of the remote run and the local one. */
+static void sc_report(replica_log *const *rlogs, sc_run *rrun, replica_log *const *llogs,
+                      sc_run *lrun)
+{
+    double lip = sc_ideal_p99("remote_scatter (local)", llogs, lrun);
+    double rip = sc_ideal_p99("remote_scatter", rlogs, rrun);
+    double dip = sc_drawn_ideal_p99();
+    double rp = sc_p(rrun->lat, 99), lp = sc_p(lrun->lat, 99);
+    result("remote_scatter", "p99", rp, "us");
+    result("remote_scatter", "ideal_p99", rip, "us");
+    result("remote_scatter", "drawn_ideal_p99", dip, "us");
+    result("remote_scatter", "local_p99", lp, "us");
+    result("remote_scatter", "local_ideal_p99", lip, "us");
+    result("remote_scatter", "p99_overhead_pct", (rp - rip) / rip * 100.0, "%");
+    result("remote_scatter", "p99_overhead_vs_drawn_pct", (rp - dip) / dip * 100.0, "%");
+    result("remote_scatter", "local_p99_overhead_pct", (lp - lip) / lip * 100.0, "%");
+    result("remote_scatter", "p99_vs_local_pct", (rp - lp) / lp * 100.0, "%");
 }
 
 static void scatter_phase(void)
@@ -1055,6 +1155,8 @@ static void scatter_phase(void)
     const char *allowed;
     ac_node *node = node_new(sys, NULL, true, &curve, &allowed);
     ac_ref *remote[3], *local[3];
+    sc_replica *lrep[3];
+    replica_log *rlogs[3], *llogs[3];
     for (int k = 0; k < 3; k++) {
         char path[320];
         snprintf(path, sizeof path, "actorc://replica%d@%s/user/replica", k, rep[k].address);
@@ -1062,33 +1164,23 @@ static void scatter_phase(void)
             rb_die_ac("ac_node_resolve");
         char name[16];
         snprintf(name, sizeof name, "local%d", k);
-        if (!(local[k] = ac_spawn(sys, ac_props_new(&sc_replica_def, (void *)(intptr_t)k), name)))
+        lrep[k] = sc_replica_new(k);
+        if (!(local[k] = ac_spawn(sys, ac_props_new(&sc_replica_def, lrep[k]), name)))
             rb_die_ac("ac_spawn");
+        rlogs[k] = xcalloc(1, sizeof *rlogs[k]);
+        llogs[k] = xcalloc(1, sizeof *llogs[k]);
     }
     ac_scatter_gather_options o = {.timeout_ms = 5000};
     ac_ref *rsg = ac_spawn(sys, ac_router_group_scatter_gather_first_completed(remote, 3, &o), "rsg");
     ac_ref *lsg = ac_spawn(sys, ac_router_group_scatter_gather_first_completed(local, 3, &o), "lsg");
     if (!rsg || !lsg)
         rb_die_ac("ac_spawn (router)");
-    /* Interleaved halves, so that the machine's moods fall on both. */
-    double lp = sc_measure(lsg, "remote_scatter (local)");
-    double rp = sc_measure(rsg, "remote_scatter");
-    int64_t *ideal = calloc(SC_N, sizeof *ideal);
-    for (int64_t i = 0; i < SC_N; i++) {
-        int64_t best = INT64_MAX;
-        for (int k = 0; k < 3; k++) {
-            int64_t d = sc_delay_ms(k, i + SC_WARM);
-            best = d < best ? d : best;
-        }
-        ideal[i] = best * 1000;
-    }
-    double ip = (double)pct(ideal, SC_N, 99);
-    free(ideal);
-    result("remote_scatter", "p99", rp, "us");
-    result("remote_scatter", "local_p99", lp, "us");
-    result("remote_scatter", "ideal_p99", ip, "us");
-    result("remote_scatter", "p99_overhead_pct", (rp - ip) / ip * 100.0, "%");
-    result("remote_scatter", "p99_vs_local_pct", (rp - lp) / lp * 100.0, "%");
+    sc_run *lrun = xcalloc(1, sizeof *lrun), *rrun = xcalloc(1, sizeof *rrun);
+    sc_measure(lsg, "remote_scatter (local)", lrun);
+    sc_measure(rsg, "remote_scatter", rrun);
+    sc_fetch(local, llogs, "remote_scatter (local)");
+    sc_fetch(remote, rlogs, "remote_scatter");
+    sc_report(rlogs, rrun, llogs, lrun);
     for (int k = 0; k < 3; k++) {
         ac_ref_release(remote[k]);
         ac_ref_release(local[k]);
@@ -1096,8 +1188,14 @@ static void scatter_phase(void)
     ac_ref_release(rsg);
     ac_ref_release(lsg);
     ac_system_terminate(sys);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 3; k++) {
         server_end(&rep[k]);
+        free(lrep[k]);
+        free(rlogs[k]);
+        free(llogs[k]);
+    }
+    free(lrun);
+    free(rrun);
 }
 
 static int usage(void)
