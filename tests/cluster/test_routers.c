@@ -465,17 +465,17 @@ static void test_consistent_hashing_pins_and_moves_only_the_lost(void **state)
     fx_end(&c);
 }
 
-/* Member 0's replica is held busy with a queue; the router, told the
- * depths, sends the next requests to the idle ones. */
-static void test_smallest_mailbox_prefers_the_idle(void **state)
+/* Member 0's replica at `path` is held busy with a queue; the router,
+ * told the depths, sends the next requests to the idle ones. */
+static void expect_smallest_prefers_the_idle(ts_fixture *fx, const char *name, const char *path)
 {
-    ts_fixture *fx = *state;
     cluster_fx c = {0};
-    fx_three(&c, fx, "client_smallest", "echo", "echo", "echo");
-    ac_ref *sm = spawn(&c, ac_cluster_router_smallest_mailbox(c.cluster, &replicas), "sm");
+    fx_three(&c, fx, name, "echo", "echo", "echo");
+    ac_cluster_router_options o = {.path = path, .role = "replica"};
+    ac_ref *sm = spawn(&c, ac_cluster_router_smallest_mailbox(c.cluster, &o), "sm");
     assert_eventually(wait_routees(sm, 3, TS_WAIT_S), "three routees");
     char busy[256];
-    member_path(&c, 0, busy, sizeof busy);
+    rt_path(&c.members[0], "routers", path, busy, sizeof busy);
     ac_ref *busy_ref = ac_node_resolve(ac_system_node(c.sys), busy);
     for (int i = 0; i < 20; i++) /* 20 turns of 300 ms: busy for 6 s */
         ac_tell(busy_ref, ac_msg_str_new("hold 300"), NULL);
@@ -488,6 +488,18 @@ static void test_smallest_mailbox_prefers_the_idle(void **state)
     ac_ref_release(busy_ref);
     ac_ref_release(sm);
     fx_end(&c);
+}
+
+static void test_smallest_mailbox_prefers_the_idle(void **state)
+{
+    expect_smallest_prefers_the_idle(*state, "client_smallest", "/user/replica");
+}
+
+/* The same with a nested routee path: the members locate the child and
+ * publish its depth as they do a top-level actor's. */
+static void test_smallest_mailbox_nested_path(void **state)
+{
+    expect_smallest_prefers_the_idle(*state, "client_smallest_nested", "/user/pool/replica");
 }
 
 /* Hedged over the wire: a member that never answers is hedged past, and
@@ -578,6 +590,60 @@ static void test_this_node_and_exclude_self(void **state)
     ac_ref_release(all);
     ac_ref_release(rest);
     ac_ref_release(mine);
+    fx_end(&c);
+}
+
+static void local_pool_pre_start(ac_ctx *ctx)
+{
+    ac_ref *r = ac_spawn_child(ctx, ac_props_new(&local_replica_def, NULL), "replica");
+    assert_non_null(r);
+    ac_ref_release(r);
+}
+
+static void ignore_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+static const ac_actor_def local_pool_def = {
+    .name = "LocalPool", .pre_start = local_pool_pre_start, .receive = ignore_receive};
+
+/* This node's own nested routee is reached through this node (a ref by
+ * path), so its depth comes from this node's publisher like a member's:
+ * with both members' queues long, the idle local one takes every request. */
+static void test_smallest_mailbox_nested_on_this_node(void **state)
+{
+    ts_fixture *fx = *state;
+    cluster_fx c = {0};
+    fx_ports(&c, 2);
+    fx_start_member(&c, 0, "echo");
+    fx_start_member(&c, 1, "echo");
+    fx_join_as(&c, fx, "client_self_nested", "replica");
+    ac_ref *pool = ts_spawn(c.sys, &local_pool_def, NULL, "pool");
+    assert_non_null(pool);
+    ac_cluster_router_options o = {.path = "/user/pool/replica", .role = "replica"};
+    ac_ref *sm = spawn(&c, ac_cluster_router_smallest_mailbox(c.cluster, &o), "sm");
+    assert_eventually(wait_routees(sm, 3, TS_WAIT_S), "two members and this node");
+    for (int m = 0; m < 2; m++) {
+        char path[256];
+        rt_path(&c.members[m], "routers", o.path, path, sizeof path);
+        ac_ref *member = ac_node_resolve(ac_system_node(c.sys), path);
+        for (int i = 0; i < 200; i++) /* 200 turns of 50 ms: busy for 10 s */
+            ac_tell(member, ac_msg_str_new("hold 50"), NULL);
+        ac_ref_release(member);
+    }
+    char mine[256];
+    snprintf(mine, sizeof mine, "actorc://client_self_nested@127.0.0.1:%d%s",
+             c.ports[c.n_ports - 1], o.path);
+    sleep_ms(400); /* a few depth reports: their queues are long */
+    for (int i = 0; i < 10; i++) {
+        char who[256];
+        ask_sender(sm, "work", who, sizeof who);
+        assert_string_equal(who, mine);
+    }
+    ac_ref_release(sm);
+    ac_ref_release(pool);
     fx_end(&c);
 }
 
@@ -679,9 +745,11 @@ int main(void)
         TS_UNIT(test_member_without_the_actor),
         TS_UNIT(test_consistent_hashing_pins_and_moves_only_the_lost),
         TS_UNIT(test_smallest_mailbox_prefers_the_idle),
+        TS_UNIT(test_smallest_mailbox_nested_path),
         TS_UNIT(test_hedged_past_a_silent_member),
         TS_UNIT(test_stop_mid_scatter_and_bare_tell),
         TS_UNIT(test_this_node_and_exclude_self),
+        TS_UNIT(test_smallest_mailbox_nested_on_this_node),
         TS_UNIT(test_no_routees_answers_as_an_empty_group),
         TS_UNIT(test_bad_options_refused),
     };
