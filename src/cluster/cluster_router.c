@@ -418,6 +418,7 @@ static ac_props *make(ac__member_group_spec spec, ac_cluster *cluster,
         return NULL;
     bool depths = spec.strategy == AC__MEMBER_SMALLEST_MAILBOX;
     spec.ops = &cluster_ops;
+    spec.breaker = o->breaker;
     spec.user = driver_new(spec.fn, cluster, o, depths);
     if (!spec.user)
         return NULL;

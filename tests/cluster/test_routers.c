@@ -502,6 +502,43 @@ static void test_smallest_mailbox_nested_path(void **state)
     expect_smallest_prefers_the_idle(*state, "client_smallest_nested", "/user/pool/replica");
 }
 
+/* Breakers in front of the members: a member whose replica never
+ * answers fails one request, by its breaker's call timeout; its breaker
+ * opens, and round-robin passes it by from then on, though it stays a
+ * member and a routee. */
+static void test_breakers_route_around_a_silent_member(void **state)
+{
+    ts_fixture *fx = *state;
+    cluster_fx c = {0};
+    fx_three(&c, fx, "client_breakers", "echo", "slow", "echo");
+    ac_breaker_options bo = {.max_failures = 1, .call_timeout_ms = 300,
+                             .reset_timeout_ms = 600000};
+    ac_cluster_router_options o = replicas;
+    o.breaker = &bo;
+    ac_ref *rr = spawn(&c, ac_cluster_router_round_robin(c.cluster, &o), "rr");
+    assert_eventually(wait_routees(rr, 3, TS_WAIT_S), "three routees");
+    char silent[256];
+    member_path(&c, 1, silent, sizeof silent);
+    int failures = 0;
+    for (int i = 0; i < 12; i++) {
+        ac_answer a;
+        ac_status st = ac_ask_wait(rr, ac_msg_str_new("q"), ASK_MS, &a);
+        if (st != AC_OK) {
+            if (!ac_error_is(a.error, AC_CIRCUIT_BREAKER_TIMEOUT_ERROR))
+                fail_msg("ask %d: %s: %s", i, ac_strerror(st),
+                         a.error ? ac_error_to_string(a.error) : "no error");
+            failures++;
+        } else {
+            assert_string_not_equal(ac_ref_path(a.sender), silent);
+        }
+        ac_answer_release(&a);
+    }
+    assert_int_equal(failures, 1);
+    assert_int_equal(routees(rr, (char[1024]){0}, 1024), 3);
+    ac_ref_release(rr);
+    fx_end(&c);
+}
+
 /* Hedged over the wire: a member that never answers is hedged past, and
  * the answer comes from a live one, as its sender. */
 static void test_hedged_past_a_silent_member(void **state)
@@ -726,6 +763,11 @@ static void test_bad_options_refused(void **state)
                    AC_EINVAL,
                    "ac_cluster_router_scatter_gather_first_completed: timeout_ms = -5 is not "
                    "usable; use 1..2147483647, or 0 for the default (4500)");
+    ac_breaker_options bo = {.max_failures = -1};
+    ac_cluster_router_options bad_breaker = {.path = "/user/replica", .breaker = &bo};
+    expect_refused(ac_cluster_router_round_robin(c.cluster, &bad_breaker), AC_EINVAL,
+                   "ac_cluster_router_round_robin: max_failures = -1; use 1..1000000, or 0 "
+                   "for the default (5)");
     ac_hedged_options h = {.delay_us = -1};
     expect_refused(ac_cluster_router_hedged(c.cluster, &replicas, &h), AC_EINVAL,
                    "ac_cluster_router_hedged: delay_us = -1 is negative; use a hedge delay of 1 "
@@ -746,6 +788,7 @@ int main(void)
         TS_UNIT(test_consistent_hashing_pins_and_moves_only_the_lost),
         TS_UNIT(test_smallest_mailbox_prefers_the_idle),
         TS_UNIT(test_smallest_mailbox_nested_path),
+        TS_UNIT(test_breakers_route_around_a_silent_member),
         TS_UNIT(test_hedged_past_a_silent_member),
         TS_UNIT(test_stop_mid_scatter_and_bare_tell),
         TS_UNIT(test_this_node_and_exclude_self),
