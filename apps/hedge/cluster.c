@@ -4,7 +4,10 @@
  * process joins their cluster as one more node (role "client", so the
  * routers, which ask for role "replica", leave it out), waits until every
  * replica node is Up, and runs the load through the cluster routers:
- * round-robin, random, scatter/gather and hedged. The work done per
+ * round-robin, random, scatter/gather and hedged; with --breakers once
+ * more, with a circuit breaker per member in front of each. With
+ * --dead-replica K, node K's replica never answers, though the node stays
+ * Up: a member that only its breaker can route around. The work done per
  * request is read from the replicas themselves (HEDGE_CALLS_QUERY).
  *
  * Every child is ended by its pid: SIGTERM when the demo is done, fails,
@@ -27,10 +30,14 @@
 #include <actorc/cluster.h>
 
 #include "hedge.h"
+#include "model_options.h"
 
 #define MAX_NODES 16
 #define CLUSTER_NAME "hedge-demo"
 #define NODE_SYSTEM "replicas"
+/* The cluster routers a pass runs: round-robin, random, scatter/gather,
+ * hedged. */
+#define CLUSTER_PLANS 4
 
 typedef struct cluster_run {
     int n;
@@ -105,22 +112,13 @@ static bool node_program(const options *o, const char *argv0, char *out, size_t 
     return access(out, X_OK) == 0;
 }
 
-static void format_args(char buf[][64], const replica_model *m, int i)
-{
-    snprintf(buf[0], 64, "%g", m->median_ms);
-    snprintf(buf[1], 64, "%g", m->sigma);
-    snprintf(buf[2], 64, "%g%%:%gms", m->tail_pct, m->tail_ms);
-    snprintf(buf[3], 64, "%g%%", m->error_pct);
-    snprintf(buf[4], 64, "%llu", (unsigned long long)(m->seed + (uint64_t)i));
-}
-
 /* Start node i; its stdout comes back through *out_fd. */
 static pid_t start_node(cluster_run *run, const char *program, const replica_model *m, int i,
                         int *out_fd)
 {
-    char bind[64], seeds[MAX_NODES + 1][64], model[5][64];
+    char bind[64], seeds[MAX_NODES + 1][64], model[MODEL_ARGC / 2][64], seed[32];
     snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", run->ports[i]);
-    format_args(model, m, i);
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)(m->seed + (uint64_t)i));
     const char *argv[64];
     int a = 0;
     argv[a++] = program;
@@ -131,11 +129,11 @@ static pid_t start_node(cluster_run *run, const char *program, const replica_mod
         snprintf(seeds[k], 64, "127.0.0.1:%d", run->ports[k]);
         argv[a++] = "--seed", argv[a++] = seeds[k];
     }
-    argv[a++] = "--median-ms", argv[a++] = model[0];
-    argv[a++] = "--sigma", argv[a++] = model[1];
-    argv[a++] = "--tail", argv[a++] = model[2];
-    argv[a++] = "--error-rate", argv[a++] = model[3];
-    argv[a++] = "--rng-seed", argv[a++] = model[4];
+    model_args(m, model, &argv[a]);
+    a += MODEL_ARGC;
+    argv[a++] = "--rng-seed", argv[a++] = seed;
+    if (m->dead_replica == i + 1) /* its one replica is the dead one */
+        argv[a++] = "--dead-replica", argv[a++] = "1";
     argv[a++] = "--quiet";
     argv[a] = NULL;
     int fds[2];
@@ -312,35 +310,44 @@ static bool await_routees(ac_ref *router, void *user)
 
 /* ---- the demo --------------------------------------------------------- */
 
-static size_t run_plans(cluster_run *run, options *o, replica_model *m, run_result *runs)
+/* Run every cluster router once, after runs[*n]; with breakers, one per
+ * member in front of each (names ending in "+cb"). Returns how many were
+ * planned. */
+static size_t run_plans(cluster_run *run, options *o, replica_model *m, bool breakers,
+                        run_result *runs, size_t *n)
 {
-    ac_cluster_router_options ro = {.path = "/user/replica", .role = "replica"};
+    ac_breaker_options bo = demo_breaker_options(o, m);
+    ac_cluster_router_options ro = {.path = "/user/replica", .role = "replica",
+                                    .breaker = breakers ? &bo : NULL};
     ac_scatter_gather_options sg = {.timeout_ms = o->timeout_ms};
     ac_hedged_options hedged = {.timeout_ms = o->timeout_ms, .delay_us = o->hedge_delay_us};
-    static char hedged_name[32];
+    static char names[2][CLUSTER_PLANS][32];
+    const char *base[CLUSTER_PLANS] = {"round-robin", "random", "scatter-gather", NULL};
+    char hedged_name[32];
     snprintf(hedged_name, sizeof hedged_name, "hedged-%gms", (double)o->hedge_delay_us / 1000);
+    base[3] = hedged_name;
+    for (size_t i = 0; i < CLUSTER_PLANS; i++)
+        snprintf(names[breakers][i], sizeof names[breakers][i], "%s%s", base[i],
+                 breakers ? "+cb" : "");
     int64_t t = o->timeout_ms, gather_t = o->timeout_ms + 500;
     struct {
-        const char *name;
         ac_props *props;
         int64_t ask_timeout;
-    } plans[] = {
-        {"round-robin", ac_cluster_router_round_robin(run->cluster, &ro), t},
-        {"random", ac_cluster_router_random(run->cluster, &ro), t},
-        {"scatter-gather",
-         ac_cluster_router_scatter_gather_first_completed(run->cluster, &ro, &sg), gather_t},
-        {hedged_name, ac_cluster_router_hedged(run->cluster, &ro, &hedged), gather_t},
+    } plans[CLUSTER_PLANS] = {
+        {ac_cluster_router_round_robin(run->cluster, &ro), t},
+        {ac_cluster_router_random(run->cluster, &ro), t},
+        {ac_cluster_router_scatter_gather_first_completed(run->cluster, &ro, &sg), gather_t},
+        {ac_cluster_router_hedged(run->cluster, &ro, &hedged), gather_t},
     };
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+    for (size_t i = 0; i < CLUSTER_PLANS; i++) {
         if (!plans[i].props)
-            fprintf(stderr, "actorc-hedge: cannot make %s: %s\n", plans[i].name,
+            fprintf(stderr, "actorc-hedge: cannot make %s: %s\n", names[breakers][i],
                     ac_last_error());
-        else if (run_strategy(run->sys, m, o, plans[i].name, plans[i].props,
-                              plans[i].ask_timeout, &runs[n]) == 0)
-            n++;
+        else if (run_strategy(run->sys, m, o, names[breakers][i], plans[i].props,
+                              plans[i].ask_timeout, &runs[*n]) == 0)
+            (*n)++;
     }
-    return n;
+    return CLUSTER_PLANS;
 }
 
 int cluster_demo(options *o, replica_model *m, const char *argv0)
@@ -352,7 +359,7 @@ int cluster_demo(options *o, replica_model *m, const char *argv0)
     cluster_run run = {.n = o->nodes};
     catch_signals(&run);
     int rc = 1;
-    run_result runs[4];
+    run_result runs[2 * CLUSTER_PLANS];
     size_t n = 0;
     if (start_nodes(&run, o, m, argv0) && join_as_client(&run)) {
         o->count_calls = count_calls;
@@ -362,14 +369,16 @@ int cluster_demo(options *o, replica_model *m, const char *argv0)
         char subtitle[256];
         snprintf(subtitle, sizeof subtitle,
                  "%d replica processes over loopback; latency log-normal (median %.3g ms, "
-                 "sigma %.2g) + %.3g%% stalls of %.0f ms; %.3g%% errors; %zu requests, %zu in "
+                 "sigma %.2g) + %.3g%% stalls of %.0f ms; %.3g%% errors%s; %zu requests, %zu in "
                  "flight",
                  o->nodes, m->median_ms, m->sigma, m->tail_pct, m->tail_ms, m->error_pct,
-                 o->requests, o->concurrency);
+                 m->dead_replica ? "; one dead replica node" : "", o->requests, o->concurrency);
         printf("actorc-hedge: %s\n\n", subtitle);
-        n = run_plans(&run, o, m, runs);
+        size_t planned = run_plans(&run, o, m, false, runs, &n);
+        if (o->breakers)
+            planned += run_plans(&run, o, m, true, runs, &n);
         report(o, m, runs, n, subtitle);
-        rc = n == 4 ? 0 : 1;
+        rc = n == planned ? 0 : 1;
     }
     for (size_t i = 0; i < n; i++)
         free(runs[i].latency_us);

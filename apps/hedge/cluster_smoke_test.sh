@@ -22,6 +22,26 @@ awk -v a="$(col scatter-gather 10)" 'BEGIN { exit !(a + 0 == 3) }' ||
     { echo "FAIL: scatter-gather made $(col scatter-gather 10) calls per request, not 3"; exit 1; }
 awk -v a="$(col round-robin 10)" 'BEGIN { exit !(a + 0 == 1) }' ||
     { echo "FAIL: round-robin made $(col round-robin 10) calls per request, not 1"; exit 1; }
+# A dead replica node with breakers: once its breaker opens, round-robin
+# stops sending it a third of the load and scatter/gather stops asking it.
+# Real time on a shared machine: a miss is measured once more.
+run_breakers() {
+    "$bin" --nodes 3 --node-program "$node" --requests 1000 --concurrency 16 --dead-replica 1 \
+        --timeout-ms 100 --breakers --svg "$dir/cb.svg" --quiet >"$dir/cb.txt"
+    cat "$dir/cb.txt"
+}
+cb() { awk -v s="$1" -v c="$2" '$1 == s { print $c }' "$dir/cb.txt"; }
+failed() { echo $(( $(cb "$1" 8) + $(cb "$1" 9) )); }
+breakers_ok() {
+    echo "round-robin failures: $(failed round-robin) plain, $(failed round-robin+cb) with breakers"
+    [ "$(failed round-robin+cb)" -lt $(( $(failed round-robin) / 2 )) ] &&
+        awk -v a="$(cb scatter-gather+cb 10)" 'BEGIN { exit !(a + 0 < 2.95) }'
+}
+run_breakers
+if ! breakers_ok; then
+    run_breakers
+    breakers_ok || { echo "FAIL: breakers did not route around the dead replica node"; exit 1; }
+fi
 # The children were ended: no process of this node program is left.
 sleep 0.5
 if pgrep -f -- "^$node " >/dev/null 2>&1; then

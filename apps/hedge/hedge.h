@@ -70,6 +70,9 @@ typedef struct options {
  * `sys`; 0, or -1 when it could not start. */
 int run_strategy(ac_system *sys, replica_model *m, const options *o, const char *name,
                  ac_props *props, int64_t ask_timeout_ms, run_result *out);
+/* The breaker of each replica with --breakers (in process and across
+ * nodes alike). */
+ac_breaker_options demo_breaker_options(const options *o, const replica_model *m);
 /* Print the table, the price, the histogram and write the SVG. */
 void report(const options *o, const replica_model *m, run_result *runs, size_t n,
             const char *subtitle);

@@ -18,6 +18,7 @@
  * next ask, so the load is closed-loop and identical for every strategy.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
@@ -26,7 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app_args.h"
 #include "hedge.h"
+#include "model_options.h"
 
 typedef struct driver {
     ac_ref *target;
@@ -206,11 +209,9 @@ static void usage(FILE *out)
             "  --requests N       requests per strategy (default 20000)\n"
             "  --concurrency C    requests in flight (default 32)\n"
             "  --replicas N       replicas per pool (default 3)\n"
-            "  --median-ms X      median of the log-normal latency body (default 2)\n"
-            "  --sigma X          shape of the log-normal body (default 0.4)\n"
-            "  --tail P%%:Dms      a share P of requests stalls for D ms (default 2%%:100ms)\n"
-            "  --error-rate P%%    a share P of requests is answered with an error (default 0)\n"
-            "  --dead-replica K   replica K (1..N) never answers (default: none)\n"
+            MODEL_USAGE
+            "  --dead-replica K   replica K (1..N) never answers (default: none); with\n"
+            "                     --nodes, node K's replica (it stays a member)\n"
             "  --timeout-ms T     deadline of a request (default 1000)\n"
             "  --hedge-delay-ms X the hedged router's fixed delay (default 10)\n"
             "  --hedge-pct P      the adaptive hedged router's percentile of observed\n"
@@ -219,7 +220,8 @@ static void usage(FILE *out)
             "  --metrics-port N   serve Prometheus metrics on 127.0.0.1:N while running\n"
             "  --breakers         run every strategy again with a circuit breaker per\n"
             "                     replica (5 failures open it; probe after 1 s, backing\n"
-            "                     off to 10 s)\n"
+            "                     off to 10 s); with --nodes, one per member in front of\n"
+            "                     each cluster router\n"
             "  --seed N           random seed (default 42)\n"
             "  --nodes N          run the replicas as N actorc-node processes on this\n"
             "                     machine, joined in one cluster over loopback, and\n"
@@ -231,106 +233,105 @@ static void usage(FILE *out)
             "  --help             this text\n");
 }
 
-static bool parse_double(const char *s, double lo, double hi, double *out)
+static bool parse_size(const char *s, uint64_t lo, uint64_t hi, size_t *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < lo || v > hi)
-        return false;
-    *out = v;
-    return *end == '\0' || strcmp(end, "%") == 0 || strcmp(end, "ms") == 0;
-}
-
-static bool parse_size(const char *s, double lo, double hi, size_t *out)
-{
-    double v;
-    if (!parse_double(s, lo, hi, &v) || v != (double)(size_t)v)
+    uint64_t v;
+    if (!app_parse_count(s, lo, hi, &v))
         return false;
     *out = (size_t)v;
     return true;
 }
 
-static bool parse_tail(const char *s, replica_model *m)
+static bool parse_int(const char *s, uint64_t lo, uint64_t hi, int *out)
 {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", s);
-    char *colon = strchr(buf, ':');
-    if (!colon)
+    uint64_t v;
+    if (!app_parse_count(s, lo, hi, &v))
         return false;
-    *colon = '\0';
-    return parse_double(buf, 0, 100, &m->tail_pct) &&
-           parse_double(colon + 1, 0, 60000, &m->tail_ms);
+    *out = (int)v;
+    return true;
+}
+
+/* One of the demo's own options; false for a bad value. */
+static bool apply_option(int c, const char *arg, options *o, replica_model *m)
+{
+    uint64_t v;
+    double x;
+    switch (c) {
+    case 'r': return parse_size(arg, 1, 100000000, &o->requests);
+    case 'c': return parse_size(arg, 1, 1000000, &o->concurrency);
+    case 'n': return parse_int(arg, 1, MODEL_MAX_REPLICAS, &o->replicas);
+    case 'T': return app_parse_count(arg, 1, 3600000, &v) && ((o->timeout_ms = (int64_t)v), true);
+    case 'o': o->svg = arg; return true;
+    case 'p': return parse_int(arg, 0, 65535, &o->metrics_port);
+    case 'S': return app_parse_count(arg, 0, UINT64_MAX, &m->seed);
+    case 'D':
+        return app_parse_double(arg, 0.001, 60000, "ms", &x) &&
+               ((o->hedge_delay_us = llround(x * 1000)), true);
+    case 'P': return app_parse_double(arg, 0.1, 99.9, "%", &o->hedge_percentile);
+    case 'N': return parse_int(arg, 1, 16, &o->nodes);
+    case 'X': o->node_program = arg; return true;
+    default: return model_apply(c, arg, m);
+    }
+}
+
+static int usage_error(const char *fmt, ...) AC_PRINTF(1, 2);
+
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "actorc-hedge: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n\n");
+    va_end(ap);
+    usage(stderr);
+    return 2;
+}
+
+/* What the options say together: the hedge delay within the deadline,
+ * the dead replica among the replicas (or nodes). */
+static int check_options(const options *o, const replica_model *m)
+{
+    if (o->hedge_delay_us >= o->timeout_ms * 1000)
+        return usage_error("--hedge-delay-ms must be below --timeout-ms");
+    int replicas = o->nodes > 0 ? o->nodes : o->replicas;
+    if (m->dead_replica > replicas)
+        return usage_error("--dead-replica %d but only %d %s", m->dead_replica, replicas,
+                           o->nodes > 0 ? "nodes" : "replicas");
+    return 0;
 }
 
 static int parse_args(int argc, char **argv, options *o, replica_model *m)
 {
     static const struct option longs[] = {
-        {"requests", required_argument, 0, 'r'},   {"concurrency", required_argument, 0, 'c'},
-        {"replicas", required_argument, 0, 'n'},   {"median-ms", required_argument, 0, 'm'},
-        {"sigma", required_argument, 0, 's'},      {"tail", required_argument, 0, 't'},
-        {"error-rate", required_argument, 0, 'e'}, {"dead-replica", required_argument, 0, 'd'},
-        {"timeout-ms", required_argument, 0, 'T'}, {"svg", required_argument, 0, 'o'},
-        {"metrics-port", required_argument, 0, 'p'}, {"seed", required_argument, 0, 'S'},
-        {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
-        {"breakers", no_argument, 0, 'b'},        {"hedge-delay-ms", required_argument, 0, 'D'},
-        {"hedge-pct", required_argument, 0, 'P'},
-        {"nodes", required_argument, 0, 'N'},      {"node-program", required_argument, 0, 'X'},
-        {0, 0, 0, 0}};
+        {"requests", required_argument, 0, 'r'},     {"concurrency", required_argument, 0, 'c'},
+        {"replicas", required_argument, 0, 'n'},     {"timeout-ms", required_argument, 0, 'T'},
+        {"svg", required_argument, 0, 'o'},          {"metrics-port", required_argument, 0, 'p'},
+        {"seed", required_argument, 0, 'S'},         {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},               {"breakers", no_argument, 0, 'b'},
+        {"hedge-delay-ms", required_argument, 0, 'D'}, {"hedge-pct", required_argument, 0, 'P'},
+        {"nodes", required_argument, 0, 'N'},        {"node-program", required_argument, 0, 'X'},
+        MODEL_LONG_OPTIONS,                          {0, 0, 0, 0}};
     int c;
-    size_t v;
-    double x;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
-        bool ok = true;
-        switch (c) {
-        case 'r': ok = parse_size(optarg, 1, 1e8, &o->requests); break;
-        case 'c': ok = parse_size(optarg, 1, 1e6, &o->concurrency); break;
-        case 'n': ok = parse_size(optarg, 1, 64, &v); o->replicas = (int)v; break;
-        case 'm': ok = parse_double(optarg, 0, 60000, &m->median_ms); break;
-        case 's': ok = parse_double(optarg, 0, 5, &m->sigma); break;
-        case 't': ok = parse_tail(optarg, m); break;
-        case 'e': ok = parse_double(optarg, 0, 100, &m->error_pct); break;
-        case 'd': ok = parse_size(optarg, 1, 64, &v); m->dead_replica = (int)v; break;
-        case 'T': ok = parse_size(optarg, 1, 3600000, &v); o->timeout_ms = (int64_t)v; break;
-        case 'o': o->svg = optarg; break;
-        case 'p': ok = parse_size(optarg, 0, 65535, &v); o->metrics_port = (int)v; break;
-        case 'S': ok = parse_size(optarg, 0, 1e18, &v); m->seed = v; break;
-        case 'q': o->quiet = true; break;
-        case 'b': o->breakers = true; break;
-        case 'D': ok = parse_double(optarg, 0.001, 60000, &x); o->hedge_delay_us = llround(x * 1000); break;
-        case 'P': ok = parse_double(optarg, 0.1, 99.9, &o->hedge_percentile); break;
-        case 'N': ok = parse_size(optarg, 1, 16, &v); o->nodes = (int)v; break;
-        case 'X': o->node_program = optarg; break;
-        case 'h': usage(stdout); exit(0);
-        default:
-            fprintf(stderr, "actorc-hedge: unknown option %s\n\n", argv[optind - 1]);
-            usage(stderr);
-            return 2;
-        }
-        if (!ok) {
-            fprintf(stderr, "actorc-hedge: bad value \"%s\" for %s\n\n", optarg, argv[optind - 2 >= 0 ? optind - 2 : 0]);
-            usage(stderr);
-            return 2;
+        if (c == 'q') {
+            o->quiet = true;
+        } else if (c == 'b') {
+            o->breakers = true;
+        } else if (c == 'h') {
+            usage(stdout);
+            exit(0);
+        } else if (c == '?' || c == ':') {
+            return usage_error("unknown option %s", argv[optind - 1]);
+        } else if (!apply_option(c, optarg, o, m)) {
+            return usage_error("bad value \"%s\" for %s", optarg,
+                               argv[optind - 2 >= 0 ? optind - 2 : 0]);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "actorc-hedge: unexpected argument \"%s\"\n\n", argv[optind]);
-        usage(stderr);
-        return 2;
-    }
-    if (o->hedge_delay_us >= o->timeout_ms * 1000) {
-        fprintf(stderr, "actorc-hedge: --hedge-delay-ms must be below --timeout-ms\n\n");
-        usage(stderr);
-        return 2;
-    }
-    if (m->dead_replica > o->replicas) {
-        fprintf(stderr, "actorc-hedge: --dead-replica %d but only %d replicas\n\n",
-                m->dead_replica, o->replicas);
-        usage(stderr);
-        return 2;
-    }
-    return 0;
+    if (optind < argc)
+        return usage_error("unexpected argument \"%s\"", argv[optind]);
+    return check_options(o, m);
 }
 
 /* ---- main ------------------------------------------------------------- */
@@ -421,16 +422,21 @@ static void make_plans(const options *o, const ac_routee_options *r, bool cb,
     memcpy(out, plans, sizeof plans);
 }
 
+ac_breaker_options demo_breaker_options(const options *o, const replica_model *m)
+{
+    /* A call slower than the request's deadline is a failure of its
+     * replica; the jitter keeps the pools' probes apart. */
+    return (ac_breaker_options){.max_failures = 5, .call_timeout_ms = o->timeout_ms,
+                                .reset_timeout_ms = 1000, .max_reset_timeout_ms = 10000,
+                                .random_factor = 0.2, .seed = m->seed};
+}
+
 /* Run every strategy once, after `runs[*n]`; returns how many were planned. */
 static size_t run_pass(ac_system *sys, replica_model *m, const options *o, bool breakers,
                        run_result *runs, size_t *n)
 {
     static char names[2][2][32];
-    /* A call slower than the request's deadline is a failure of its
-     * replica; the jitter keeps the pools' probes apart. */
-    ac_breaker_options bo = {.max_failures = 5, .call_timeout_ms = o->timeout_ms,
-                             .reset_timeout_ms = 1000, .max_reset_timeout_ms = 10000,
-                             .random_factor = 0.2, .seed = m->seed};
+    ac_breaker_options bo = demo_breaker_options(o, m);
     ac_routee_options ro = {.user_data = m, .breaker = breakers ? &bo : NULL};
     plan plans[PLANS];
     make_plans(o, &ro, breakers, names[breakers], plans);
@@ -468,7 +474,7 @@ int main(int argc, char **argv)
                  .svg = "actorc-hedge.svg", .metrics_port = -1,
                  .hedge_delay_us = AC_HEDGE_DEFAULT_DELAY_US,
                  .hedge_percentile = AC_HEDGE_DEFAULT_PERCENTILE};
-    replica_model m = {.median_ms = 2, .sigma = 0.4, .tail_pct = 2, .tail_ms = 100, .seed = 42};
+    replica_model m = MODEL_DEFAULTS;
     int rc = parse_args(argc, argv, &o, &m);
     if (rc)
         return rc;

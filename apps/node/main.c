@@ -4,9 +4,12 @@
  * spawns the demo's simulated replica (apps/hedge/replica.c, the latency
  * model of actorc-hedge) at /user/replica, prints one line when it is
  * ready ("actorc-node: up at <address>"), and runs until SIGTERM or
- * SIGINT, when it leaves the cluster and stops.
+ * SIGINT, when it leaves the cluster and stops. Its model options are
+ * actorc-hedge's (apps/hedge/model_options.h), so that actorc-hedge
+ * --nodes hands each node the model it was given; --dead-replica 1 makes
+ * a node whose replica never answers, though the node stays Up.
  */
-#include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -16,7 +19,9 @@
 
 #include <actorc/cluster.h>
 
-#include "../hedge/hedge.h"
+#include "app_args.h"
+#include "hedge.h"
+#include "model_options.h"
 
 #define MAX_LIST 16
 
@@ -43,43 +48,20 @@ static void usage(FILE *out)
             "Runs one replica node of a cluster: the demo's simulated replica at\n"
             "/user/replica, until SIGTERM or SIGINT.\n"
             "\n"
-            "  --bind ENDPOINT     ZeroMQ endpoint to bind (default tcp://127.0.0.1:0)\n"
-            "  --advertise H:P     the address other nodes reach this one at\n"
-            "                      (default: the bound one)\n"
-            "  --cluster NAME      the cluster's name (default demo)\n"
-            "  --system NAME       this actor system's name (default replicas)\n"
-            "  --seed H:P          a seed node (repeat for more)\n"
-            "  --role NAME         a role of this node (repeat for more; default replica)\n"
-            "  --median-ms X      median of the log-normal latency body (default 2)\n"
-            "  --sigma X          shape of the log-normal body (default 0.4)\n"
-            "  --tail P%%:Dms      a share P of requests stalls for D ms (default 2%%:100ms)\n"
-            "  --error-rate P%%    a share P of requests is answered with an error (default 0)\n"
+            "  --bind ENDPOINT    ZeroMQ endpoint to bind (default tcp://127.0.0.1:0)\n"
+            "  --advertise H:P    the address other nodes reach this one at\n"
+            "                     (default: the bound one)\n"
+            "  --cluster NAME     the cluster's name (default demo)\n"
+            "  --system NAME      this actor system's name (default replicas)\n"
+            "  --seed H:P         a seed node (repeat for more)\n"
+            "  --role NAME        a role of this node (repeat for more; default replica)\n"
+            MODEL_USAGE
+            "  --dead-replica 1   its replica (replica 1, the only one) never answers; the\n"
+            "                     node stays a member: a dead replica node, which only a\n"
+            "                     breaker in front of it routes around\n"
             "  --rng-seed N       the replica's random seed (default 42)\n"
             "  --quiet            only the ready line and errors\n"
             "  --help             this text\n");
-}
-
-static bool parse_double(const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < lo || v > hi)
-        return false;
-    *out = v;
-    return *end == '\0' || strcmp(end, "%") == 0 || strcmp(end, "ms") == 0;
-}
-
-static bool parse_tail(const char *s, replica_model *m)
-{
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", s);
-    char *colon = strchr(buf, ':');
-    if (!colon)
-        return false;
-    *colon = '\0';
-    return parse_double(buf, 0, 100, &m->tail_pct) &&
-           parse_double(colon + 1, 0, 60000, &m->tail_ms);
 }
 
 static bool add_to(const char **list, size_t *n, const char *v)
@@ -90,51 +72,63 @@ static bool add_to(const char **list, size_t *n, const char *v)
     return true;
 }
 
+static int usage_error(const char *fmt, ...) AC_PRINTF(1, 2);
+
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "actorc-node: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n\n");
+    va_end(ap);
+    usage(stderr);
+    return 2;
+}
+
+/* One option with a value; false for a bad one (or one too many). */
+static bool apply_option(int c, const char *arg, node_options *o, replica_model *m)
+{
+    switch (c) {
+    case 'b': o->bind = arg; return true;
+    case 'a': o->advertise = arg; return true;
+    case 'c': o->cluster = arg; return true;
+    case 'y': o->system = arg; return true;
+    case 's': return add_to(o->seeds, &o->seeds_n, arg);
+    case 'r': return add_to(o->roles, &o->roles_n, arg);
+    case 'S': return app_parse_count(arg, 0, UINT64_MAX, &m->seed);
+    case MODEL_OPT_DEAD_REPLICA: /* this node runs one replica */
+        return model_apply(c, arg, m) && m->dead_replica == 1;
+    default: return model_apply(c, arg, m);
+    }
+}
+
 static int parse_args(int argc, char **argv, node_options *o, replica_model *m)
 {
     static const struct option longs[] = {
-        {"bind", required_argument, 0, 'b'},      {"advertise", required_argument, 0, 'a'},
-        {"cluster", required_argument, 0, 'c'},   {"system", required_argument, 0, 'y'},
-        {"seed", required_argument, 0, 's'},      {"role", required_argument, 0, 'r'},
-        {"median-ms", required_argument, 0, 'm'}, {"sigma", required_argument, 0, 'g'},
-        {"tail", required_argument, 0, 't'},      {"error-rate", required_argument, 0, 'e'},
-        {"rng-seed", required_argument, 0, 'S'},  {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+        {"bind", required_argument, 0, 'b'},     {"advertise", required_argument, 0, 'a'},
+        {"cluster", required_argument, 0, 'c'},  {"system", required_argument, 0, 'y'},
+        {"seed", required_argument, 0, 's'},     {"role", required_argument, 0, 'r'},
+        {"rng-seed", required_argument, 0, 'S'}, {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},           MODEL_LONG_OPTIONS,
+        {0, 0, 0, 0}};
     int c;
-    double x;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
-        bool ok = true;
-        switch (c) {
-        case 'b': o->bind = optarg; break;
-        case 'a': o->advertise = optarg; break;
-        case 'c': o->cluster = optarg; break;
-        case 'y': o->system = optarg; break;
-        case 's': ok = add_to(o->seeds, &o->seeds_n, optarg); break;
-        case 'r': ok = add_to(o->roles, &o->roles_n, optarg); break;
-        case 'm': ok = parse_double(optarg, 0, 60000, &m->median_ms); break;
-        case 'g': ok = parse_double(optarg, 0, 5, &m->sigma); break;
-        case 't': ok = parse_tail(optarg, m); break;
-        case 'e': ok = parse_double(optarg, 0, 100, &m->error_pct); break;
-        case 'S': ok = parse_double(optarg, 0, 1e18, &x); m->seed = (uint64_t)x; break;
-        case 'q': o->quiet = true; break;
-        case 'h': usage(stdout); exit(0);
-        default:
-            fprintf(stderr, "actorc-node: unknown option %s\n\n", argv[optind - 1]);
-            usage(stderr);
-            return 2;
-        }
-        if (!ok) {
-            fprintf(stderr, "actorc-node: bad value \"%s\" (or too many of one option)\n\n",
-                    optarg);
-            usage(stderr);
-            return 2;
+        if (c == 'q') {
+            o->quiet = true;
+        } else if (c == 'h') {
+            usage(stdout);
+            exit(0);
+        } else if (c == '?' || c == ':') {
+            return usage_error("unknown option %s", argv[optind - 1]);
+        } else if (!apply_option(c, optarg, o, m)) {
+            return usage_error("bad value \"%s\" for %s (or too many of it)", optarg,
+                               argv[optind - 2 >= 0 ? optind - 2 : 0]);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "actorc-node: unexpected argument \"%s\"\n\n", argv[optind]);
-        return 2;
-    }
+    if (optind < argc)
+        return usage_error("unexpected argument \"%s\"", argv[optind]);
     if (o->roles_n == 0)
         o->roles[o->roles_n++] = "replica";
     return 0;
@@ -175,7 +169,7 @@ static bool start(ac_system *sys, const node_options *o, replica_model *m)
 int main(int argc, char **argv)
 {
     node_options o = {.bind = "tcp://127.0.0.1:0", .cluster = "demo", .system = "replicas"};
-    replica_model m = {.median_ms = 2, .sigma = 0.4, .tail_pct = 2, .tail_ms = 100, .seed = 42};
+    replica_model m = MODEL_DEFAULTS;
     int rc = parse_args(argc, argv, &o, &m);
     if (rc)
         return rc;

@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "actorc/actor.h"
+#include "actorc/breaker.h"
 #include "actorc/export.h"
 #include "actorc/hedge.h"
 #include "actorc/msg.h"
@@ -180,11 +181,20 @@ typedef struct ac_cluster_router_options {
     const char *role;
     /* Leave this node's own actor out of the routees. */
     bool exclude_self;
+    /* Give each member's routee a circuit breaker with these options
+     * (copied; the name is ignored: each is named after its routee's
+     * path), as ac_routee_options.breaker does for a pool: a member whose
+     * actor fails or stays silent is routed around while its breaker is
+     * open, though it stays a member. A member that leaves the set
+     * (unreachable, down) takes its breaker with it; one that comes back
+     * starts with a closed one. NULL: no breakers. */
+    const ac_breaker_options *breaker;
 } ac_cluster_router_options;
 
 /* Props for a cluster router (spawn them like any props). NULL with the
  * last error: AC_EINVAL naming the option (NULL cluster, bad path or role,
- * bad scatter/gather or hedge options as their own factories check),
+ * bad scatter/gather, hedge or breaker options as their own factories
+ * check),
  * AC_ESTOPPED for a cluster that has left; AC_ENOMEM. */
 AC_API ac_props *ac_cluster_router_round_robin(ac_cluster *cluster,
                                                const ac_cluster_router_options *options);

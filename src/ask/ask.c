@@ -226,6 +226,7 @@ static const ac__oneshot_ops reply_ops = {
             .deliver = ac__oneshot_deliver,
             .destroy = reply_destroy,
             .path = reply_path,
+            .settled = ac__oneshot_settled,
             .undeliverable = ac__oneshot_undeliverable},
     .claim_offset = offsetof(reply_t, state),
     .settle = reply_settle,

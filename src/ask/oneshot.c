@@ -30,6 +30,14 @@ bool ac__oneshot_claim(ac_ref *self)
                                                    memory_order_relaxed);
 }
 
+bool ac__oneshot_settled(const ac_ref *self)
+{
+    const atomic_int *claim =
+        (const atomic_int *)(const void *)((const char *)self + ops_of(self)->claim_offset);
+    /* acquire: pairs with the claimer's CAS */
+    return atomic_load_explicit(claim, memory_order_acquire) != 0;
+}
+
 void ac__oneshot_deliver(ac_ref *self, ac__node *node)
 {
     if (!ac__oneshot_claim(self)) {

@@ -29,6 +29,8 @@ typedef struct ac__oneshot_ops {
 
 /* Win the one outcome. True for exactly one caller. */
 bool ac__oneshot_claim(ac_ref *self);
+/* ac__ref_ops.settled: has it been claimed? */
+bool ac__oneshot_settled(const ac_ref *self);
 /* ac__ref_ops.deliver: claim and settle with the reply (an error message
  * settles with its error), or drop the node. */
 void ac__oneshot_deliver(ac_ref *self, ac__node *node);

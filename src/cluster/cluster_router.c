@@ -20,7 +20,8 @@
  * member's error instead of a timeout.
  *
  * For smallest-mailbox, the driver also keeps each member's last
- * published depth (depth.h) and what it routed there since.
+ * published depth (depth.h) and what it routed there since; any routee
+ * path, nested ones too, is watched on the member, where it is resolved.
  *
  * The table of members lives in the driver's user data and is touched
  * only in the router's turn (every hook runs there), so it needs no
@@ -118,10 +119,19 @@ static void entry_forget(cluster_router *cr, member_entry *e)
 
 /* ---- depths ----------------------------------------------------------- */
 
+/* Does the routee on e need its depths published? Not this node's own
+ * top-level one: it resolves to the local actor, whose depth the router
+ * reads directly; a nested one resolves through the node, as a remote
+ * ref would, so this node's publisher reports it too. */
+static bool needs_publisher(const cluster_router *cr, const member_entry *e)
+{
+    return cr->depths && (!e->self || strchr(cr->path + 6, '/'));
+}
+
 static void tell_publisher(ac_ctx *ctx, cluster_router *cr, const member_entry *e, bool unwatch)
 {
-    if (!cr->depths || e->self)
-        return; /* this node's own routee is a local actor: read directly */
+    if (!needs_publisher(cr, e))
+        return;
     char path[512];
     snprintf(path, sizeof path, "actorc://%s@%s/user/%s", e->system, e->address,
              AC__DEPTH_PUBLISHER);
@@ -408,6 +418,7 @@ static ac_props *make(ac__member_group_spec spec, ac_cluster *cluster,
         return NULL;
     bool depths = spec.strategy == AC__MEMBER_SMALLEST_MAILBOX;
     spec.ops = &cluster_ops;
+    spec.breaker = o->breaker;
     spec.user = driver_new(spec.fn, cluster, o, depths);
     if (!spec.user)
         return NULL;

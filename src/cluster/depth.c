@@ -5,9 +5,18 @@
  * payload, so their wire form is the payload itself, checked on the way
  * in (the strings must end inside it). The publisher is one actor per
  * node; it holds its subscriptions in an array (a handful: one per
- * smallest-mailbox router per node), ticks every period with a repeating
- * timer, and reads each watched actor's depth off its cell, which costs
- * no message to the actor and so never delays it.
+ * smallest-mailbox router per node and path, AC__DEPTH_MAX_WATCHES at
+ * most), ticks every period with a repeating timer, and reads each
+ * watched actor's depth off its cell, which costs no message to the
+ * actor and so never delays it.
+ *
+ * The actor at a watched path is located once (ac__ext_locate: a hop per
+ * level through its ancestors, each in its ancestor's turn, since only a
+ * parent may read its children) and kept, retained, until it stops; then
+ * the path is located again, at most every AC__DEPTH_LOCATE_TICKS, which
+ * also covers an answer lost or a path with no actor yet. So a nested
+ * routee (/user/pool/replica) costs one locate per incarnation, not a
+ * message per report.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -117,11 +126,14 @@ bool ac__depth_report_read(const ac_msg *msg, ac__depth_report *out)
 typedef struct subscription {
     ac_ref *subscriber; /* retained, watched */
     char *path;
+    ac_ref *target;        /* the local actor at path, retained; NULL: not located */
+    uint64_t locate_after; /* the tick from which to locate it (again) */
 } subscription;
 
 typedef struct publisher_state {
     subscription *subs;
     size_t n, cap;
+    uint64_t ticks;
     ac_cancellable *tick;
 } publisher_state;
 
@@ -139,6 +151,13 @@ static void publisher_pre_start(ac_ctx *ctx)
                      ac_last_error());
 }
 
+static void subscription_clear(subscription *s)
+{
+    ac_ref_release(s->subscriber);
+    ac_ref_release(s->target);
+    free(s->path);
+}
+
 static void publisher_post_stop(ac_ctx *ctx)
 {
     publisher_state *st = ac_ctx_state(ctx);
@@ -146,10 +165,8 @@ static void publisher_post_stop(ac_ctx *ctx)
         ac_cancel(st->tick);
         ac_cancellable_release(st->tick);
     }
-    for (size_t i = 0; i < st->n; i++) {
-        ac_ref_release(st->subs[i].subscriber);
-        free(st->subs[i].path);
-    }
+    for (size_t i = 0; i < st->n; i++)
+        subscription_clear(&st->subs[i]);
     free(st->subs);
     memset(st, 0, sizeof *st);
 }
@@ -164,26 +181,46 @@ static size_t find(const publisher_state *st, const ac_ref *who, const char *pat
 
 static void drop(publisher_state *st, size_t i)
 {
-    ac_ref_release(st->subs[i].subscriber);
-    free(st->subs[i].path);
+    subscription_clear(&st->subs[i]);
     st->subs[i] = st->subs[--st->n];
+}
+
+/* Room for one more subscription; false (logged) when there is none. */
+static bool make_room(ac_ctx *ctx, publisher_state *st, const ac_ref *who, const char *path)
+{
+    if (st->n == AC__DEPTH_MAX_WATCHES) {
+        ac_log_warn(ctx, "depth watch of %s by %s refused: %d watches already", path,
+                    ac_ref_path(who), AC__DEPTH_MAX_WATCHES);
+        return false;
+    }
+    if (st->n < st->cap)
+        return true;
+    size_t cap = st->cap ? st->cap * 2 : 4;
+    subscription *subs = ac__realloc(st->subs, cap * sizeof *subs);
+    if (!subs) {
+        ac_log_error(ctx, "depth watch of %s by %s refused: out of memory", path,
+                     ac_ref_path(who));
+        return false;
+    }
+    st->subs = subs;
+    st->cap = cap;
+    return true;
+}
+
+/* Ask the core where s's path ends, at most every AC__DEPTH_LOCATE_TICKS
+ * (an answer lost, or no actor there yet, is asked again then). */
+static void locate(ac_ctx *ctx, publisher_state *st, subscription *s)
+{
+    if (st->ticks < s->locate_after)
+        return;
+    s->locate_after = st->ticks + AC__DEPTH_LOCATE_TICKS;
+    (void)ac__ext_locate(ac_ctx_system(ctx), s->path, strlen(s->path), ac_self(ctx));
 }
 
 static void subscribe(ac_ctx *ctx, publisher_state *st, ac_ref *who, const char *path)
 {
-    if (find(st, who, path) < st->n)
+    if (find(st, who, path) < st->n || !make_room(ctx, st, who, path))
         return;
-    if (st->n == st->cap) {
-        size_t cap = st->cap ? st->cap * 2 : 4;
-        subscription *subs = ac__realloc(st->subs, cap * sizeof *subs);
-        if (!subs) {
-            ac_log_error(ctx, "depth watch of %s by %s refused: out of memory", path,
-                         ac_ref_path(who));
-            return;
-        }
-        st->subs = subs;
-        st->cap = cap;
-    }
     char *copy = ac__strdup(path);
     if (!copy || ac_watch(ctx, who) != AC_OK) {
         ac_log_warn(ctx, "depth watch of %s by %s refused: %s", path, ac_ref_path(who),
@@ -191,7 +228,10 @@ static void subscribe(ac_ctx *ctx, publisher_state *st, ac_ref *who, const char 
         free(copy);
         return;
     }
-    st->subs[st->n++] = (subscription){.subscriber = ac_ref_retain(who), .path = copy};
+    st->subs[st->n++] = (subscription){.subscriber = ac_ref_retain(who),
+                                       .path = copy,
+                                       .locate_after = st->ticks};
+    locate(ctx, st, &st->subs[st->n - 1]); /* located before the first report, as a rule */
 }
 
 static void on_watch(ac_ctx *ctx, publisher_state *st, const ac_msg *msg)
@@ -214,38 +254,53 @@ static void on_watch(ac_ctx *ctx, publisher_state *st, const ac_msg *msg)
         (void)ac_unwatch(ctx, who);
 }
 
-/* The depth of the actor at `path` on this node, as depth.h says. */
-static int32_t depth_at(ac_system *sys, const char *path)
+/* The located actor at a path: every subscription of that path without
+ * its actor takes it. */
+static void on_located(publisher_state *st, ac_ref *actor, const char *path)
 {
-    ac_ref *r = ac__ext_lookup_top(sys, path, strlen(path));
-    if (!r)
-        return AC__DEPTH_UNKNOWN;
-    int len = ac__mailbox_len(r);
-    ac_ref_release(r);
+    for (size_t i = 0; actor && i < st->n; i++)
+        if (!st->subs[i].target && strcmp(st->subs[i].path, path) == 0)
+            st->subs[i].target = ac_ref_retain(actor);
+}
+
+/* The depth of s's actor as depth.h says; a stopped one is forgotten
+ * (another may be spawned at its path) and located anew. */
+static int32_t depth_of(ac_ctx *ctx, publisher_state *st, subscription *s)
+{
+    int len = s->target ? ac__mailbox_len(s->target) : AC__MAILBOX_STOPPED;
+    if (len == AC__MAILBOX_STOPPED) {
+        ac_ref_release(s->target);
+        s->target = NULL;
+        locate(ctx, st, s);
+    }
     return len >= 0 ? len : AC__DEPTH_UNKNOWN;
 }
 
 static void publish(ac_ctx *ctx, publisher_state *st)
 {
-    ac_system *sys = ac_ctx_system(ctx);
-    ac_node *node = ac_system_node(sys);
+    ac_node *node = ac_system_node(ac_ctx_system(ctx));
+    st->ticks++;
     if (!node)
         return;
     for (size_t i = 0; i < st->n; i++) {
-        ac_msg *m = report_new(depth_at(sys, st->subs[i].path), ac_node_address(node),
-                               st->subs[i].path);
+        subscription *s = &st->subs[i];
+        ac_msg *m = report_new(depth_of(ctx, st, s), ac_node_address(node), s->path);
         if (m)
-            ac_tell(st->subs[i].subscriber, m, ac_self(ctx));
+            ac_tell(s->subscriber, m, ac_self(ctx));
     }
 }
 
 static void publisher_receive(ac_ctx *ctx, ac_msg *msg)
 {
     publisher_state *st = ac_ctx_state(ctx);
+    ac_ref *located;
+    const char *path;
     if (ac_msg_is(msg, &tick_type)) {
         publish(ctx, st);
     } else if (ac_msg_is(msg, &ac__depth_watch_type)) {
         on_watch(ctx, st, msg);
+    } else if (ac__ext_located_read(msg, &located, &path)) {
+        on_located(st, located, path);
     } else if (ac_msg_is(msg, &ac_msg_type_terminated)) {
         ac_ref *gone = ac_terminated_ref(msg);
         for (size_t i = st->n; i-- > 0;)

@@ -9,10 +9,13 @@
  * tells it a Depth every AC__DEPTH_PERIOD_MS: the node's address, the
  * path and the depth of the actor there as the node sees it (an actor
  * that counts its queue: its queued messages; any other: 0 while idle,
- * unknown while busy; unknown when there is no actor at the path, and
- * for a path below a top-level actor, which is not looked up here). A
- * DepthWatch with `unwatch` set ends it, and so does the router's node
- * being lost (the publisher watches each subscriber).
+ * unknown while busy; unknown when there is no actor at the path, or
+ * until it has been found there). Any path under /user may be watched,
+ * nested ones too (/user/pool/replica); the publisher publishes only the
+ * paths it was asked for, AC__DEPTH_MAX_WATCHES subscriptions at most
+ * (more are refused with a warning). A DepthWatch with `unwatch` set
+ * ends it, and so does the router's node being lost (the publisher
+ * watches each subscriber).
  *
  * The router keeps the last depth of each member with the time it came;
  * a depth older than AC__DEPTH_STALE_MS (three periods) is unknown again,
@@ -31,6 +34,9 @@
 #define AC__DEPTH_PUBLISHER "actorc-cluster-depth"
 #define AC__DEPTH_PERIOD_MS 50
 #define AC__DEPTH_STALE_MS (3 * AC__DEPTH_PERIOD_MS)
+/* How often, in periods, a path without its actor is looked up again. */
+#define AC__DEPTH_LOCATE_TICKS 4
+#define AC__DEPTH_MAX_WATCHES 256
 /* Depth reported for an actor whose depth is not known, or no actor. */
 #define AC__DEPTH_UNKNOWN (-2)
 

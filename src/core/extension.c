@@ -2,6 +2,12 @@
  * The extension interface (extension.h): paths to local actors, dead
  * letters and parts attached to a system, for actorc's own optional
  * libraries.
+ *
+ * A path below a top-level actor is walked a hop per level: only a
+ * parent reads its children table, in its own turn, so the hop is a Run
+ * message told to each ancestor. The same hops carry a message to its
+ * actor (deliver) or an asker's question of where the path ends
+ * (locate), which differ only in what happens at the end.
  */
 #include <stdio.h>
 #include <string.h>
@@ -78,10 +84,11 @@ ac_ref *ac__ext_lookup_top(ac_system *sys, const char *path, size_t len)
 }
 
 /* A message on its way down a path: a Run message told to each ancestor
- * in turn, with the original sender as its sender. */
+ * in turn, with the original sender as its sender. A locate carries no
+ * message: its sender is the asker, told where the path ends. */
 typedef struct hop_payload {
     ac__run_header header;
-    ac_msg *inner;  /* owned */
+    ac_msg *inner;  /* owned; NULL for a locate */
     char *path;     /* the whole path, owned */
     size_t at, len; /* what is left: path[at..len) */
 } hop_payload;
@@ -94,6 +101,48 @@ static void hop_destroy(void *payload, size_t size)
     free(h->path);
 }
 
+/* ---- located ---------------------------------------------------------- */
+
+typedef struct located_payload {
+    ac_ref *actor; /* retained; NULL: no actor there */
+    char path[];   /* NUL-terminated */
+} located_payload;
+
+static void located_destroy(void *payload, size_t size)
+{
+    (void)size;
+    ac_ref_release(((located_payload *)payload)->actor);
+}
+
+const ac_msg_type ac__ext_located_type = {.name = "actorc.Located", .destroy = located_destroy};
+
+/* Tell `asker` where path[0..len) ends: at `actor` (borrowed), or
+ * nowhere. Lost when out of memory (the asker asks again). */
+static void located_tell(ac_ref *asker, const char *path, size_t len, ac_ref *actor)
+{
+    ac_msg *m = asker ? ac_msg_new(&ac__ext_located_type, sizeof(located_payload) + len + 1)
+                      : NULL;
+    if (!m)
+        return;
+    located_payload *p = ac_msg_payload(m);
+    p->actor = actor && !ac__ref_is_dead(actor) ? ac_ref_retain(actor) : NULL;
+    memcpy(p->path, path, len);
+    p->path[len] = '\0';
+    ac_tell(asker, m, NULL);
+}
+
+bool ac__ext_located_read(const ac_msg *msg, ac_ref **actor, const char **path)
+{
+    if (!ac_msg_is(msg, &ac__ext_located_type))
+        return false;
+    const located_payload *p = ac_msg_data(msg);
+    *actor = p->actor;
+    *path = p->path;
+    return true;
+}
+
+/* ---- the hops --------------------------------------------------------- */
+
 static void not_there(ac_system *sys, ac_msg *inner, ac_ref *sender, const char *path, size_t len)
 {
     char why[320];
@@ -101,10 +150,54 @@ static void not_there(ac_system *sys, ac_msg *inner, ac_ref *sender, const char 
     ac__ext_dead_letter(sys, inner, sender, NULL, why);
 }
 
+/* The hop ends at `target`: its message delivered, or its asker told. */
+static void hop_arrive(ac__actor *target, ac_msg *inner, ac_ref *sender, const char *path,
+                       size_t len)
+{
+    if (inner)
+        ac_tell(&target->ref, inner, sender);
+    else
+        located_tell(sender, path, len, &target->ref);
+}
+
+/* The hop ends short of its target: no actor at a name of the path
+ * (`reached` NULL), or no memory to go on from `reached`. */
+static void hop_stuck(ac_system *sys, ac__actor *reached, ac_msg *inner, ac_ref *sender,
+                      const char *path, size_t len)
+{
+    if (!inner)
+        located_tell(sender, path, len, NULL);
+    else if (!reached)
+        not_there(sys, inner, sender, path, len);
+    else
+        ac__ext_dead_letter(sys, inner, sender, &reached->ref,
+                            "out of memory on the way to the actor");
+}
+
 static void hop_run(ac_ctx *ctx, ac_msg *msg);
 
-/* Send h's message one level further down from `a`. Consumes the hop
- * message `msg` when it is re-sent, else leaves it to its caller. */
+/* A hop for path[at..len) carrying `inner` (owned by the hop once it is
+ * made), or NULL, inner left to the caller, when out of memory. */
+static ac_msg *hop_new(const char *path, size_t len, size_t at, ac_msg *inner)
+{
+    ac_msg *hop = ac_msg_new(&ac__msg_type_run, sizeof(hop_payload));
+    char *copy = hop ? ac__malloc(len + 1) : NULL;
+    if (!copy) {
+        ac_msg_release(hop);
+        return NULL;
+    }
+    memcpy(copy, path, len);
+    copy[len] = '\0';
+    hop_payload *h = ac_msg_payload(hop);
+    *h = (hop_payload){.header = {.run = hop_run, .destroy = hop_destroy},
+                       .inner = inner,
+                       .path = copy,
+                       .at = at,
+                       .len = len};
+    return hop;
+}
+
+/* Take h's message one level further down from `a`, in a's turn. */
 static void hop_from(ac__actor *a, hop_payload *h, ac_ref *sender)
 {
     const char *p = h->path + h->at;
@@ -113,30 +206,15 @@ static void hop_from(ac__actor *a, hop_payload *h, ac_ref *sender)
     ac__actor *child = child_named(a, p, n);
     ac_msg *inner = h->inner;
     h->inner = NULL;
-    if (!child) {
-        not_there(a->ref.system, inner, sender, h->path, h->len);
-        return;
-    }
-    if (n == left) { /* the last name: the target */
-        ac_tell(&child->ref, inner, sender);
-        return;
-    }
-    ac_msg *next = ac_msg_new(&ac__msg_type_run, sizeof(hop_payload));
-    char *path = next ? ac__malloc(h->len + 1) : NULL;
-    if (!path) {
-        ac_msg_release(next);
-        ac__ext_dead_letter(a->ref.system, inner, sender, &child->ref,
-                            "out of memory on the way to the actor");
-        return;
-    }
-    memcpy(path, h->path, h->len + 1);
-    hop_payload *nh = ac_msg_payload(next);
-    *nh = (hop_payload){.header = {.run = hop_run, .destroy = hop_destroy},
-                        .inner = inner,
-                        .path = path,
-                        .at = h->at + n + 1,
-                        .len = h->len};
-    ac_tell(&child->ref, next, sender);
+    ac_msg *next = NULL;
+    if (!child)
+        hop_stuck(a->ref.system, NULL, inner, sender, h->path, h->len);
+    else if (n == left) /* the last name: the target */
+        hop_arrive(child, inner, sender, h->path, h->len);
+    else if ((next = hop_new(h->path, h->len, h->at + n + 1, inner)))
+        ac_tell(&child->ref, next, sender);
+    else
+        hop_stuck(a->ref.system, child, inner, sender, h->path, h->len);
 }
 
 static void hop_run(ac_ctx *ctx, ac_msg *msg)
@@ -145,6 +223,33 @@ static void hop_run(ac_ctx *ctx, ac_msg *msg)
      * for one receiver. */
     hop_payload *h = (hop_payload *)(void *)msg->payload;
     hop_from(ctx->self, h, ctx->sender);
+}
+
+/* Start a hop down path[0..len) (a user path) from its top-level actor. */
+static ac_status hop_start(ac_system *sys, const char *path, size_t len, ac_msg *inner,
+                           ac_ref *sender)
+{
+    const char *rest;
+    size_t rest_len;
+    ac__actor *top = top_level(sys, path, len, &rest, &rest_len);
+    ac_status st = AC_OK;
+    ac_msg *hop = NULL;
+    if (!top) {
+        hop_stuck(sys, NULL, inner, sender, path, len);
+    } else if (rest_len == 0) {
+        if (inner)
+            st = ac_tell(&top->ref, inner, sender);
+        else
+            located_tell(sender, path, len, &top->ref);
+    } else if ((hop = hop_new(path, len, (size_t)(rest - path), inner))) {
+        st = ac_tell(&top->ref, hop, sender);
+    } else {
+        hop_stuck(sys, top, inner, sender, path, len);
+        st = ac__fail(AC_ENOMEM, "%s: out of memory", inner ? "deliver" : "locate");
+    }
+    if (top)
+        ac_ref_release(&top->ref);
+    return st;
 }
 
 ac_status ac__ext_deliver_path(ac_system *sys, const char *path, size_t len, ac_msg *msg,
@@ -160,37 +265,17 @@ ac_status ac__ext_deliver_path(ac_system *sys, const char *path, size_t len, ac_
         ac__ext_dead_letter(sys, msg, sender, NULL, ac_last_error());
         return st;
     }
-    const char *rest;
-    size_t rest_len;
-    ac__actor *top = top_level(sys, path, len, &rest, &rest_len);
-    if (!top) {
-        not_there(sys, msg, sender, path, len);
-        return AC_OK;
-    }
-    if (rest_len == 0) {
-        ac_status st = ac_tell(&top->ref, msg, sender);
-        ac_ref_release(&top->ref);
-        return st;
-    }
-    ac_msg *hop = ac_msg_new(&ac__msg_type_run, sizeof(hop_payload));
-    char *copy = hop ? ac__malloc(len + 1) : NULL;
-    if (!copy) {
-        ac_msg_release(hop);
-        ac__ext_dead_letter(sys, msg, sender, &top->ref, "out of memory on the way to the actor");
-        ac_ref_release(&top->ref);
-        return ac__fail(AC_ENOMEM, "deliver: out of memory");
-    }
-    memcpy(copy, path, len);
-    copy[len] = '\0';
-    hop_payload *h = ac_msg_payload(hop);
-    *h = (hop_payload){.header = {.run = hop_run, .destroy = hop_destroy},
-                       .inner = msg,
-                       .path = copy,
-                       .at = (size_t)(rest - path),
-                       .len = len};
-    ac_status st = ac_tell(&top->ref, hop, sender);
-    ac_ref_release(&top->ref);
-    return st;
+    return hop_start(sys, path, len, msg, sender);
+}
+
+ac_status ac__ext_locate(ac_system *sys, const char *path, size_t len, ac_ref *asker)
+{
+    if (!sys || !asker)
+        return ac__fail(AC_EINVAL, "locate: %s is NULL", sys ? "asker" : "system");
+    if (!user_path(path, len))
+        return ac__fail(AC_EINVAL, "locate: \"%.*s\" is not a path under /user",
+                        (int)(len > 256 ? 256 : len), path ? path : "");
+    return hop_start(sys, path, len, NULL, asker);
 }
 
 bool ac__ext_ref_is_dead(const ac_ref *ref) { return ac__ref_is_dead(ref); }

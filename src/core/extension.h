@@ -46,6 +46,20 @@ AC__SPI ac_status ac__ext_deliver_path(ac_system *sys, const char *path, size_t 
  * are reached with ac__ext_deliver_path). Any thread. */
 AC__SPI ac_ref *ac__ext_lookup_top(ac_system *sys, const char *path, size_t len);
 
+/* Find the local actor at `path` (len bytes, as above) for `asker`,
+ * which is told a Located message in answer (without a sender): the path
+ * and the actor's ref, or no ref when no live actor is there. A top-level
+ * actor is found at once; a deeper one through its ancestors, as
+ * ac__ext_deliver_path goes, but the actor itself is told nothing, and a
+ * missing one is no dead letter. The answer may be lost when memory runs
+ * out; an asker that needs it asks again. AC_EINVAL for a path outside
+ * "/user" or a NULL asker (then no answer comes). Any thread. */
+AC__SPI ac_status ac__ext_locate(ac_system *sys, const char *path, size_t len, ac_ref *asker);
+AC__SPI extern const ac_msg_type ac__ext_located_type; /* "actorc.Located" */
+/* A Located message's actor (borrowed from the message; NULL: none) and
+ * path; false for a message of another type. */
+AC__SPI bool ac__ext_located_read(const ac_msg *msg, ac_ref **actor, const char **path);
+
 /* Has the local actor `ref` stopped (false for other refs)? Any thread. */
 AC__SPI bool ac__ext_ref_is_dead(const ac_ref *ref);
 

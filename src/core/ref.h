@@ -27,6 +27,11 @@ typedef struct ac__ref_ops {
      * `skip`, from a turn about to drop the request unhandled, a true
      * answer also settles the ref as cancelled. Any thread. */
     bool (*cancelled)(ac_ref *self, bool skip);
+    /* Optional, for reply refs: has this ref had its one outcome, so that
+     * whatever reaches it from now on is dropped? Lets whoever keeps it
+     * for a later answer (a node's table of asks in flight) let go of it
+     * early. NULL: never known to be. Any thread. */
+    bool (*settled)(const ac_ref *self);
     /* Optional: a message this ref sent could not be delivered to
      * `recipient`, because it had stopped (why == NULL) or for the reason
      * `why`. Lets an ask fail fast. */

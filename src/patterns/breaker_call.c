@@ -134,6 +134,12 @@ static void reply_undeliverable(ac_ref *self, ac_ref *recipient, const char *why
 
 static void reply_destroy(ac_ref *self) { call_unref(of_reply(self)); }
 
+static bool reply_settled(const ac_ref *self)
+{
+    /* acquire: pairs with the claimer's CAS */
+    return atomic_load_explicit(&of_reply((ac_ref *)self)->claimed, memory_order_acquire) != 0;
+}
+
 static const char *reply_path(const ac_ref *self)
 {
     (void)self;
@@ -145,6 +151,7 @@ static const ac__ref_ops reply_ops = {
     .deliver = reply_deliver,
     .destroy = reply_destroy,
     .path = reply_path,
+    .settled = reply_settled,
     .undeliverable = reply_undeliverable,
 };
 

@@ -592,12 +592,11 @@ ac_ref *ac__corr_take(ac_node *node, uint64_t corr)
     return reply;
 }
 
+/* Not every reply ref is an ask's or a scatter slot's (a call through a
+ * circuit breaker has its own): each says for itself. */
 static bool settled(const ac_ref *reply)
 {
-    const ac__oneshot_ops *ops = (const ac__oneshot_ops *)(const void *)reply->ops;
-    const atomic_int *claim = (const atomic_int *)(const void *)((const char *)reply + ops->claim_offset);
-    /* Acquire: pairs with the claimer's CAS. */
-    return atomic_load_explicit(claim, memory_order_acquire) != 0;
+    return reply->ops->settled && reply->ops->settled(reply);
 }
 
 /* Unlink every entry `pick` chooses into a list (under the lock). */

@@ -545,6 +545,7 @@ static const ac__oneshot_ops slot_ops = {
             .destroy = slot_destroy,
             .path = slot_path,
             .cancelled = slot_cancelled,
+            .settled = ac__oneshot_settled,
             .undeliverable = ac__oneshot_undeliverable},
     .claim_offset = offsetof(ac__gather_slot, claimed),
     .settle = slot_settle,

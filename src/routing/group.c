@@ -105,6 +105,12 @@ bool ac__router_make_room(ac__router_state *st)
             return false;
         st->keys = keys;
     }
+    if (st->breakers) {
+        ac_breaker **breakers = ac__realloc(st->breakers, cap * sizeof *breakers);
+        if (!breakers)
+            return false;
+        st->breakers = breakers;
+    }
     st->cap = cap;
     return true;
 }

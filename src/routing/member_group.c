@@ -6,8 +6,9 @@
  * run in the router's turn: the driver's hooks are called from
  * router_receive, and a strategy sees one set per message. The keys are
  * st->keys, kept in step with st->routees by ac__router_drop and
- * ac__router_make_room; the sort is by strcmp, so two nodes' routers over
- * the same members hold the same order.
+ * ac__router_make_room, and so are the breakers, when there are any;
+ * the sort is by strcmp, so two nodes' routers over the same members
+ * hold the same order.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,21 @@ static void replace(ac_ctx *ctx, ac__router_state *st, size_t i, ac_ref *routee)
     ac_ref_release(old);
 }
 
+static const ac_breaker_options *cfg_breaker(ac_ctx *ctx)
+{
+    const ac__router_cfg *cfg = ac_ctx_user_data(ctx);
+    return cfg->breaker;
+}
+
+/* The breaker of a joining routee, named after its path (its options
+ * were checked by the factory: only memory can fail). */
+static ac_breaker *new_breaker(ac_ctx *ctx, ac_ref *routee)
+{
+    ac_breaker_options o = *cfg_breaker(ctx);
+    o.name = ac_ref_path(routee);
+    return ac_breaker_create(ac_ctx_system(ctx), &o);
+}
+
 bool ac__member_group_add(ac_ctx *ctx, ac_ref *routee, const char *key)
 {
     ac__router_state *st = ac_ctx_state(ctx);
@@ -60,9 +76,20 @@ bool ac__member_group_add(ac_ctx *ctx, ac_ref *routee, const char *key)
         free(copy);
         return false;
     }
+    ac_breaker *breaker = NULL;
+    if (cfg_breaker(ctx) && !(breaker = new_breaker(ctx, routee))) {
+        ac_log_error(ctx, "routee %s (%s) left out: no breaker (%s)", ac_ref_path(routee), key,
+                     ac_last_error());
+        free(copy);
+        return false;
+    }
     size_t tail = st->n - i;
     memmove(&st->routees[i + 1], &st->routees[i], tail * sizeof *st->routees);
     memmove(&st->keys[i + 1], &st->keys[i], tail * sizeof *st->keys);
+    if (st->breakers) {
+        memmove(&st->breakers[i + 1], &st->breakers[i], tail * sizeof *st->breakers);
+        st->breakers[i] = breaker;
+    }
     st->routees[i] = ac_ref_retain(routee);
     st->keys[i] = copy;
     st->n++;
@@ -144,7 +171,10 @@ ac_props *ac__member_group_props(const ac__member_group_spec *spec)
     cfg->is_group = true;
     cfg->members = spec->ops;
     cfg->members_user = spec->user; /* freed with cfg from here on */
-    if (setup_strategy(cfg, spec) != AC_OK) {
+    ac_routee_options breakers = {.breaker = spec->breaker};
+    if (setup_strategy(cfg, spec) != AC_OK ||
+        (spec->breaker && (ac_breaker_options_check(spec->fn, spec->breaker, false) != AC_OK ||
+                           ac__router_copy_breaker(cfg, &breakers, spec->fn) != AC_OK))) {
         ac_status st = ac_last_status();
         char why[512];
         snprintf(why, sizeof why, "%s", ac_last_error());

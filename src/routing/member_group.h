@@ -18,7 +18,10 @@
  *   - it starts empty, each start (a restart too), and the driver fills
  *     it: the router's set does not outlive the router.
  * Consistent hashing hashes the identity, so routers on different nodes
- * map a key to the same member.
+ * map a key to the same member. With breaker options, each routee gets a
+ * circuit breaker when it joins (named after its path), kept while a
+ * routee of the same identity replaces it (the same member, resolved
+ * again) and released when it leaves.
  *
  * The driver's hooks run in the router's turn; from them (and only
  * there) the set changes with ac__member_group_add and _remove.
@@ -68,6 +71,7 @@ typedef struct ac__member_group_spec {
     void *key_user;
     const ac_scatter_gather_options *scatter; /* NULL: defaults */
     const ac_hedged_options *hedged;          /* NULL: defaults */
+    const ac_breaker_options *breaker;        /* NULL: no breakers */
     const ac__member_group_ops *ops;          /* required */
     void *user;
 } ac__member_group_spec;

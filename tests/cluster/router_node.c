@@ -15,6 +15,9 @@
  *                        long, so that its mailbox fills;
  *                  fail: replies with a ReplicaError naming this node;
  *                  slow: never replies.
+ *   /user/pool/replica  the same replica again, as the child of a parent
+ *                  that does nothing else (also absent with none): a
+ *                  nested routee path.
  *   /user/asker    a String "<path>": asks "ping" of that path (a cluster
  *                  router on another node) and replies with the answer,
  *                  or with the printed form of the error it got.
@@ -97,6 +100,28 @@ static void replica_receive(ac_ctx *ctx, ac_msg *msg)
 
 static const ac_actor_def replica_def = {.name = "Replica", .receive = replica_receive};
 
+/* The parent of the nested replica. */
+static void pool_pre_start(ac_ctx *ctx)
+{
+    ac_props *props = ac_props_new(&replica_def, NULL);
+    ac__props_count_mailbox(props);
+    ac_ref *r = ac_spawn_child(ctx, props, "replica");
+    if (!r) {
+        fprintf(stderr, "cluster node: cannot spawn /user/pool/replica: %s\n", ac_last_error());
+        exit(1);
+    }
+    ac_ref_release(r);
+}
+
+static void pool_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+static const ac_actor_def pool_def = {
+    .name = "Pool", .pre_start = pool_pre_start, .receive = pool_receive};
+
 /* ---- the asker -------------------------------------------------------- */
 
 typedef struct asked {
@@ -178,8 +203,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "cluster node: %s\n", ac_last_error());
         return 1;
     }
-    if (strcmp(mode, "none") != 0)
+    if (strcmp(mode, "none") != 0) {
         spawn_top(sys, &replica_def, "replica", true);
+        spawn_top(sys, &pool_def, "pool", false);
+    }
     spawn_top(sys, &asker_def, "asker", false);
     ac_cluster_options co = {.name = "routers", .roles = roles, .roles_count = nr,
                              .seeds = seeds, .seeds_count = ns};

@@ -465,17 +465,17 @@ static void test_consistent_hashing_pins_and_moves_only_the_lost(void **state)
     fx_end(&c);
 }
 
-/* Member 0's replica is held busy with a queue; the router, told the
- * depths, sends the next requests to the idle ones. */
-static void test_smallest_mailbox_prefers_the_idle(void **state)
+/* Member 0's replica at `path` is held busy with a queue; the router,
+ * told the depths, sends the next requests to the idle ones. */
+static void expect_smallest_prefers_the_idle(ts_fixture *fx, const char *name, const char *path)
 {
-    ts_fixture *fx = *state;
     cluster_fx c = {0};
-    fx_three(&c, fx, "client_smallest", "echo", "echo", "echo");
-    ac_ref *sm = spawn(&c, ac_cluster_router_smallest_mailbox(c.cluster, &replicas), "sm");
+    fx_three(&c, fx, name, "echo", "echo", "echo");
+    ac_cluster_router_options o = {.path = path, .role = "replica"};
+    ac_ref *sm = spawn(&c, ac_cluster_router_smallest_mailbox(c.cluster, &o), "sm");
     assert_eventually(wait_routees(sm, 3, TS_WAIT_S), "three routees");
     char busy[256];
-    member_path(&c, 0, busy, sizeof busy);
+    rt_path(&c.members[0], "routers", path, busy, sizeof busy);
     ac_ref *busy_ref = ac_node_resolve(ac_system_node(c.sys), busy);
     for (int i = 0; i < 20; i++) /* 20 turns of 300 ms: busy for 6 s */
         ac_tell(busy_ref, ac_msg_str_new("hold 300"), NULL);
@@ -487,6 +487,55 @@ static void test_smallest_mailbox_prefers_the_idle(void **state)
     }
     ac_ref_release(busy_ref);
     ac_ref_release(sm);
+    fx_end(&c);
+}
+
+static void test_smallest_mailbox_prefers_the_idle(void **state)
+{
+    expect_smallest_prefers_the_idle(*state, "client_smallest", "/user/replica");
+}
+
+/* The same with a nested routee path: the members locate the child and
+ * publish its depth as they do a top-level actor's. */
+static void test_smallest_mailbox_nested_path(void **state)
+{
+    expect_smallest_prefers_the_idle(*state, "client_smallest_nested", "/user/pool/replica");
+}
+
+/* Breakers in front of the members: a member whose replica never
+ * answers fails one request, by its breaker's call timeout; its breaker
+ * opens, and round-robin passes it by from then on, though it stays a
+ * member and a routee. */
+static void test_breakers_route_around_a_silent_member(void **state)
+{
+    ts_fixture *fx = *state;
+    cluster_fx c = {0};
+    fx_three(&c, fx, "client_breakers", "echo", "slow", "echo");
+    ac_breaker_options bo = {.max_failures = 1, .call_timeout_ms = 300,
+                             .reset_timeout_ms = 600000};
+    ac_cluster_router_options o = replicas;
+    o.breaker = &bo;
+    ac_ref *rr = spawn(&c, ac_cluster_router_round_robin(c.cluster, &o), "rr");
+    assert_eventually(wait_routees(rr, 3, TS_WAIT_S), "three routees");
+    char silent[256];
+    member_path(&c, 1, silent, sizeof silent);
+    int failures = 0;
+    for (int i = 0; i < 12; i++) {
+        ac_answer a;
+        ac_status st = ac_ask_wait(rr, ac_msg_str_new("q"), ASK_MS, &a);
+        if (st != AC_OK) {
+            if (!ac_error_is(a.error, AC_CIRCUIT_BREAKER_TIMEOUT_ERROR))
+                fail_msg("ask %d: %s: %s", i, ac_strerror(st),
+                         a.error ? ac_error_to_string(a.error) : "no error");
+            failures++;
+        } else {
+            assert_string_not_equal(ac_ref_path(a.sender), silent);
+        }
+        ac_answer_release(&a);
+    }
+    assert_int_equal(failures, 1);
+    assert_int_equal(routees(rr, (char[1024]){0}, 1024), 3);
+    ac_ref_release(rr);
     fx_end(&c);
 }
 
@@ -581,6 +630,60 @@ static void test_this_node_and_exclude_self(void **state)
     fx_end(&c);
 }
 
+static void local_pool_pre_start(ac_ctx *ctx)
+{
+    ac_ref *r = ac_spawn_child(ctx, ac_props_new(&local_replica_def, NULL), "replica");
+    assert_non_null(r);
+    ac_ref_release(r);
+}
+
+static void ignore_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+static const ac_actor_def local_pool_def = {
+    .name = "LocalPool", .pre_start = local_pool_pre_start, .receive = ignore_receive};
+
+/* This node's own nested routee is reached through this node (a ref by
+ * path), so its depth comes from this node's publisher like a member's:
+ * with both members' queues long, the idle local one takes every request. */
+static void test_smallest_mailbox_nested_on_this_node(void **state)
+{
+    ts_fixture *fx = *state;
+    cluster_fx c = {0};
+    fx_ports(&c, 2);
+    fx_start_member(&c, 0, "echo");
+    fx_start_member(&c, 1, "echo");
+    fx_join_as(&c, fx, "client_self_nested", "replica");
+    ac_ref *pool = ts_spawn(c.sys, &local_pool_def, NULL, "pool");
+    assert_non_null(pool);
+    ac_cluster_router_options o = {.path = "/user/pool/replica", .role = "replica"};
+    ac_ref *sm = spawn(&c, ac_cluster_router_smallest_mailbox(c.cluster, &o), "sm");
+    assert_eventually(wait_routees(sm, 3, TS_WAIT_S), "two members and this node");
+    for (int m = 0; m < 2; m++) {
+        char path[256];
+        rt_path(&c.members[m], "routers", o.path, path, sizeof path);
+        ac_ref *member = ac_node_resolve(ac_system_node(c.sys), path);
+        for (int i = 0; i < 200; i++) /* 200 turns of 50 ms: busy for 10 s */
+            ac_tell(member, ac_msg_str_new("hold 50"), NULL);
+        ac_ref_release(member);
+    }
+    char mine[256];
+    snprintf(mine, sizeof mine, "actorc://client_self_nested@127.0.0.1:%d%s",
+             c.ports[c.n_ports - 1], o.path);
+    sleep_ms(400); /* a few depth reports: their queues are long */
+    for (int i = 0; i < 10; i++) {
+        char who[256];
+        ask_sender(sm, "work", who, sizeof who);
+        assert_string_equal(who, mine);
+    }
+    ac_ref_release(sm);
+    ac_ref_release(pool);
+    fx_end(&c);
+}
+
 /* A role no member has: the same answers as a local group with none. */
 static void test_no_routees_answers_as_an_empty_group(void **state)
 {
@@ -660,6 +763,11 @@ static void test_bad_options_refused(void **state)
                    AC_EINVAL,
                    "ac_cluster_router_scatter_gather_first_completed: timeout_ms = -5 is not "
                    "usable; use 1..2147483647, or 0 for the default (4500)");
+    ac_breaker_options bo = {.max_failures = -1};
+    ac_cluster_router_options bad_breaker = {.path = "/user/replica", .breaker = &bo};
+    expect_refused(ac_cluster_router_round_robin(c.cluster, &bad_breaker), AC_EINVAL,
+                   "ac_cluster_router_round_robin: max_failures = -1; use 1..1000000, or 0 "
+                   "for the default (5)");
     ac_hedged_options h = {.delay_us = -1};
     expect_refused(ac_cluster_router_hedged(c.cluster, &replicas, &h), AC_EINVAL,
                    "ac_cluster_router_hedged: delay_us = -1 is negative; use a hedge delay of 1 "
@@ -679,9 +787,12 @@ int main(void)
         TS_UNIT(test_member_without_the_actor),
         TS_UNIT(test_consistent_hashing_pins_and_moves_only_the_lost),
         TS_UNIT(test_smallest_mailbox_prefers_the_idle),
+        TS_UNIT(test_smallest_mailbox_nested_path),
+        TS_UNIT(test_breakers_route_around_a_silent_member),
         TS_UNIT(test_hedged_past_a_silent_member),
         TS_UNIT(test_stop_mid_scatter_and_bare_tell),
         TS_UNIT(test_this_node_and_exclude_self),
+        TS_UNIT(test_smallest_mailbox_nested_on_this_node),
         TS_UNIT(test_no_routees_answers_as_an_empty_group),
         TS_UNIT(test_bad_options_refused),
     };

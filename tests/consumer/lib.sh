@@ -121,7 +121,8 @@ install_into() {
 # libraries (AC__SPI in src/core; not API). A change to that interface
 # changes this list.
 ACTORC_SPI="ac__alloc_should_fail ac__alloc_small ac__assert_fail ac__ext_attach ac__ext_dead_letter
-ac__ext_deliver_path ac__ext_detach ac__ext_find ac__ext_lookup_top ac__ext_node_take ac__ext_ref_is_dead
+ac__ext_deliver_path ac__ext_detach ac__ext_find ac__ext_locate ac__ext_located_read
+ac__ext_located_type ac__ext_lookup_top ac__ext_node_take ac__ext_ref_is_dead
 ac__ext_terminated_new ac__ext_unwatch_as ac__ext_watch_as ac__fail ac__fail_null
 ac__free_small ac__mailbox_len ac__member_group_add ac__member_group_props ac__member_group_remove
 ac__member_group_size ac__oom_abort ac__ref_init ac__refset_add ac__refset_clear

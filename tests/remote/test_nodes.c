@@ -723,6 +723,48 @@ static void test_many_asks_leave_no_entries(void **state)
     ac_ref_release(slow);
 }
 
+/* Calls through a circuit breaker to a remote actor: the breaker's own
+ * reply ref waits in the correlation table like an ask's, through the
+ * node's sweeps, until its answer or its timeout, and leaves no entry. */
+static void test_breaker_calls_across_the_wire(void **state)
+{
+    fixture *f = *state;
+    ac_ref *echo = resolve(f, "/user/echo");
+    ac_ref *slow = resolve(f, "/user/slow");
+    ask_echo(echo, "up", 10000);
+    ac_breaker_options bo = {.name = "remote", .max_failures = 1000};
+    ac_breaker *b = ac_breaker_create(f->sys, &bo);
+    assert_non_null(b);
+    ac_future *waiting = ac_breaker_ask(b, slow, ac_msg_str_new("x"), 2000);
+    assert_non_null(waiting);
+    sleep_ms(300); /* many sweeps of the table */
+    ac_node_stats s;
+    ac_node_stats_get(f->node, &s);
+    assert_int_equal(s.pending_asks, 1);
+    for (int i = 0; i < 200; i++) {
+        ac_answer a = {0};
+        ac_future *fu = ac_breaker_ask(b, echo, ac_msg_str_new("y"), 10000);
+        assert_int_equal(ac_future_wait(fu, 20000, &a), AC_OK);
+        assert_string_equal(ac_msg_str(a.reply), "y");
+        ac_answer_release(&a);
+        ac_future_release(fu);
+    }
+    ac_answer a = {0};
+    assert_int_equal(ac_future_wait(waiting, 20000, &a), AC_ETIMEOUT);
+    ac_answer_release(&a);
+    ac_future_release(waiting);
+    for (int i = 0; i < 100; i++) {
+        ac_node_stats_get(f->node, &s);
+        if (s.pending_asks == 0)
+            break;
+        sleep_ms(20);
+    }
+    assert_int_equal(s.pending_asks, 0);
+    ac_breaker_release(b);
+    ac_ref_release(echo);
+    ac_ref_release(slow);
+}
+
 /* A peer that stops reading: at most max_queue frames wait for it, then
  * sends are refused, counted, and their messages are dead letters. */
 static void test_backpressure_is_bounded(void **state)
@@ -1071,6 +1113,7 @@ int main(void)
         cmocka_unit_test(test_backpressure_is_bounded),
         cmocka_unit_test(test_a_burst_loses_nothing_silently),
         cmocka_unit_test_setup_teardown(test_many_asks_leave_no_entries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_breaker_calls_across_the_wire, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replies_timeouts_and_stop_collide, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scatter_across_nodes, setup, teardown),
     };

@@ -5,7 +5,8 @@
  * are not watched (a stopped one stays until the driver removes it);
  * AddRoutee and RemoveRoutee are refused; consistent hashing follows the
  * keys, not the refs or their order; the set starts empty at each start
- * and the driver's hooks run in pairs.
+ * and the driver's hooks run in pairs; with breakers, each routee's
+ * breaker moves with it in the sorted set and stays with its key.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -79,12 +80,19 @@ static driver *new_driver(void)
 static const ac__member_group_ops test_ops = {
     .start = drv_start, .receive = drv_receive, .stop = drv_stop, .free = drv_free};
 
+static ac_ref *spawn_guarded(ac_system *sys, driver *d, ac__member_group_strategy s,
+                             ac_hash_key_fn key, const ac_breaker_options *breaker,
+                             const char *name)
+{
+    ac__member_group_spec spec = {.fn = "test_member_group", .strategy = s, .key = key,
+                                  .breaker = breaker, .ops = &test_ops, .user = d};
+    return rt_spawn(sys, ac__member_group_props(&spec), name);
+}
+
 static ac_ref *spawn_group(ac_system *sys, driver *d, ac__member_group_strategy s,
                            ac_hash_key_fn key, const char *name)
 {
-    ac__member_group_spec spec = {.fn = "test_member_group", .strategy = s, .key = key,
-                                  .ops = &test_ops, .user = d};
-    return rt_spawn(sys, ac__member_group_props(&spec), name);
+    return spawn_guarded(sys, d, s, key, NULL, name);
 }
 
 static void tell_change(ac_ref *router, bool add, const char *key, ac_ref *routee)
@@ -218,6 +226,67 @@ static void test_hashing_follows_the_keys(void **state)
     rt_release_all(r, 6);
 }
 
+static void ignore_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+static const ac_actor_def silent_def = {.name = "Silent", .receive = ignore_receive};
+
+/* A silent routee's breaker opens on its first timeout and from then on
+ * round-robin passes it by: the breaker is the silent one's, though the
+ * set shifted under both when "b" and then "a" joined before them. A routee put under the
+ * same key (the same member, resolved again) keeps that open breaker. */
+static void test_breakers_follow_their_routees(void **state)
+{
+    ts_fixture *fx = *state;
+    rt_pool *p = rt_fx_pool(fx);
+    ac_system *sys = ts_fx_system(fx, "member_breakers", NULL);
+    assert_non_null(sys);
+    ac_ref *r[3];
+    assert_true(rt_spawn_routees(sys, p, 3, r));
+    ac_ref *silent = ts_spawn(sys, &silent_def, NULL, "silent");
+    assert_non_null(silent);
+    ac_breaker_options bo = {.max_failures = 1, .call_timeout_ms = 100,
+                             .reset_timeout_ms = 600000};
+    ac_ref *router = spawn_guarded(sys, new_driver(), AC__MEMBER_ROUND_ROBIN, NULL, &bo, "cb");
+    assert_non_null(router);
+    tell_change(router, true, "c", r[1]);
+    tell_change(router, true, "b", silent);
+    tell_change(router, true, "a", r[0]);
+    expect_routees(router, (ac_ref *[]){r[0], silent, r[1]}, 3);
+    int failures = 0;
+    for (int i = 0; i < 9; i++) {
+        ac_status st;
+        ac_ref *who = rt_ask_routee(router, &st);
+        failures += who == NULL;
+        assert_ptr_not_equal(who, silent);
+        ac_ref_release(who);
+    }
+    assert_int_equal(failures, 1);
+    tell_change(router, true, "b", r[2]);
+    expect_routees(router, (ac_ref *[]){r[0], r[2], r[1]}, 3);
+    for (int i = 0; i < 6; i++) {
+        ac_status st;
+        ac_ref *who = rt_ask_routee(router, &st);
+        assert_status(st, AC_OK);
+        assert_ptr_not_equal(who, r[2]);
+        ac_ref_release(who);
+    }
+    ac_ref_release(router);
+    ac_ref_release(silent);
+    rt_release_all(r, 3);
+
+    ac_breaker_options bad = {.max_failures = -1};
+    driver *d = new_driver();
+    ac__member_group_spec spec = {.fn = "test_member_group", .strategy = AC__MEMBER_RANDOM,
+                                  .breaker = &bad, .ops = &test_ops, .user = d};
+    assert_null(ac__member_group_props(&spec));
+    assert_last_error(AC_EINVAL);
+    assert_int_equal(atomic_load(&d->frees), 1);
+}
+
 /* Stopped, the router's set goes with it; the hooks ran once each, and
  * the driver was freed with the router. Empty, it answers as a group with
  * none; a factory that fails frees the driver too. */
@@ -258,6 +327,7 @@ int main(void)
         TS_UNIT(test_not_watched_and_changes_refused),
         TS_UNIT(test_hashing_follows_the_keys),
         TS_UNIT(test_empty_stop_and_free),
+        TS_UNIT(test_breakers_follow_their_routees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
