@@ -36,11 +36,12 @@
  * worker) would wait for the owner's next turn to end, however long.
  *
  * Timers. A worker that parks while a timer is armed may become the
- * system's watcher (one at a time, watch_at): its sleep, sound or nap,
- * ends a margin before the earliest deadline, and it then fires the due
- * timers itself (ac__timers_serve), their messages landing in its own
- * ring. A spinning worker fires what falls due while it spins. See
- * timers.c for the why.
+ * system's watcher (one at a time, ac__timers_claim_watch): its sleep,
+ * sound or nap, ends a margin before the earliest deadline, and it then
+ * fires the due timers itself (serve_timers), the first actor they wake
+ * landing in its runnext and running at once, without a wake-up of any
+ * other thread. A spinning worker fires what falls due while it spins.
+ * See timers.c for the why.
  */
 #include <errno.h>
 #include <sched.h>
@@ -78,6 +79,7 @@ struct ac__worker {
     uint32_t rng;
     uint32_t tick;
     bool wake_pending; /* pushed to the ring during this turn */
+    bool serving;      /* firing timers between turns (serve_timers) */
     pthread_t thread;
     uint64_t *seen_turns; /* per victim: turns when its runnext was first seen */
     uint64_t *seen_at;
@@ -99,9 +101,6 @@ struct ac__scheduler {
     atomic_int nparked_sound; /* parked without a time limit */
     atomic_int nspinning;
     atomic_bool stopping;
-    /* When the worker parked to fire the next timer wakes (ac__now_ns);
-     * UINT64_MAX: none parked for that. One watcher at a time. */
-    _Atomic uint64_t watch_at;
 };
 
 /* ---- the ring --------------------------------------------------------- */
@@ -249,28 +248,18 @@ static ac__timers *timers_of(ac__scheduler *s)
 
 /* Become the worker that fires the next timer (see timers.c): returns the
  * time to wake for it, or UINT64_MAX when no timer is armed or another
- * parked worker already wakes as early. A claim whose time has passed is
- * stale (its holder is awake, or about to be, and may find that timer
- * fired and a later one armed): it is taken over. */
+ * parked worker already wakes as early. */
 static uint64_t claim_watch(ac__scheduler *s, uint64_t now)
 {
     ac__timers *t = timers_of(s);
-    uint64_t wake = t ? ac__timers_watch_ns(t) : UINT64_MAX;
-    if (wake == UINT64_MAX)
-        return UINT64_MAX;
-    uint64_t cur = atomic_load_explicit(&s->watch_at, memory_order_relaxed);
-    while (wake < cur || cur <= now)
-        if (atomic_compare_exchange_weak_explicit(&s->watch_at, &cur, wake, memory_order_relaxed,
-                                                  memory_order_relaxed))
-            return wake;
-    return UINT64_MAX;
+    return t ? ac__timers_claim_watch(t, now) : UINT64_MAX;
 }
 
 static void release_watch(ac__scheduler *s, uint64_t wake)
 {
-    if (wake != UINT64_MAX)
-        atomic_compare_exchange_strong_explicit(&s->watch_at, &wake, UINT64_MAX,
-                                                memory_order_relaxed, memory_order_relaxed);
+    ac__timers *t = timers_of(s);
+    if (t)
+        ac__timers_release_watch(t, wake);
 }
 
 /* 1 ms on the monotonic clock (a wall-clock step must not stretch a nap
@@ -287,12 +276,15 @@ typedef enum park_outcome {
     PARK_TIMER   /* woke (or did not sleep) to fire a timer: *woke_for */
 } park_outcome;
 
-static park_outcome park(ac__worker *w, uint64_t *woke_for)
+/* PARK_TIMER leaves the watch claimed (*claim) until the worker has
+ * served the timers: the timer thread keeps out of a watcher's way. */
+static park_outcome park(ac__worker *w, uint64_t *woke_for, uint64_t *claim)
 {
     ac__scheduler *s = w->s;
     park_outcome out = PARK_WOKEN;
     uint64_t watch = UINT64_MAX;
     *woke_for = 0;
+    *claim = UINT64_MAX;
     pthread_mutex_lock(&s->park_lock);
     /* seq_cst: pairs with wake_one_if_idle's read of nparked; acquire of
      * stopping with ac__scheduler_stop's release store. */
@@ -323,7 +315,10 @@ static park_outcome park(ac__worker *w, uint64_t *woke_for)
             out = PARK_TIMER;
             *woke_for = watch;
         }
-        release_watch(s, watch);
+        if (out == PARK_TIMER)
+            *claim = watch;
+        else
+            release_watch(s, watch);
     }
     atomic_fetch_sub_explicit(&s->nparked, 1, memory_order_seq_cst); /* as its increment */
     pthread_mutex_unlock(&s->park_lock);
@@ -362,6 +357,18 @@ void ac__scheduler_push(ac__scheduler *s, ac__actor *a, bool fresh)
 {
     ac__worker *w = ac__tls_worker;
     if (w && w->s == s) {
+        if (w->serving) {
+            /* Woken by a timer this worker fires between turns: the first
+             * such actor runs next, the others queue behind it in firing
+             * order; serve_timers looks after the sleepers. seq_cst, as
+             * the exchange below. */
+            ac__actor *none = NULL;
+            if (!atomic_compare_exchange_strong_explicit(&w->runnext, &none, a,
+                                                         memory_order_seq_cst,
+                                                         memory_order_seq_cst))
+                push_local(w, a, true);
+            return;
+        }
         if (fresh) {
             /* seq_cst, with the load of nparked_sound: see wake_sound_sleeper. */
             ac__actor *old = atomic_exchange_explicit(&w->runnext, a, memory_order_seq_cst);
@@ -453,19 +460,41 @@ static ac__actor *find_work(ac__worker *w)
     return steal(w);
 }
 
+/* Fire the due timers on this worker, between turns (woke_for as for
+ * ac__timers_serve), and take the first actor they woke: it runs now, on
+ * this core, without waking anyone (the push that fills a runnext from
+ * inside a turn wakes a sound sleeper, to watch that runnext behind a long
+ * turn; this one is taken at once). Any further actor they woke waits in
+ * the ring behind that actor's turn: then a sound sleeper is woken, to nap
+ * and take it if the turn runs long. */
+static ac__actor *serve_timers(ac__worker *w, uint64_t woke_for)
+{
+    ac__scheduler *s = w->s;
+    w->serving = true;
+    ac__timers_serve(timers_of(s), woke_for);
+    w->serving = false;
+    /* acq_rel, as in find_work. */
+    ac__actor *a = atomic_exchange_explicit(&w->runnext, NULL, memory_order_acq_rel);
+    /* seq_cst: the ring's half of the handshake with a sound sleeper, as in
+     * push_local. */
+    if (ring_len(w) > 0 && atomic_fetch_add_explicit(&s->nparked_sound, 0, memory_order_seq_cst) > 0)
+        wake_sound_sleeper(s);
+    return a;
+}
+
 typedef struct work_search {
     ac__worker *w;
     ac__actor *found;
 } work_search;
 
 /* While spinning, a timer that falls due is fired here, on this thread
- * (its message then comes to this worker's own queue). */
+ * (its message then comes to this worker's own runnext). */
 static bool found_work(void *arg)
 {
     work_search *ws = arg;
     ac__timers *t = timers_of(ws->w->s);
-    if (t && ac__timers_due_now(t, ac__now_ns()))
-        ac__timers_serve(t, 0);
+    if (t && ac__timers_due_now(t, ac__now_ns()) && (ws->found = serve_timers(ws->w, 0)))
+        return true;
     return (ws->found = find_work(ws->w)) != NULL;
 }
 
@@ -503,12 +532,15 @@ static void *worker_main(void *arg)
         if (!a && !napped) /* after a fruitless nap, nap again without spinning */
             a = spin_for_work(w);
         if (!a) {
-            uint64_t woke_for;
-            park_outcome p = park(w, &woke_for);
-            if (p == PARK_TIMER)
-                ac__timers_serve(timers_of(s), woke_for);
+            uint64_t woke_for, claim;
+            park_outcome p = park(w, &woke_for, &claim);
+            if (p == PARK_TIMER) {
+                a = serve_timers(w, woke_for);
+                release_watch(s, claim);
+            }
             napped = p == PARK_NAPPED;
-            continue;
+            if (!a)
+                continue;
         }
         napped = false;
         atomic_fetch_add_explicit(&w->turns, 1, memory_order_relaxed);
@@ -586,7 +618,6 @@ ac__scheduler *ac__scheduler_create(ac_system *system, int workers, int batch)
         goto fail_park_lock;
     if (ac__cond_init(&s->park_cond, true, "the scheduler's parking condition") != AC_OK)
         goto fail_park_cond;
-    atomic_init(&s->watch_at, UINT64_MAX);
     return s;
 fail_park_cond:
     pthread_mutex_destroy(&s->park_lock);

@@ -4,7 +4,7 @@
  *
  * One mutex guards the wheel. Timers are collected under it and fired
  * after it is released, so a firing timer may arm or cancel timers. The
- * thread sleeps on a condition variable until the wheel's next event, at
+ * thread sleeps on a condition variable until the earliest deadline, at
  * most IDLE_NAP_MS (4 wake-ups a second when idle); arming an earlier
  * deadline than the one it sleeps for wakes it.
  *
@@ -12,7 +12,9 @@
  * plus the firing thread's wake-up latency, which the thread keeps
  * small by asking the kernel for no timer slack (it would otherwise add
  * 50 us to every sleep). Waking costs nothing while nothing is due: the
- * thread sleeps until the next slot with work, not tick by tick. Deadlines
+ * thread sleeps until the next deadline, not tick by tick nor from one
+ * cascade of the wheel to the next (the advance that fires a deadline
+ * cascades on its way). Deadlines
  * round up to a tick on the real clock (never early); the manual clock
  * moves in whole ms, which are whole ticks, so it stays exact.
  * With a manual clock there is no thread: ac_clock_advance moves time and
@@ -26,8 +28,12 @@
  * watch margin, learnt from how late its own wake-ups come), spins the
  * rest of the way and fires on its own thread (ac__timers_serve), so the
  * message it delivers goes to its own queue and runs without a wake-up.
- * due_ns, the earliest deadline, is what parking workers read; it is never
- * later than the true one (a cancel leaves it early, which costs at most a
+ * That worker claims the watch (watch_at: one watcher at a time), and
+ * the timer thread, when it wakes by a deadline a worker is serving,
+ * leaves it to that worker for BACKUP_NS rather than compete for
+ * fire_lock; it fires at once what no worker is up for. due_ns, the
+ * earliest deadline, is what parking workers read; it is never later
+ * than the true one (a cancel leaves it early, which costs at most a
  * wake-up that finds nothing to do). Collecting and firing take fire_lock,
  * so that whichever thread fires, timers fire one batch at a time, in
  * deadline order; a worker only tries it (whoever holds it goes on until
@@ -77,6 +83,10 @@ struct ac__timers {
     /* Real clock only; written under `lock`, read by parking workers. */
     _Atomic uint64_t due_ns;    /* ac__now_ns() of the earliest deadline; UINT64_MAX: none */
     _Atomic uint64_t margin_ns; /* how early a watching worker wakes */
+    /* When the worker that watches the earliest deadline wakes for it
+     * (ac__now_ns); UINT64_MAX: no worker watches. One watcher at a time. */
+    _Atomic uint64_t watch_at;
+    atomic_int serving; /* workers in ac__timers_serve */
 };
 
 #define IDLE_NAP_MS 250
@@ -88,12 +98,17 @@ struct ac__timers {
 #define WATCH_MARGIN_MAX_NS 200000ull
 #define WATCH_SLACK_NS 25000ull
 #define WATCH_PURE_NS 10000ull /* the last stretch, spun without yielding */
+/* How long the timer thread leaves a due deadline to a worker serving it
+ * before it fires it itself: that worker spins for it, so it is late by
+ * this much only when it lost its core meanwhile. */
+#define BACKUP_NS 100000ull
 /* Finding the earliest deadline scans one slot of the wheel, up to this
  * many timers; a fuller slot gives its start instead (early: a watcher
  * then wakes for its cascade and looks again). */
 #define DUE_SCAN_MAX 64
 #define TICK_NS 1000ull /* 1 us */
 #define TICKS_PER_MS 1000ull
+#define BACKUP_TICKS (BACKUP_NS / TICK_NS)
 _Static_assert(TICK_NS * TICKS_PER_MS == 1000000ull, "a tick is 1 us");
 _Static_assert((uint64_t)AC_CLOCK_MAX_MS <= UINT64_MAX / TICKS_PER_MS / 2,
                "the clock's end, in ticks, leaves room for the longest delay");
@@ -175,6 +190,20 @@ static void wait_until_tick(ac__timers *t, uint64_t target)
     ac__cond_wait_until_ns(&t->cond, &t->lock, t->start_ns + target * TICK_NS);
 }
 
+static uint64_t backup_of(uint64_t tick)
+{
+    return tick > UINT64_MAX - BACKUP_TICKS ? UINT64_MAX : tick + BACKUP_TICKS;
+}
+
+/* The timer thread sleeps until the earliest deadline (exact, or a full
+ * slot's start, below it; never a mere cascade: advancing the wheel
+ * cascades on the way), at most IDLE_NAP_MS. Sleeping until a cascade
+ * point as well would wake it, now and then, right by a deadline a
+ * watcher spins for, and its firing batch would then be the one the
+ * watcher waits behind. Woken at a deadline that a worker is serving
+ * (awake and spinning for it, or firing), it leaves that deadline to the
+ * worker for BACKUP_NS; a watcher that is not up yet is late, and the
+ * timer thread fires at once. */
 static void *timer_main(void *arg)
 {
     ac__timers *t = arg;
@@ -183,18 +212,29 @@ static void *timer_main(void *arg)
 #endif
     pthread_mutex_lock(&t->lock);
     while (!t->stop) {
-        pthread_mutex_unlock(&t->lock);
-        bool fired = fire_due(t, true);
-        pthread_mutex_lock(&t->lock);
-        if (fired || t->stop)
-            continue;
-        /* Never sleep longer than IDLE_NAP_MS: then arming a timer due
-         * later than that (every default ask) needs no wake-up call, which
-         * would cost the arming thread a futex syscall per ask. */
-        uint64_t next = ac__wheel_next_event(&t->wheel);
-        uint64_t nap = clock_now_ticks(t) + IDLE_NAP_MS * TICKS_PER_MS;
-        t->sleep_until = next < nap ? next : nap;
-        wait_until_tick(t, t->sleep_until);
+        uint64_t now = clock_now_ticks(t);
+        uint64_t next = ac__wheel_next_deadline(&t->wheel, DUE_SCAN_MAX);
+        uint64_t until;
+        if (next <= now) {
+            if (atomic_load_explicit(&t->serving, memory_order_relaxed) == 0 ||
+                now >= backup_of(next)) {
+                pthread_mutex_unlock(&t->lock);
+                fire_due(t, true);
+                pthread_mutex_lock(&t->lock);
+                continue;
+            }
+            until = backup_of(next); /* due, and a worker is on it */
+        } else {
+            until = next;
+            /* Never sleep longer than IDLE_NAP_MS: then arming a timer due
+             * later than that (every default ask) needs no wake-up call,
+             * which would cost the arming thread a futex syscall per ask. */
+            uint64_t nap = now + IDLE_NAP_MS * TICKS_PER_MS;
+            if (nap < until)
+                until = nap;
+        }
+        t->sleep_until = until;
+        wait_until_tick(t, until);
         t->sleep_until = UINT64_MAX;
     }
     pthread_mutex_unlock(&t->lock);
@@ -212,6 +252,8 @@ ac__timers *ac__timers_create(ac_system *sys, bool manual)
     t->sleep_until = UINT64_MAX;
     atomic_init(&t->due_ns, UINT64_MAX);
     atomic_init(&t->margin_ns, WATCH_MARGIN_START_NS);
+    atomic_init(&t->watch_at, UINT64_MAX);
+    atomic_init(&t->serving, 0);
     if (ac__mutex_init_hot(&t->lock, "the timers' lock") != AC_OK)
         goto fail_lock;
     if (ac__mutex_init(&t->fire_lock, "the timers' firing lock") != AC_OK)
@@ -348,13 +390,29 @@ bool ac__timer_cancel(ac__timers *t, ac__timer *timer)
 
 /* ---- watching workers ------------------------------------------------- */
 
-uint64_t ac__timers_watch_ns(ac__timers *t)
+/* A claim whose time has passed is stale (its holder is awake, or about
+ * to be, and may find that timer fired and a later one armed): it is
+ * taken over. */
+uint64_t ac__timers_claim_watch(ac__timers *t, uint64_t now_ns)
 {
     uint64_t due = atomic_load_explicit(&t->due_ns, memory_order_relaxed);
     if (due == UINT64_MAX)
         return UINT64_MAX;
     uint64_t margin = atomic_load_explicit(&t->margin_ns, memory_order_relaxed);
-    return due > margin ? due - margin : 0;
+    uint64_t wake = due > margin ? due - margin : 0;
+    uint64_t cur = atomic_load_explicit(&t->watch_at, memory_order_relaxed);
+    while (wake < cur || cur <= now_ns)
+        if (atomic_compare_exchange_weak_explicit(&t->watch_at, &cur, wake, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return wake;
+    return UINT64_MAX;
+}
+
+void ac__timers_release_watch(ac__timers *t, uint64_t wake_ns)
+{
+    if (wake_ns != UINT64_MAX)
+        atomic_compare_exchange_strong_explicit(&t->watch_at, &wake_ns, UINT64_MAX,
+                                                memory_order_relaxed, memory_order_relaxed);
 }
 
 bool ac__timers_due_now(ac__timers *t, uint64_t now_ns)
@@ -377,7 +435,19 @@ static void learn_margin(ac__timers *t, uint64_t late_ns)
     atomic_store_explicit(&t->margin_ns, m, memory_order_relaxed);
 }
 
+static bool serve(ac__timers *t, uint64_t woke_for_ns);
+
 bool ac__timers_serve(ac__timers *t, uint64_t woke_for_ns)
+{
+    /* Relaxed: the count only steers when the timer thread fires; fire_lock
+     * orders the firing itself. */
+    atomic_fetch_add_explicit(&t->serving, 1, memory_order_relaxed);
+    bool fired = serve(t, woke_for_ns);
+    atomic_fetch_sub_explicit(&t->serving, 1, memory_order_relaxed);
+    return fired;
+}
+
+static bool serve(ac__timers *t, uint64_t woke_for_ns)
 {
     uint64_t now = ac__now_ns();
     if (woke_for_ns != 0 && woke_for_ns != UINT64_MAX && now >= woke_for_ns)

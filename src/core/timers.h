@@ -26,14 +26,20 @@ void ac__timer_rearm(ac__timers *t, ac__timer *timer, uint64_t interval_ns);
 /* True if it was armed and now is not (fire will not run). Any thread. */
 bool ac__timer_cancel(ac__timers *t, ac__timer *timer);
 
-/* For a worker about to park: when (ac__now_ns) to wake to fire the next
- * timer itself, a margin before its deadline; UINT64_MAX when nothing is
- * armed, on a manual clock, or once the timers are stopped. Lock-free. */
-uint64_t ac__timers_watch_ns(ac__timers *t);
+/* For a worker about to park: claim the watch of the earliest deadline,
+ * and get when (ac__now_ns) to wake to fire it itself, a margin before
+ * the deadline; UINT64_MAX when nothing is armed, on a manual clock, once
+ * the timers are stopped, or when another worker already watches as
+ * early. While the claim stands, the timer thread leaves that deadline to
+ * the watcher for a while. Lock-free. */
+uint64_t ac__timers_claim_watch(ac__timers *t, uint64_t now_ns);
+/* Give up a claim (wake_ns as ac__timers_claim_watch returned it; UINT64_MAX
+ * is no claim), once awake and done serving. Lock-free. */
+void ac__timers_release_watch(ac__timers *t, uint64_t wake_ns);
 /* Is a deadline at or before now_ns? Lock-free; may say yes for a timer
  * just cancelled. */
 bool ac__timers_due_now(ac__timers *t, uint64_t now_ns);
-/* On a worker that woke at the time ac__timers_watch_ns gave (woke_for_ns;
+/* On a worker that woke at the time ac__timers_claim_watch gave (woke_for_ns;
  * 0 when it did not sleep for it): spin to the deadline if it is near and
  * fire what is due, on this thread. True if anything fired. */
 bool ac__timers_serve(ac__timers *t, uint64_t woke_for_ns);

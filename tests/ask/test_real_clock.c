@@ -9,6 +9,9 @@
  * burst and a chain of sub-millisecond timers check, on either path,
  * that none fires early, none is lost or doubled, a cancelled one never
  * fires, and the system terminates cleanly with timers about to fire.
+ * Timers that wake many actors at once check the firing worker's queue
+ * against other senders, and that an actor a timer woke is not left
+ * behind another's long turn.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -279,6 +282,203 @@ static void test_terminate_with_timers_due(void **state)
     (void)fx;
 }
 
+/* ---- timers that wake many actors at once ---------------------------- */
+
+enum {
+    CATCHERS = 16, /* actors woken by one round's timers */
+    ROUNDS_MANY = 40,
+    PLAIN = 2000, /* messages the test's thread sends them meanwhile */
+};
+#define MANY_DELAY_US 300
+
+static const ac_msg_type ARM_ROUND = {.name = "test.ArmRound"};
+static const ac_msg_type CAUGHT = {.name = "test.Caught"}; /* {armed_ns} */
+
+typedef struct many_data {
+    ac_ref *armer;
+    ac_ref *catchers[CATCHERS];
+    atomic_llong caught, plain, early, wrong;
+    atomic_llong rounds_left;
+} many_data;
+
+/* One turn arms a timer per catcher, all with the same delay: they fall
+ * due together and are fired in one batch, which wakes every catcher at
+ * once (the first to run next on the firing worker, the rest queued). */
+static void many_armer_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    many_data *d = ac_ctx_user_data(ctx);
+    if (!ac_msg_is(msg, &ARM_ROUND)) {
+        atomic_fetch_add(&d->wrong, 1);
+        return;
+    }
+    for (int i = 0; i < CATCHERS; i++) {
+        ac_msg *m = ac_msg_new(&CAUGHT, sizeof(int64_t));
+        if (!m) {
+            atomic_fetch_add(&d->wrong, 1);
+            continue;
+        }
+        *(int64_t *)ac_msg_payload(m) = mono_ns();
+        ac_cancellable *c = ac_schedule_once_us(d->catchers[i], MANY_DELAY_US, m, NULL);
+        if (!c)
+            atomic_fetch_add(&d->wrong, 1);
+        ac_cancellable_release(c);
+    }
+}
+
+static void catcher_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    many_data *d = ac_ctx_user_data(ctx);
+    if (ac_msg_is(msg, &ac_msg_type_int64)) {
+        atomic_fetch_add(&d->plain, 1);
+        return;
+    }
+    if (!ac_msg_is(msg, &CAUGHT)) {
+        atomic_fetch_add(&d->wrong, 1);
+        return;
+    }
+    if (mono_ns() < *(const int64_t *)ac_msg_data(msg) + MANY_DELAY_US * 1000)
+        atomic_fetch_add(&d->early, 1);
+    /* The round's last catch starts the next round. */
+    long long n = atomic_fetch_add(&d->caught, 1) + 1;
+    if (n % CATCHERS == 0 && atomic_fetch_sub(&d->rounds_left, 1) > 1 &&
+        ac_tell(d->armer, ac_msg_new(&ARM_ROUND, 0), NULL) != AC_OK)
+        atomic_fetch_add(&d->wrong, 1);
+}
+
+static const ac_actor_def many_armer_def = {.name = "ManyArmer", .receive = many_armer_receive};
+static const ac_actor_def catcher_def = {.name = "Catcher", .receive = catcher_receive};
+
+/* Rounds of timers that wake 16 actors at once, fired on workers between
+ * turns and by the timer thread, while another thread sends the same
+ * actors messages: every timer fires once and never early, every message
+ * arrives (TSan sees the firing worker's queue meet the senders' and the
+ * thieves'). */
+static void test_timers_waking_many_actors(void **state)
+{
+    ts_fixture *fx = *state;
+    ac_system_options o = {.workers = 2};
+    ac_system *sys = ts_fx_system(fx, "many", &o);
+    assert_non_null(sys);
+    many_data *d = ts_fx_data(fx, sizeof *d, NULL);
+    for (int i = 0; i < CATCHERS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "c%d", i);
+        d->catchers[i] = ts_spawn(sys, &catcher_def, d, name);
+        assert_non_null(d->catchers[i]);
+    }
+    d->armer = ts_spawn(sys, &many_armer_def, d, "armer");
+    assert_non_null(d->armer);
+    atomic_store(&d->rounds_left, ROUNDS_MANY);
+    assert_status(ac_tell(d->armer, ac_msg_new(&ARM_ROUND, 0), NULL), AC_OK);
+    for (int i = 0; i < PLAIN; i++) {
+        assert_status(ac_tell(d->catchers[i % CATCHERS], ac_msg_int64_new(i), NULL), AC_OK);
+        if (i % 100 == 99)
+            ts_sleep_ms(1);
+    }
+    assert_eventually(ts_wait_eq(&d->caught, (long long)CATCHERS * ROUNDS_MANY, TS_WAIT_S),
+                      "every round's timers fired");
+    assert_eventually(ts_wait_eq(&d->plain, PLAIN, TS_WAIT_S), "every plain message arrived");
+    assert_eventually(ts_wait_until(none_armed, sys, TS_WAIT_S), "no timer left armed");
+    assert_int_equal(atomic_load(&d->caught), (long long)CATCHERS * ROUNDS_MANY);
+    assert_int_equal(atomic_load(&d->early), 0);
+    assert_int_equal(atomic_load(&d->wrong), 0);
+    for (int i = 0; i < CATCHERS; i++)
+        ac_ref_release(d->catchers[i]);
+    ac_ref_release(d->armer);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
+/* ---- a timer-woken actor queued behind a long turn -------------------- */
+
+enum { STRAND_ROUNDS = 5, LONG_TURN_MS = 60 };
+#define STRAND_DELAY_US 500
+#define STRAND_BOUND_NS 30000000ll /* half the long turn */
+
+static const ac_msg_type ARM_PAIR = {.name = "test.ArmPair"};
+static const ac_msg_type PAIR_FIRED = {.name = "test.PairFired"}; /* {armed_ns} */
+
+typedef struct strand_data {
+    ac_ref *slow, *quick;
+    atomic_llong quick_fired, slow_fired, wrong;
+    atomic_llong worst_late_ns; /* the quick one's */
+} strand_data;
+
+static void pair_armer_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    strand_data *d = ac_ctx_user_data(ctx);
+    if (!ac_msg_is(msg, &ARM_PAIR)) {
+        atomic_fetch_add(&d->wrong, 1);
+        return;
+    }
+    ac_ref *to[2] = {d->slow, d->quick}; /* the slow one first: it fires first */
+    for (int i = 0; i < 2; i++) {
+        ac_msg *m = ac_msg_new(&PAIR_FIRED, sizeof(int64_t));
+        if (!m) {
+            atomic_fetch_add(&d->wrong, 1);
+            continue;
+        }
+        *(int64_t *)ac_msg_payload(m) = mono_ns();
+        ac_cancellable *c = ac_schedule_once_us(to[i], STRAND_DELAY_US, m, NULL);
+        if (!c)
+            atomic_fetch_add(&d->wrong, 1);
+        ac_cancellable_release(c);
+    }
+}
+
+static void slow_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    strand_data *d = ac_ctx_user_data(ctx);
+    (void)msg;
+    int64_t until = mono_ns() + LONG_TURN_MS * 1000000ll;
+    while (mono_ns() < until)
+        ;
+    atomic_fetch_add(&d->slow_fired, 1);
+}
+
+static void quick_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    strand_data *d = ac_ctx_user_data(ctx);
+    long long late = mono_ns() - *(const int64_t *)ac_msg_data(msg) - STRAND_DELAY_US * 1000;
+    long long worst = atomic_load(&d->worst_late_ns);
+    while (late > worst && !atomic_compare_exchange_weak(&d->worst_late_ns, &worst, late))
+        ;
+    atomic_fetch_add(&d->quick_fired, 1);
+}
+
+static const ac_actor_def pair_armer_def = {.name = "PairArmer", .receive = pair_armer_receive};
+static const ac_actor_def slow_def = {.name = "Slow", .receive = slow_receive};
+static const ac_actor_def quick_def = {.name = "Quick", .receive = quick_receive};
+
+/* Two timers fall due together; the actor the first wakes runs a long
+ * turn on the worker that fired them. The second actor must not wait for
+ * that turn's end: another worker takes it. */
+static void test_timer_woken_actor_not_stranded(void **state)
+{
+    ts_fixture *fx = *state;
+    ac_system_options o = {.workers = 2};
+    ac_system *sys = ts_fx_system(fx, "strand", &o);
+    assert_non_null(sys);
+    strand_data *d = ts_fx_data(fx, sizeof *d, NULL);
+    d->slow = ts_spawn(sys, &slow_def, d, "slow");
+    d->quick = ts_spawn(sys, &quick_def, d, "quick");
+    ac_ref *armer = ts_spawn(sys, &pair_armer_def, d, "armer");
+    assert_true(d->slow && d->quick && armer);
+    for (int r = 1; r <= STRAND_ROUNDS; r++) {
+        assert_status(ac_tell(armer, ac_msg_new(&ARM_PAIR, 0), NULL), AC_OK);
+        assert_eventually(ts_wait_eq(&d->slow_fired, r, TS_WAIT_S), "the long turn ended");
+        assert_eventually(ts_wait_eq(&d->quick_fired, r, TS_WAIT_S), "the quick one ran");
+        ts_sleep_ms(5); /* let the workers park again */
+    }
+    if (atomic_load(&d->worst_late_ns) > STRAND_BOUND_NS)
+        fail_msg("an actor its timer woke waited %.1f ms behind another's long turn",
+                 (double)atomic_load(&d->worst_late_ns) / 1e6);
+    assert_int_equal(atomic_load(&d->wrong), 0);
+    ac_ref_release(armer);
+    ac_ref_release(d->slow);
+    ac_ref_release(d->quick);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +487,8 @@ int main(void)
         TS_UNIT(test_future_wait_beyond_the_clock),
         TS_UNIT(test_sub_ms_timers_from_actors),
         TS_UNIT(test_terminate_with_timers_due),
+        TS_UNIT(test_timers_waking_many_actors),
+        TS_UNIT(test_timer_woken_actor_not_stranded),
     };
     return cmocka_run_group_tests_name("real_clock", tests, NULL, NULL);
 }
