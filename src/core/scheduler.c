@@ -510,7 +510,16 @@ static ac__actor *spin_for_work(ac__worker *w)
     /* seq_cst: pairs with the read-modify-writes in wake_one_if_idle. */
     atomic_fetch_add_explicit(&s->nspinning, 1, memory_order_seq_cst);
     ac__spin_until(found_work, &ws, SPIN_NS, SPIN_PURE_NS);
-    atomic_fetch_sub_explicit(&s->nspinning, 1, memory_order_seq_cst);
+    /* A push to the injection list that saw us spinning woke no one: we
+     * were to take it. We take one actor; if more were injected, and no
+     * other worker spins, wake one for them, or they would wait for the
+     * end of our next turn, however long. seq_cst, the decrement and the
+     * load: against inject_push's increment and wake_one_if_idle's read
+     * of nspinning (either the pusher sees no spinner and wakes, or we
+     * see what it pushed). */
+    int others = atomic_fetch_sub_explicit(&s->nspinning, 1, memory_order_seq_cst) - 1;
+    if (ws.found && others == 0 && atomic_load_explicit(&s->inject_len, memory_order_seq_cst) > 0)
+        wake_one_if_idle(s);
     return ws.found;
 }
 

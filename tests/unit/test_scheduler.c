@@ -14,7 +14,9 @@
  *   - on a system with two workers, an actor queued in a worker's ring by
  *     a push outside a turn (as a requeue after a full batch, or a timer
  *     fired on a worker, makes it) while the other worker sleeps runs on
- *     that other worker even though its owner then stays in one long turn.
+ *     that other worker even though its owner then stays in one long turn;
+ *   - two actors injected while a worker spins (which wakes no one): the
+ *     first one's long turn does not strand the second.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -249,6 +251,63 @@ static void test_ring_not_stranded_behind_long_turn(void **state)
     assert_status(ts_fx_terminate(fx), AC_OK);
 }
 
+/* ---- injected actors behind a spinner's long turn ---------------------- */
+
+#define INJECT_ROUNDS 20
+
+static void pinger_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)msg;
+    ac_reply(ctx, ac_msg_int64_new(1));
+}
+
+static const ac_actor_def pinger_def = {.name = "Pinger", .receive = pinger_receive};
+
+/* Holds its worker until d->queued has run elsewhere, or gives up. */
+static void holder_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)msg;
+    strand_data *d = ac_ctx_user_data(ctx);
+    long long want = atomic_load(&d->rounds) + 1; /* the queued actor's run this round */
+    if (ts_wait_ge(&d->ran, want, STRAND_GIVE_UP_S))
+        atomic_fetch_add(&d->in_time, 1);
+    atomic_fetch_add(&d->rounds, 1);
+}
+
+static const ac_actor_def holder_def = {.name = "Holder", .receive = holder_receive};
+
+/* An answer to this thread leaves the worker that sent it spinning for
+ * more work; two actors injected at once then see a spinner and wake no
+ * one. The spinner takes the first, whose turn waits for the second: the
+ * spinner must wake a sleeping worker for it when it stops spinning. */
+static void test_injected_not_stranded_behind_spinner(void **state)
+{
+    ts_fixture *fx = *state;
+    ac_system_options o = {.workers = 2};
+    ac_system *sys = ts_fx_system(fx, "spinner", &o);
+    assert_non_null(sys);
+    strand_data *d = ts_fx_data(fx, sizeof *d, NULL);
+    d->queued = ts_spawn(sys, &queued_def, d, "queued");
+    ac_ref *holder = ts_spawn(sys, &holder_def, d, "holder");
+    ac_ref *pinger = ts_spawn(sys, &pinger_def, d, "pinger");
+    assert_true(d->queued && holder && pinger);
+    for (int i = 0; i < INJECT_ROUNDS; i++) {
+        ts_sleep_ms(10); /* both workers asleep */
+        ac_answer answer;
+        assert_status(ac_ask_wait(pinger, ac_msg_int64_new(i), 1000, &answer), AC_OK);
+        ac_answer_release(&answer);
+        /* Its worker spins now: inject both while it does. */
+        assert_status(ac_tell(holder, ac_msg_int64_new(i), NULL), AC_OK);
+        assert_status(ac_tell(d->queued, ac_msg_int64_new(i), NULL), AC_OK);
+        assert_eventually(ts_wait_eq(&d->rounds, i + 1, 2 * STRAND_GIVE_UP_S),
+                          "the holding turn ended");
+    }
+    assert_int_equal(atomic_load(&d->in_time), INJECT_ROUNDS);
+    ac_ref_release(holder);
+    ac_ref_release(pinger);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +315,7 @@ int main(void)
         TS_UNIT(test_runnext_then_ring_fifo),
         TS_UNIT(test_ring_overflow_goes_to_injection),
         TS_UNIT(test_ring_not_stranded_behind_long_turn),
+        TS_UNIT(test_injected_not_stranded_behind_spinner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
