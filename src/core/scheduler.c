@@ -477,7 +477,8 @@ static ac__actor *serve_timers(ac__worker *w, uint64_t woke_for)
     ac__actor *a = atomic_exchange_explicit(&w->runnext, NULL, memory_order_acq_rel);
     /* seq_cst: the ring's half of the handshake with a sound sleeper, as in
      * push_local. */
-    if (ring_len(w) > 0 && atomic_fetch_add_explicit(&s->nparked_sound, 0, memory_order_seq_cst) > 0)
+    if (ring_len(w) > 0 &&
+        atomic_fetch_add_explicit(&s->nparked_sound, 0, memory_order_seq_cst) > 0)
         wake_sound_sleeper(s);
     return a;
 }

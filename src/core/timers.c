@@ -29,9 +29,9 @@
  * rest of the way and fires on its own thread (ac__timers_serve), so the
  * message it delivers goes to its own queue and runs without a wake-up.
  * That worker claims the watch (watch_at: one watcher at a time), and
- * the timer thread, when it wakes by a deadline a worker is serving,
- * leaves it to that worker for BACKUP_NS rather than compete for
- * fire_lock; it fires at once what no worker is up for. due_ns, the
+ * the timer thread leaves a watched deadline to it, sleeping until
+ * BACKUP_NS past it rather than competing for fire_lock; it fires at
+ * once what no worker is up for. due_ns, the
  * earliest deadline, is what parking workers read; it is never later
  * than the true one (a cancel leaves it early, which costs at most a
  * wake-up that finds nothing to do). Collecting and firing take fire_lock,
@@ -98,9 +98,10 @@ struct ac__timers {
 #define WATCH_MARGIN_MAX_NS 200000ull
 #define WATCH_SLACK_NS 25000ull
 #define WATCH_PURE_NS 10000ull /* the last stretch, spun without yielding */
-/* How long the timer thread leaves a due deadline to a worker serving it
- * before it fires it itself: that worker spins for it, so it is late by
- * this much only when it lost its core meanwhile. */
+/* How long past a deadline the timer thread leaves it to the worker that
+ * watches it before it fires it itself: that worker is up a margin
+ * before the deadline and fires within a few us, unless it was called
+ * away to other work or lost its core meanwhile. */
 #define BACKUP_NS 100000ull
 /* Finding the earliest deadline scans one slot of the wheel, up to this
  * many timers; a fuller slot gives its start instead (early: a watcher
@@ -190,6 +191,15 @@ static void wait_until_tick(ac__timers *t, uint64_t target)
     ac__cond_wait_until_ns(&t->cond, &t->lock, t->start_ns + target * TICK_NS);
 }
 
+/* Is a worker to be up for the deadline `tick`, by its claim? A claim may
+ * be stale (its worker called away): the timer thread then fires that
+ * deadline BACKUP_NS late. */
+static bool watched(ac__timers *t, uint64_t tick)
+{
+    uint64_t at = atomic_load_explicit(&t->watch_at, memory_order_relaxed);
+    return at != UINT64_MAX && at <= t->start_ns + tick * TICK_NS;
+}
+
 static uint64_t backup_of(uint64_t tick)
 {
     return tick > UINT64_MAX - BACKUP_TICKS ? UINT64_MAX : tick + BACKUP_TICKS;
@@ -197,13 +207,12 @@ static uint64_t backup_of(uint64_t tick)
 
 /* The timer thread sleeps until the earliest deadline (exact, or a full
  * slot's start, below it; never a mere cascade: advancing the wheel
- * cascades on the way), at most IDLE_NAP_MS. Sleeping until a cascade
- * point as well would wake it, now and then, right by a deadline a
- * watcher spins for, and its firing batch would then be the one the
- * watcher waits behind. Woken at a deadline that a worker is serving
- * (awake and spinning for it, or firing), it leaves that deadline to the
- * worker for BACKUP_NS; a watcher that is not up yet is late, and the
- * timer thread fires at once. */
+ * cascades on the way), at most IDLE_NAP_MS; until BACKUP_NS past it when
+ * a worker watches it. Waking at a deadline a watcher spins for (as it
+ * did at cascade points), it would take fire_lock just when the watcher
+ * tries it, and the timer would go out through the injection list and a
+ * wake-up instead of the watcher's own queue. Due, with a worker watching
+ * or serving it, it leaves it to that worker until the backup time. */
 static void *timer_main(void *arg)
 {
     ac__timers *t = arg;
@@ -216,8 +225,9 @@ static void *timer_main(void *arg)
         uint64_t next = ac__wheel_next_deadline(&t->wheel, DUE_SCAN_MAX);
         uint64_t until;
         if (next <= now) {
-            if (atomic_load_explicit(&t->serving, memory_order_relaxed) == 0 ||
-                now >= backup_of(next)) {
+            bool taken = atomic_load_explicit(&t->serving, memory_order_relaxed) > 0 ||
+                         watched(t, next);
+            if (!taken || now >= backup_of(next)) {
                 pthread_mutex_unlock(&t->lock);
                 fire_due(t, true);
                 pthread_mutex_lock(&t->lock);
@@ -225,7 +235,7 @@ static void *timer_main(void *arg)
             }
             until = backup_of(next); /* due, and a worker is on it */
         } else {
-            until = next;
+            until = next != UINT64_MAX && watched(t, next) ? backup_of(next) : next;
             /* Never sleep longer than IDLE_NAP_MS: then arming a timer due
              * later than that (every default ask) needs no wake-up call,
              * which would cost the arming thread a futex syscall per ask. */
