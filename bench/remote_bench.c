@@ -72,6 +72,7 @@
 
 #include "bench_util.h"
 #include "replica_log.h"
+#include "tail_replica.h"
 
 enum { ASK_WARM = 1000, ASK_N = 5000 };
 enum { TELL_N = 100000, TELL_WARM = 1, TELL_ITERS = 5 };
@@ -976,58 +977,16 @@ static void run_mode(const char *suffix, const keys *k)
 enum { SC_WARM = 200, SC_N = 3000, SC_FAST_MS = 1, SC_SLOW_MS = 100, SC_SLOW_PER_10K = 200 };
 _Static_assert(SC_WARM + SC_N <= REPLICA_LOG_MAX, "every request is noted");
 
-/* The whole of splitmix64's finaliser, so that the three replicas' draws
- * are independent (as actorc-bench-cluster's). */
+/* 1 ms (98%) or 100 ms (2%), from the draw every process computes. */
 static int64_t sc_delay_ms(int replica, int64_t req)
 {
-    uint64_t x = (uint64_t)req * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(replica + 1) << 56);
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 29;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 32;
-    return x % 10000 < SC_SLOW_PER_10K ? SC_SLOW_MS : SC_FAST_MS;
+    return tail_replica_draw(replica, req) % 10000 < SC_SLOW_PER_10K ? SC_SLOW_MS : SC_FAST_MS;
 }
 
-static const ac_msg_type sc_fire_type = {.name = "bench.ScatterFire"}; /* local only */
-
-/* A replica's user data: which one it is, and its notes. */
-typedef struct sc_replica {
-    int index;
-    replica_log log;
-} sc_replica;
-
-static void sc_replica_receive(ac_ctx *ctx, ac_msg *msg)
+static tail_replica *sc_replica_new(int index)
 {
-    sc_replica *rep = ac_ctx_user_data(ctx);
-    if (ac_msg_is(msg, &sc_fire_type)) {
-        int64_t req;
-        memcpy(&req, ac_msg_data(msg), sizeof req);
-        replica_log_fire(&rep->log, req);
-        ac_reply(ctx, ac_msg_int64_new(req));
-        return;
-    }
-    int64_t req;
-    if (ac_msg_int64_get(msg, &req) != AC_OK) {
-        replica_log_answer(ctx, &rep->log, msg);
-        return;
-    }
-    replica_log_recv(&rep->log, req);
-    ac_msg *fire = ac_msg_new(&sc_fire_type, sizeof req);
-    memcpy(ac_msg_payload(fire), &req, sizeof req);
-    /* The reply target travels as the scheduled message's sender. */
-    ac_cancellable *c =
-        ac_schedule_once(ac_self(ctx), sc_delay_ms(rep->index, req), fire, ac_sender(ctx));
-    if (!c)
-        rb_die_ac("ac_schedule_once");
-    ac_cancellable_release(c);
-}
-static const ac_actor_def sc_replica_def = {.name = "ScatterReplica", .receive = sc_replica_receive};
-
-static sc_replica *sc_replica_new(int index)
-{
-    sc_replica *rep = xcalloc(1, sizeof *rep);
-    rep->index = index;
+    tail_replica *rep = xcalloc(1, sizeof *rep);
+    tail_replica_init(rep, index, sc_delay_ms);
     return rep;
 }
 
@@ -1039,8 +998,8 @@ static int replica_serve(int replica)
     ac_node_curve curve;
     const char *allowed;
     ac_node *node = node_new(sys, NULL, false, &curve, &allowed);
-    sc_replica *rep = sc_replica_new(replica);
-    if (!ac_spawn(sys, ac_props_new(&sc_replica_def, rep), "replica"))
+    tail_replica *rep = sc_replica_new(replica);
+    if (!ac_spawn(sys, ac_props_new(&tail_replica_def, rep), "replica"))
         rb_die_ac("ac_spawn");
     printf("READY %s\n", ac_node_address(node));
     fflush(stdout);
@@ -1110,14 +1069,7 @@ static double sc_ideal_p99(const char *wl, replica_log *const *logs, sc_run *run
 static double sc_drawn_ideal_p99(void)
 {
     int64_t *ideal = xcalloc(SC_N, sizeof *ideal);
-    for (int64_t i = 0; i < SC_N; i++) {
-        int64_t best = INT64_MAX;
-        for (int k = 0; k < 3; k++) {
-            int64_t d = sc_delay_ms(k, i + SC_WARM);
-            best = d < best ? d : best;
-        }
-        ideal[i] = best * 1000000;
-    }
+    tail_replica_drawn_ideal(3, sc_delay_ms, SC_WARM, SC_N, ideal);
     double ip = sc_p(ideal, 99);
     free(ideal);
     return ip;
@@ -1155,7 +1107,7 @@ static void scatter_phase(void)
     const char *allowed;
     ac_node *node = node_new(sys, NULL, true, &curve, &allowed);
     ac_ref *remote[3], *local[3];
-    sc_replica *lrep[3];
+    tail_replica *lrep[3];
     replica_log *rlogs[3], *llogs[3];
     for (int k = 0; k < 3; k++) {
         char path[320];
@@ -1165,7 +1117,7 @@ static void scatter_phase(void)
         char name[16];
         snprintf(name, sizeof name, "local%d", k);
         lrep[k] = sc_replica_new(k);
-        if (!(local[k] = ac_spawn(sys, ac_props_new(&sc_replica_def, lrep[k]), name)))
+        if (!(local[k] = ac_spawn(sys, ac_props_new(&tail_replica_def, lrep[k]), name)))
             rb_die_ac("ac_spawn");
         rlogs[k] = xcalloc(1, sizeof *rlogs[k]);
         llogs[k] = xcalloc(1, sizeof *llogs[k]);
