@@ -41,6 +41,7 @@
 #include <actorc/cluster.h>
 
 #include "replica_log.h"
+#include "rt_proc.h"
 #include "tail_replica.h"
 
 
@@ -49,7 +50,7 @@ enum { RR_MSGS = 200000, RR_ROUNDS = 5 };
 _Static_assert(SC_WARM + SC_N <= REPLICA_LOG_MAX, "every request is noted");
 
 static int ports[REPLICAS + 1];
-static pid_t children[REPLICAS];
+static rt_proc replica_procs[REPLICAS];
 
 static int64_t now_ns(void)
 {
@@ -64,29 +65,10 @@ static void sleep_ms(long ms)
     nanosleep(&t, NULL);
 }
 
-static void kill_children(void)
-{
-    for (int i = 0; i < REPLICAS; i++)
-        if (children[i] > 0) {
-            kill(children[i], SIGKILL);
-            waitpid(children[i], NULL, 0);
-            children[i] = 0;
-        }
-}
-
-static void on_fatal(int sig)
-{
-    for (int i = 0; i < REPLICAS; i++)
-        if (children[i] > 0)
-            kill(children[i], SIGKILL);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
+/* The replica processes are ended at exit (rt_proc.h). */
 static _Noreturn void die(const char *what)
 {
     fprintf(stderr, "actorc-bench-cluster: %s: %s\n", what, ac_last_error());
-    kill_children();
     exit(1);
 }
 
@@ -151,7 +133,9 @@ static int replica_main(int k)
         !ac_spawn(sys, ac_props_new(&counter_def, NULL), "counter"))
         die("ac_spawn");
     join(sys, k, "replica");
-    printf("READY\n");
+    ac_node *node = ac_system_node(sys);
+    printf("READY %s %016llx\n", ac_node_address(node),
+           (unsigned long long)ac_node_incarnation(node));
     fflush(stdout);
     char buf[64];
     while (read(STDIN_FILENO, buf, sizeof buf) > 0) /* ends when the parent goes */
@@ -162,34 +146,16 @@ static int replica_main(int k)
 
 /* ---- the client ------------------------------------------------------- */
 
+/* This program again, as replica k; it runs until its input closes. */
 static void start_replica(int k)
 {
-    int in[2], out[2];
-    if (pipe(in) || pipe(out))
-        die("pipe");
     char kbuf[8], pbuf[REPLICAS + 1][8];
     snprintf(kbuf, sizeof kbuf, "%d", k);
     for (int i = 0; i <= REPLICAS; i++)
         snprintf(pbuf[i], sizeof pbuf[i], "%d", ports[i]);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(in[0], STDIN_FILENO);
-        dup2(out[1], STDOUT_FILENO);
-        close(in[1]);
-        close(out[0]);
-        execl("/proc/self/exe", "actorc-bench-cluster", "replica", kbuf, pbuf[0], pbuf[1],
-              pbuf[2], pbuf[3], (char *)NULL);
-        _exit(127);
-    }
-    children[k] = pid;
-    close(in[0]);
-    close(out[1]);
-    char line[16] = {0};
-    FILE *f = fdopen(out[0], "r");
-    if (!f || !fgets(line, sizeof line, f) || strncmp(line, "READY", 5) != 0)
+    const char *args[] = {"replica", kbuf, pbuf[0], pbuf[1], pbuf[2], pbuf[3], NULL};
+    if (!rt_spawn(&replica_procs[k], rt_self(), args))
         die("a replica process did not start");
-    fclose(f);
-    /* in[1] stays open: the replica runs until this process ends. */
 }
 
 static size_t routees_of(ac_ref *router)
@@ -461,11 +427,6 @@ int main(int argc, char **argv)
             ports[i] = atoi(argv[3 + i]);
         return replica_main(atoi(argv[2]));
     }
-    signal(SIGABRT, on_fatal);
-    signal(SIGSEGV, on_fatal);
-    signal(SIGINT, on_fatal);
-    signal(SIGTERM, on_fatal);
-    atexit(kill_children);
     if (ac_node_free_ports(ports, REPLICAS + 1) != AC_OK)
         die("no free ports on 127.0.0.1");
     for (int k = 0; k < REPLICAS; k++)
@@ -481,6 +442,7 @@ int main(int argc, char **argv)
     if (all || strcmp(argv[1], "cluster_rr") == 0)
         rr_throughput(sys, cluster);
     ac_system_terminate(sys);
-    kill_children();
+    for (int k = 0; k < REPLICAS; k++)
+        rt_end(&replica_procs[k], SIGKILL);
     return 0;
 }

@@ -41,11 +41,11 @@
  * alike and the ratios stay meaningful where absolute figures do not.
  *
  * A second process is this executable again, told what to serve on its
- * command line. It prints `READY <address>`, serves until its standard
- * input closes (or 10 minutes pass, or its parent dies), and is ended by
- * pid: by closing its input and waiting, then SIGKILL; on any
- * failure of this process too (fail paths, SIGALRM after 15 minutes,
- * SIGINT, SIGTERM). Every loop is bounded in count, and every wait in
+ * command line. It prints `READY <address> <incarnation>`, serves until
+ * its standard input closes (or 10 minutes pass, or its parent dies), and
+ * is ended by pid with the remote tests' process helpers (rt_proc.h): by
+ * closing its input and waiting, then SIGKILL; on any failure of this
+ * process too (fail paths, SIGALRM after 15 minutes, SIGINT, SIGTERM). Every loop is bounded in count, and every wait in
  * time: asks have deadlines, ZeroMQ sockets time out.
  *
  * A failed check prints `VERIFICATION FAILED: ...` and exits 2; a failing
@@ -56,8 +56,6 @@
 #include <actorc.h>
 #include <zmq.h>
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -71,6 +69,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "rt_proc.h"
 #include "replica_log.h"
 #include "tail_replica.h"
 
@@ -91,54 +90,6 @@ enum { TELL_N = 100000, TELL_WARM = 1, TELL_ITERS = 5 };
 
 /* ------------------------------------------------------- failing loudly --- */
 
-static _Noreturn void rb_die(const char *fmt, ...) AC_PRINTF(1, 2);
-
-/* The second processes, ended on every way out of this one. */
-#define MAX_CHILDREN 4
-static volatile pid_t children[MAX_CHILDREN];
-
-static void remember_child(pid_t pid)
-{
-    for (int i = 0; i < MAX_CHILDREN; i++)
-        if (children[i] == 0) {
-            children[i] = pid;
-            return;
-        }
-    kill(pid, SIGKILL);
-    rb_die("more than %d servers at once", MAX_CHILDREN);
-}
-
-static void forget_child(pid_t pid)
-{
-    for (int i = 0; i < MAX_CHILDREN; i++)
-        if (children[i] == pid)
-            children[i] = 0;
-}
-
-static void kill_children(void)
-{
-    for (int i = 0; i < MAX_CHILDREN; i++) {
-        pid_t pid = children[i];
-        if (pid > 0) {
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-            children[i] = 0;
-        }
-    }
-}
-
-static void on_fatal_signal(int sig)
-{
-    for (int i = 0; i < MAX_CHILDREN; i++)
-        if (children[i] > 0)
-            kill(children[i], SIGKILL);
-    static const char msg[] = "ERROR: actorc-bench-remote: interrupted or out of time\n";
-    ssize_t n = write(2, msg, sizeof msg - 1);
-    (void)n;
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
 static _Noreturn void rb_fail(const char *fmt, ...) AC_PRINTF(1, 2);
 static _Noreturn void rb_fail(const char *fmt, ...)
 {
@@ -149,7 +100,7 @@ static _Noreturn void rb_fail(const char *fmt, ...)
     fprintf(stderr, "\n");
     va_end(ap);
     fflush(stderr);
-    kill_children();
+    rt_end_all();
     _Exit(2);
 }
 
@@ -162,7 +113,7 @@ static _Noreturn void rb_die(const char *fmt, ...)
     fprintf(stderr, "\n");
     va_end(ap);
     fflush(stderr);
-    kill_children();
+    rt_end_all();
     _Exit(1);
 }
 
@@ -199,91 +150,22 @@ static void keys_make(keys *k)
 
 /* --------------------------------------------------- the second process --- */
 
-typedef struct server {
-    pid_t pid;
-    int in_fd, out_fd;
-    char address[256]; /* "host:port" (actorc) or "tcp://host:port" (zmq) */
-} server;
-
-/* Read the READY line within 10 s. */
-static bool read_ready(server *s)
+/* A second process: this executable again, serving `what`. */
+static void server_start(rt_proc *s, const char *what, const keys *k)
 {
-    char line[512];
-    size_t len = 0;
-    int64_t deadline = now_ns() + 10000000000ll;
-    while (len < sizeof line - 1) {
-        int left = (int)((deadline - now_ns()) / 1000000);
-        struct pollfd pf = {.fd = s->out_fd, .events = POLLIN};
-        if (left <= 0 || poll(&pf, 1, left) <= 0 || read(s->out_fd, &line[len], 1) != 1)
-            return false;
-        if (line[len] == '\n') {
-            line[len] = '\0';
-            return sscanf(line, "READY %255s", s->address) == 1;
-        }
-        len++;
-    }
-    return false;
-}
-
-/* This executable (its own name, not /proc/self/exe's "exe", shows in
- * ps and perf). */
-static const char *exe_path(void)
-{
-    static char path[4096];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    if (n <= 0)
-        return "/proc/self/exe";
-    path[n] = '\0';
-    return path;
-}
-
-static void server_start(server *s, const char *what, const keys *k)
-{
-    const char *self_path = exe_path();
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
-        rb_die("pipe: %s", strerror(errno));
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
-        rb_die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        const char *argv[] = {"actorc-bench-remote", "serve", what,
-                              k ? k->spub : NULL, k ? k->ssec : NULL, k ? k->bpub : NULL,
-                              k ? k->bsec : NULL, k ? k->apub : NULL, NULL};
-        execv(self_path, (char *const *)argv);
-        _exit(127);
-    }
-    remember_child(pid);
-    close(in[0]);
-    close(out[1]);
-    *s = (server){.pid = pid, .in_fd = in[1], .out_fd = out[0]};
-    if (!read_ready(s))
-        rb_die("the %s server did not say READY", what);
+    const char *args[] = {"serve", what, k ? k->spub : NULL, k ? k->ssec : NULL,
+                          k ? k->bpub : NULL, k ? k->bsec : NULL, k ? k->apub : NULL, NULL};
+    if (!rt_spawn(s, rt_self(), args))
+        rb_die("the %s server did not start", what);
 }
 
 /* Close its input (it then ends), wait up to 10 s, then SIGKILL. */
-static void server_end(server *s)
+static void server_end(rt_proc *s)
 {
-    close(s->in_fd);
-    int status = 0;
-    bool reaped = false;
-    for (int i = 0; i < 1000 && !reaped; i++) {
-        reaped = waitpid(s->pid, &status, WNOHANG) == s->pid;
-        if (!reaped)
-            sleep_ms(10);
-    }
-    if (!reaped) {
-        kill(s->pid, SIGKILL);
-        waitpid(s->pid, &status, 0);
-    }
-    close(s->out_fd);
-    forget_child(s->pid);
-    if (reaped && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-        rb_die("the server (pid %d) ended badly (status %d)", (int)s->pid, status);
+    pid_t pid = s->pid;
+    int status = rt_end(s, 0);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        rb_die("the server (pid %d) ended badly (status %d)", (int)pid, status);
 }
 
 /* Has our input closed (the parent is done), or has time run out? */
@@ -376,7 +258,7 @@ static int zmq_serve(const keys *k)
     char endpoint[256];
     size_t len = sizeof endpoint;
     zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, endpoint, &len);
-    printf("READY %s\n", endpoint);
+    printf("READY %s -\n", endpoint); /* no incarnation */
     fflush(stdout);
     int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
     zcount c = {0};
@@ -541,7 +423,8 @@ static int actorc_serve(const keys *k)
     if (!ac_spawn(sys, ac_props_new(&inc_def, NULL), "inc") ||
         !ac_spawn(sys, ac_props_new(&counter_def, NULL), "counter"))
         rb_die_ac("ac_spawn");
-    printf("READY %s\n", ac_node_address(node));
+    printf("READY %s %016llx\n", ac_node_address(node),
+           (unsigned long long)ac_node_incarnation(node));
     fflush(stdout);
     int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
     while (!serve_should_end(deadline))
@@ -614,7 +497,7 @@ typedef struct sender_state {
 typedef struct run {
     char wl[4][64]; /* remote_ask, remote_ask_in, zmq_rtt, remote_tell / zmq_pipelined */
     const char *suffix;
-    server actorc_srv, zmq_srv;
+    rt_proc actorc_srv, zmq_srv;
     ac_system *sys;
     ac_node *node;
     ac_ref *inc, *counter, *asker, *sender;
@@ -1001,7 +884,8 @@ static int replica_serve(int replica)
     tail_replica *rep = sc_replica_new(replica);
     if (!ac_spawn(sys, ac_props_new(&tail_replica_def, rep), "replica"))
         rb_die_ac("ac_spawn");
-    printf("READY %s\n", ac_node_address(node));
+    printf("READY %s %016llx\n", ac_node_address(node),
+           (unsigned long long)ac_node_incarnation(node));
     fflush(stdout);
     int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
     while (!serve_should_end(deadline))
@@ -1096,7 +980,7 @@ static void sc_report(replica_log *const *rlogs, sc_run *rrun, replica_log *cons
 
 static void scatter_phase(void)
 {
-    server rep[3];
+    rt_proc rep[3];
     for (int k = 0; k < 3; k++) {
         char what[16];
         snprintf(what, sizeof what, "replica%d", k);
@@ -1158,6 +1042,7 @@ static int usage(void)
 
 static int serve_main(int argc, char **argv)
 {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* even if our input stays open */
     keys k;
     const keys *kp = NULL;
     if (argc == 8) { /* serve WHAT SERVER_PUB SERVER_SEC PUB SEC ALLOWED: b's view */
@@ -1186,11 +1071,7 @@ int main(int argc, char **argv)
         return serve_main(argc, argv);
     const char *what = argc > 1 ? argv[1] : "all";
     if (strcmp(what, "scatter") == 0 && argc == 2) {
-        signal(SIGINT, on_fatal_signal);
-        signal(SIGTERM, on_fatal_signal);
-        signal(SIGALRM, on_fatal_signal);
         alarm(RUN_MAX_S);
-        atexit(kill_children);
         scatter_phase();
         return 0;
     }
@@ -1202,11 +1083,7 @@ int main(int argc, char **argv)
     }
     if ((!plain && !curve) || argc > 3 || (!run_asks && !run_tells))
         return usage();
-    signal(SIGINT, on_fatal_signal);
-    signal(SIGTERM, on_fatal_signal);
-    signal(SIGALRM, on_fatal_signal);
     alarm(RUN_MAX_S);
-    atexit(kill_children);
     if (plain)
         run_mode("", NULL);
     if (curve) {
