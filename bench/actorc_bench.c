@@ -49,13 +49,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#if __GLIBC_PREREQ(2, 33)
-#define HAVE_MALLINFO2 1
-#endif
-#endif
-
 #include "bench_util.h"
 
 /* ------------------------------------------------------------- messages --- */
@@ -73,55 +66,6 @@ static const ac_msg_type PING = {.name = "bench.Ping"};       /* {k} */
 static const ac_msg_type PONG = {.name = "bench.Pong"};       /* {k} */
 static const ac_msg_type ASK = {.name = "bench.Ask"};         /* {x}; the reply is int64 x+1 */
 static const ac_msg_type RELEASE = {.name = "bench.Release"}; /* {} */
-
-static ac_msg *msg_new(const ac_msg_type *type, int nvals, int64_t a, int64_t b)
-{
-    ac_msg *m = ac_msg_new(type, (size_t)nvals * sizeof(int64_t));
-    if (!m)
-        die("ac_msg_new");
-    if (nvals > 0) {
-        int64_t *p = ac_msg_payload(m);
-        p[0] = a;
-        if (nvals > 1)
-            p[1] = b;
-    }
-    return m;
-}
-
-static int64_t arg(const ac_msg *m, int i)
-{
-    return ((const int64_t *)ac_msg_data(m))[i];
-}
-
-static void tell(ac_ref *to, ac_msg *m, ac_ref *from)
-{
-    check(ac_tell(to, m, from), "ac_tell");
-}
-
-static _Noreturn void unexpected(ac_ctx *ctx, const ac_msg *m)
-{
-    char what[256];
-    snprintf(what, sizeof what, "%s got unexpected message %s", ac_self_path(ctx),
-             ac_msg_type_name(m));
-    fail(what);
-}
-
-static ac_ref *spawn_top(ac_system *sys, const ac_actor_def *def, void *user_data)
-{
-    ac_props *props = ac_props_new(def, user_data);
-    if (!props)
-        die("ac_props_new");
-    ac_ref *ref = ac_spawn(sys, props, NULL);
-    if (!ref)
-        die("ac_spawn");
-    return ref;
-}
-
-static void stop_release(ac_ref *ref)
-{
-    check(ac_stop(ref), "ac_stop");
-    ac_ref_release(ref);
-}
 
 /* -------------------------------------------------------- spawn, spawn_in --- */
 /* One operation: a batch of 100 spawn + watch, each child reports started,

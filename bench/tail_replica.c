@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const ac_msg_type fire_type = {.name = "bench.TailFire"}; /* local only */
+static const ac_msg_type fire_type = {.name = "bench.TailReplicaFire"}; /* local only */
 
 static void answer_fired(ac_ctx *ctx, tail_replica *rep, ac_msg *msg)
 {
