@@ -547,16 +547,6 @@ static void check_answer(const char *wl, ac_status st, const ac_answer *ans, int
     }
 }
 
-static void report_latency(const char *wl, int64_t *lat, size_t n)
-{
-    int64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += lat[i];
-    result(wl, "p50", (double)pct(lat, n, 50) / 1000.0, "us");
-    result(wl, "p99", (double)pct(lat, n, 99) / 1000.0, "us");
-    result(wl, "asks_per_s", (double)n * 1e9 / (double)total, "asks/s");
-}
-
 static void bench_ask(ac_system *sys, const void *param)
 {
     (void)param;
@@ -573,7 +563,7 @@ static void bench_ask(ac_system *sys, const void *param)
         if (i >= ASK_WARM)
             lat[i - ASK_WARM] = el;
     }
-    report_latency("ask", lat, ASK_N);
+    report_latency("ask", lat, ASK_N, "asks");
     stop_release(srv);
     free(lat);
 }
@@ -645,7 +635,7 @@ static void bench_ask_in(ac_system *sys, const void *param)
     latch_wait(&env.done, &seen, r);
     if (r[0] != ASK_WARM + ASK_N)
         fail("ask_in: ask count");
-    report_latency("ask_in", env.lat, ASK_N);
+    report_latency("ask_in", env.lat, ASK_N, "asks");
     stop_release(a);
     stop_release(env.server);
     free(env.lat);

@@ -96,6 +96,25 @@ int64_t pct(int64_t *v, size_t n, double p)
     return v[rank - 1];
 }
 
+latency report_latency(const char *wl, int64_t *lat, size_t n, const char *ops)
+{
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += lat[i];
+    latency l = {.p50_us = (double)pct(lat, n, 50) / 1000.0,
+                 .p99_us = (double)pct(lat, n, 99) / 1000.0,
+                 .per_s = (double)n * 1e9 / (double)total};
+    result(wl, "p50", l.p50_us, "us");
+    result(wl, "p99", l.p99_us, "us");
+    if (ops) {
+        char metric[64], unit[64];
+        snprintf(metric, sizeof metric, "%s_per_s", ops);
+        snprintf(unit, sizeof unit, "%s/s", ops);
+        result(wl, metric, l.per_s, unit);
+    }
+    return l;
+}
+
 long rss_kib(void)
 {
     FILE *f = fopen("/proc/self/status", "r");

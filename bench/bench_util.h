@@ -32,6 +32,14 @@ int cmp_double(const void *a, const void *b);
 double median(double *v, size_t n);
 int cmp_i64(const void *a, const void *b);
 int64_t pct(int64_t *v, size_t n, double p);
+
+typedef struct latency {
+    double p50_us, p99_us, per_s;
+} latency;
+/* The RESULT lines of workload wl's n sequential latencies (ns; sorted in
+ * place): p50 and p99 in us and, unless `ops` is NULL, the rate
+ * "<ops>_per_s" in <ops>/s that they add up to. Returns the three. */
+latency report_latency(const char *wl, int64_t *lat, size_t n, const char *ops);
 long rss_kib(void);
 long long heap_in_use(void);
 void *xcalloc(size_t n, size_t size);

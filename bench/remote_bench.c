@@ -90,31 +90,32 @@ enum { TELL_N = 100000, TELL_WARM = 1, TELL_ITERS = 5 };
 
 /* ------------------------------------------------------- failing loudly --- */
 
+/* The message after `prefix` on stderr, the second processes ended, and
+ * out with `status`. */
+static _Noreturn void rb_vexit(int status, const char *prefix, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s", prefix);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    fflush(stderr);
+    rt_end_all();
+    _Exit(status);
+}
+
 static _Noreturn void rb_fail(const char *fmt, ...) AC_PRINTF(1, 2);
 static _Noreturn void rb_fail(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "VERIFICATION FAILED: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    fflush(stderr);
-    rt_end_all();
-    _Exit(2);
+    rb_vexit(2, "VERIFICATION FAILED: ", fmt, ap);
 }
 
+static _Noreturn void rb_die(const char *fmt, ...) AC_PRINTF(1, 2);
 static _Noreturn void rb_die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "ERROR: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    fflush(stderr);
-    rt_end_all();
-    _Exit(1);
+    rb_vexit(1, "ERROR: ", fmt, ap);
 }
 
 static _Noreturn void rb_die_ac(const char *what)
@@ -325,25 +326,6 @@ typedef struct frame_sizes {
     size_t ask, reply, tell, count_ask, count_reply;
 } frame_sizes;
 
-typedef struct latency {
-    double p50_us, p99_us, per_s;
-} latency;
-
-static latency report_latency(const char *wl, int64_t *lat, size_t n, bool rate)
-{
-    int64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += lat[i];
-    latency l = {.p50_us = (double)pct(lat, n, 50) / 1000.0,
-                 .p99_us = (double)pct(lat, n, 99) / 1000.0,
-                 .per_s = (double)n * 1e9 / (double)total};
-    result(wl, "p50", l.p50_us, "us");
-    result(wl, "p99", l.p99_us, "us");
-    if (rate)
-        result(wl, "asks_per_s", l.per_s, "asks/s");
-    return l;
-}
-
 static int64_t expected_sum(int64_t n)
 {
     int64_t s = 0;
@@ -414,6 +396,19 @@ static ac_node *node_new(ac_system *sys, const keys *k, bool own_is_a, ac_node_c
     return node;
 }
 
+/* Say READY, serve until told to end (serve_should_end), and end the
+ * system. */
+static void serve_node(ac_system *sys, ac_node *node)
+{
+    printf("READY %s %016llx\n", ac_node_address(node),
+           (unsigned long long)ac_node_incarnation(node));
+    fflush(stdout);
+    int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
+    while (!serve_should_end(deadline))
+        sleep_ms(50);
+    ac_system_terminate(sys);
+}
+
 static int actorc_serve(const keys *k)
 {
     ac_system *sys = system_new("bench_b");
@@ -423,13 +418,7 @@ static int actorc_serve(const keys *k)
     if (!ac_spawn(sys, ac_props_new(&inc_def, NULL), "inc") ||
         !ac_spawn(sys, ac_props_new(&counter_def, NULL), "counter"))
         rb_die_ac("ac_spawn");
-    printf("READY %s %016llx\n", ac_node_address(node),
-           (unsigned long long)ac_node_incarnation(node));
-    fflush(stdout);
-    int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
-    while (!serve_should_end(deadline))
-        sleep_ms(50);
-    ac_system_terminate(sys);
+    serve_node(sys, node);
     return 0;
 }
 
@@ -627,7 +616,7 @@ static void ask_phase(run *r, latency out[3])
             block[w](r, lat[w] + k * ASK_BLOCK, ASK_BLOCK);
         }
     for (int w = 0; w < 3; w++) {
-        out[w] = report_latency(r->wl[w], lat[w], ASK_N, w != 2);
+        out[w] = report_latency(r->wl[w], lat[w], ASK_N, w != 2 ? "asks" : NULL);
         free(lat[w]);
     }
 }
@@ -884,13 +873,7 @@ static int replica_serve(int replica)
     tail_replica *rep = sc_replica_new(replica);
     if (!ac_spawn(sys, ac_props_new(&tail_replica_def, rep), "replica"))
         rb_die_ac("ac_spawn");
-    printf("READY %s %016llx\n", ac_node_address(node),
-           (unsigned long long)ac_node_incarnation(node));
-    fflush(stdout);
-    int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
-    while (!serve_should_end(deadline))
-        sleep_ms(50);
-    ac_system_terminate(sys);
+    serve_node(sys, node);
     free(rep);
     return 0;
 }

@@ -192,16 +192,6 @@ static void check_winner(const char *wl, const routee_env *env, ac_status st,
     }
 }
 
-static void report_scatter_latency(const char *wl, int64_t *lat, size_t n)
-{
-    int64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += lat[i];
-    result(wl, "p50", (double)pct(lat, n, 50) / 1000.0, "us");
-    result(wl, "p99", (double)pct(lat, n, 99) / 1000.0, "us");
-    result(wl, "scatters_per_s", (double)n * 1e9 / (double)total, "scatters/s");
-}
-
 /* ---------------------------------------------------------- scatter_seq --- */
 /* One operation: one scatter of {tag} over 3 echo routees, the first reply
  * checked (value and winner). 1,000 warm-up + 5,000 measured, sequential;
@@ -227,7 +217,7 @@ void bench_scatter_seq(ac_system *sys, const void *param)
             lat[i - SEQ_WARM] = el;
     }
     wait_all_answered(sys, &env, SEQ_WARM + SEQ_N, "scatter_seq");
-    report_scatter_latency("scatter_seq", lat, SEQ_N);
+    report_latency("scatter_seq", lat, SEQ_N, "scatters");
     stop_release(router);
     free(lat);
 }
@@ -325,7 +315,7 @@ static void run_seq_in(ac_system *sys, const char *wl, bool use_ask)
     if (r[0] != SEQ_WARM + SEQ_N)
         fail("scatter_seq_in: scatter count");
     wait_all_answered(sys, &renv, SEQ_WARM + SEQ_N, wl);
-    report_scatter_latency(wl, env.lat, SEQ_N);
+    report_latency(wl, env.lat, SEQ_N, "scatters");
     stop_release(caller);
     stop_release(env.router);
     free(env.lat);
