@@ -45,8 +45,9 @@
  * its standard input closes (or 10 minutes pass, or its parent dies), and
  * is ended by pid with the remote tests' process helpers (rt_proc.h): by
  * closing its input and waiting, then SIGKILL; on any failure of this
- * process too (fail paths, SIGALRM after 15 minutes, SIGINT, SIGTERM). Every loop is bounded in count, and every wait in
- * time: asks have deadlines, ZeroMQ sockets time out.
+ * process too (fail paths, SIGALRM after 15 minutes, SIGINT, SIGTERM).
+ * Every loop is bounded in count, and every wait in time: asks have
+ * deadlines, ZeroMQ sockets time out.
  *
  * A failed check prints `VERIFICATION FAILED: ...` and exits 2; a failing
  * call prints `ERROR: ...` and exits 1.
