@@ -49,13 +49,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#if __GLIBC_PREREQ(2, 33)
-#define HAVE_MALLINFO2 1
-#endif
-#endif
-
 #include "bench_util.h"
 
 /* ------------------------------------------------------------- messages --- */
@@ -73,55 +66,6 @@ static const ac_msg_type PING = {.name = "bench.Ping"};       /* {k} */
 static const ac_msg_type PONG = {.name = "bench.Pong"};       /* {k} */
 static const ac_msg_type ASK = {.name = "bench.Ask"};         /* {x}; the reply is int64 x+1 */
 static const ac_msg_type RELEASE = {.name = "bench.Release"}; /* {} */
-
-static ac_msg *msg_new(const ac_msg_type *type, int nvals, int64_t a, int64_t b)
-{
-    ac_msg *m = ac_msg_new(type, (size_t)nvals * sizeof(int64_t));
-    if (!m)
-        die("ac_msg_new");
-    if (nvals > 0) {
-        int64_t *p = ac_msg_payload(m);
-        p[0] = a;
-        if (nvals > 1)
-            p[1] = b;
-    }
-    return m;
-}
-
-static int64_t arg(const ac_msg *m, int i)
-{
-    return ((const int64_t *)ac_msg_data(m))[i];
-}
-
-static void tell(ac_ref *to, ac_msg *m, ac_ref *from)
-{
-    check(ac_tell(to, m, from), "ac_tell");
-}
-
-static _Noreturn void unexpected(ac_ctx *ctx, const ac_msg *m)
-{
-    char what[256];
-    snprintf(what, sizeof what, "%s got unexpected message %s", ac_self_path(ctx),
-             ac_msg_type_name(m));
-    fail(what);
-}
-
-static ac_ref *spawn_top(ac_system *sys, const ac_actor_def *def, void *user_data)
-{
-    ac_props *props = ac_props_new(def, user_data);
-    if (!props)
-        die("ac_props_new");
-    ac_ref *ref = ac_spawn(sys, props, NULL);
-    if (!ref)
-        die("ac_spawn");
-    return ref;
-}
-
-static void stop_release(ac_ref *ref)
-{
-    check(ac_stop(ref), "ac_stop");
-    ac_ref_release(ref);
-}
 
 /* -------------------------------------------------------- spawn, spawn_in --- */
 /* One operation: a batch of 100 spawn + watch, each child reports started,
@@ -603,16 +547,6 @@ static void check_answer(const char *wl, ac_status st, const ac_answer *ans, int
     }
 }
 
-static void report_latency(const char *wl, int64_t *lat, size_t n)
-{
-    int64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += lat[i];
-    result(wl, "p50", (double)pct(lat, n, 50) / 1000.0, "us");
-    result(wl, "p99", (double)pct(lat, n, 99) / 1000.0, "us");
-    result(wl, "asks_per_s", (double)n * 1e9 / (double)total, "asks/s");
-}
-
 static void bench_ask(ac_system *sys, const void *param)
 {
     (void)param;
@@ -629,7 +563,7 @@ static void bench_ask(ac_system *sys, const void *param)
         if (i >= ASK_WARM)
             lat[i - ASK_WARM] = el;
     }
-    report_latency("ask", lat, ASK_N);
+    report_latency("ask", lat, ASK_N, "asks");
     stop_release(srv);
     free(lat);
 }
@@ -701,7 +635,7 @@ static void bench_ask_in(ac_system *sys, const void *param)
     latch_wait(&env.done, &seen, r);
     if (r[0] != ASK_WARM + ASK_N)
         fail("ask_in: ask count");
-    report_latency("ask_in", env.lat, ASK_N);
+    report_latency("ask_in", env.lat, ASK_N, "asks");
     stop_release(a);
     stop_release(env.server);
     free(env.lat);

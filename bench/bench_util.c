@@ -96,6 +96,25 @@ int64_t pct(int64_t *v, size_t n, double p)
     return v[rank - 1];
 }
 
+latency report_latency(const char *wl, int64_t *lat, size_t n, const char *ops)
+{
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += lat[i];
+    latency l = {.p50_us = (double)pct(lat, n, 50) / 1000.0,
+                 .p99_us = (double)pct(lat, n, 99) / 1000.0,
+                 .per_s = (double)n * 1e9 / (double)total};
+    result(wl, "p50", l.p50_us, "us");
+    result(wl, "p99", l.p99_us, "us");
+    if (ops) {
+        char metric[64], unit[64];
+        snprintf(metric, sizeof metric, "%s_per_s", ops);
+        snprintf(unit, sizeof unit, "%s/s", ops);
+        result(wl, metric, l.per_s, unit);
+    }
+    return l;
+}
+
 long rss_kib(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
@@ -133,6 +152,68 @@ void *xcalloc(size_t n, size_t size)
         _Exit(1);
     }
     return p;
+}
+
+uint64_t xorshift64(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+/* ------------------------------------------------------ messages, actors --- */
+/* Every failure here ends the run: a benchmark that carried on past a
+ * lost message would report a figure for less work than it claims. */
+
+ac_msg *msg_new(const ac_msg_type *type, int nvals, int64_t a, int64_t b)
+{
+    ac_msg *m = ac_msg_new(type, (size_t)nvals * sizeof(int64_t));
+    if (!m)
+        die("ac_msg_new");
+    if (nvals > 0) {
+        int64_t *p = ac_msg_payload(m);
+        p[0] = a;
+        if (nvals > 1)
+            p[1] = b;
+    }
+    return m;
+}
+
+int64_t arg(const ac_msg *m, int i)
+{
+    return ((const int64_t *)ac_msg_data(m))[i];
+}
+
+void tell(ac_ref *to, ac_msg *m, ac_ref *from)
+{
+    check(ac_tell(to, m, from), "ac_tell");
+}
+
+_Noreturn void unexpected(ac_ctx *ctx, const ac_msg *m)
+{
+    char what[256];
+    snprintf(what, sizeof what, "%s got unexpected message %s", ac_self_path(ctx),
+             ac_msg_type_name(m));
+    fail(what);
+}
+
+ac_ref *spawn_top(ac_system *sys, const ac_actor_def *def, void *user_data)
+{
+    ac_props *props = ac_props_new(def, user_data);
+    if (!props)
+        die("ac_props_new");
+    ac_ref *ref = ac_spawn(sys, props, NULL);
+    if (!ref)
+        die("ac_spawn");
+    return ref;
+}
+
+void stop_release(ac_ref *ref)
+{
+    check(ac_stop(ref), "ac_stop");
+    ac_ref_release(ref);
 }
 
 /* ---------------------------------------------------------------- latch --- */

@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +40,8 @@
 #include <actorc/cluster.h>
 
 #include "replica_log.h"
+#include "rt_proc.h"
+#include "tail_replica.h"
 
 
 enum { REPLICAS = 3, SC_WARM = 200, SC_N = 3000, SLOW_MS = 100, SLOW_PER_10K = 200 };
@@ -48,7 +49,7 @@ enum { RR_MSGS = 200000, RR_ROUNDS = 5 };
 _Static_assert(SC_WARM + SC_N <= REPLICA_LOG_MAX, "every request is noted");
 
 static int ports[REPLICAS + 1];
-static pid_t children[REPLICAS];
+static rt_proc replica_procs[REPLICAS];
 
 static int64_t now_ns(void)
 {
@@ -63,92 +64,23 @@ static void sleep_ms(long ms)
     nanosleep(&t, NULL);
 }
 
-static void kill_children(void)
-{
-    for (int i = 0; i < REPLICAS; i++)
-        if (children[i] > 0) {
-            kill(children[i], SIGKILL);
-            waitpid(children[i], NULL, 0);
-            children[i] = 0;
-        }
-}
-
-static void on_fatal(int sig)
-{
-    for (int i = 0; i < REPLICAS; i++)
-        if (children[i] > 0)
-            kill(children[i], SIGKILL);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
+/* The replica processes are ended at exit (rt_proc.h). */
 static _Noreturn void die(const char *what)
 {
     fprintf(stderr, "actorc-bench-cluster: %s: %s\n", what, ac_last_error());
-    kill_children();
     exit(1);
 }
 
 /* ---- the replica process ---------------------------------------------- */
 
-/* 1 or 2 ms (98%), 100 ms (2%): the same draw on both sides. The whole
- * of splitmix64's finaliser: with its first half alone, the bit that
- * picks 1 or 2 ms came out alike for the three replicas far more often
- * than chance (all three 2 ms in 3% of the scatters, not 12.5%). */
+/* 1 or 2 ms (98%), 100 ms (2%): the same draw on both sides. */
 static int64_t delay_ms(int replica, int64_t req)
 {
-    uint64_t x = (uint64_t)req * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(replica + 1) << 56);
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 29;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 32;
+    uint64_t x = tail_replica_draw(replica, req);
     if (x % 10000 < SLOW_PER_10K)
         return SLOW_MS;
     return 1 + (int64_t)((x >> 20) & 1);
 }
-
-static const ac_msg_type fire_type = {.name = "bench.Fire"}; /* local only */
-
-/* A replica's user data: which one it is, and its notes (replica_log.h). */
-typedef struct replica {
-    int index;
-    replica_log log;
-} replica;
-
-static replica *replica_new(int index)
-{
-    replica *r = calloc(1, sizeof *r);
-    if (!r)
-        die("out of memory");
-    r->index = index;
-    return r;
-}
-
-static void replica_receive(ac_ctx *ctx, ac_msg *msg)
-{
-    replica *rep = ac_ctx_user_data(ctx);
-    int replica = rep->index;
-    if (ac_msg_is(msg, &fire_type)) {
-        int64_t req;
-        memcpy(&req, ac_msg_data(msg), sizeof req);
-        replica_log_fire(&rep->log, req);
-        ac_reply(ctx, ac_msg_int64_new(req));
-        return;
-    }
-    int64_t req;
-    if (ac_msg_int64_get(msg, &req) != AC_OK) {
-        replica_log_answer(ctx, &rep->log, msg);
-        return;
-    }
-    replica_log_recv(&rep->log, req);
-    ac_msg *fire = ac_msg_new(&fire_type, sizeof req);
-    memcpy(ac_msg_payload(fire), &req, sizeof req);
-    ac_cancellable_release(
-        ac_schedule_once(ac_self(ctx), delay_ms(replica, req), fire, ac_sender(ctx)));
-}
-
-static const ac_actor_def replica_def = {.name = "Replica", .receive = replica_receive};
 
 typedef struct counter_state {
     int64_t got;
@@ -193,51 +125,36 @@ static int replica_main(int k)
     ac_system *sys = ac_system_create("bench", NULL);
     if (!sys)
         die("ac_system_create");
-    replica *rep = replica_new(k);
-    if (!ac_spawn(sys, ac_props_new(&replica_def, rep), "replica") ||
+    /* The replica lives as long as the system: its data too. */
+    static tail_replica rep;
+    tail_replica_init(&rep, k, delay_ms);
+    if (!ac_spawn(sys, ac_props_new(&tail_replica_def, &rep), "replica") ||
         !ac_spawn(sys, ac_props_new(&counter_def, NULL), "counter"))
         die("ac_spawn");
     join(sys, k, "replica");
-    printf("READY\n");
+    ac_node *node = ac_system_node(sys);
+    printf("READY %s %016llx\n", ac_node_address(node),
+           (unsigned long long)ac_node_incarnation(node));
     fflush(stdout);
     char buf[64];
     while (read(STDIN_FILENO, buf, sizeof buf) > 0) /* ends when the parent goes */
         ;
     ac_system_terminate(sys);
-    free(rep);
     return 0;
 }
 
 /* ---- the client ------------------------------------------------------- */
 
+/* This program again, as replica k; it runs until its input closes. */
 static void start_replica(int k)
 {
-    int in[2], out[2];
-    if (pipe(in) || pipe(out))
-        die("pipe");
     char kbuf[8], pbuf[REPLICAS + 1][8];
     snprintf(kbuf, sizeof kbuf, "%d", k);
     for (int i = 0; i <= REPLICAS; i++)
         snprintf(pbuf[i], sizeof pbuf[i], "%d", ports[i]);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(in[0], STDIN_FILENO);
-        dup2(out[1], STDOUT_FILENO);
-        close(in[1]);
-        close(out[0]);
-        execl("/proc/self/exe", "actorc-bench-cluster", "replica", kbuf, pbuf[0], pbuf[1],
-              pbuf[2], pbuf[3], (char *)NULL);
-        _exit(127);
-    }
-    children[k] = pid;
-    close(in[0]);
-    close(out[1]);
-    char line[16] = {0};
-    FILE *f = fdopen(out[0], "r");
-    if (!f || !fgets(line, sizeof line, f) || strncmp(line, "READY", 5) != 0)
+    const char *args[] = {"replica", kbuf, pbuf[0], pbuf[1], pbuf[2], pbuf[3], NULL};
+    if (!rt_spawn(&replica_procs[k], rt_self(), args))
         die("a replica process did not start");
-    fclose(f);
-    /* in[1] stays open: the replica runs until this process ends. */
 }
 
 static size_t routees_of(ac_ref *router)
@@ -384,27 +301,22 @@ static void scatter_tail(ac_system *sys, ac_cluster *cluster)
     int64_t *lat = calloc(SC_N, sizeof *lat), *drawn = calloc(SC_N, sizeof *drawn);
     int64_t *t0 = calloc(SC_N, sizeof *t0), *end = calloc(SC_N, sizeof *end);
     /* The local replicas live as long as the system: their data too. */
-    static replica lrep[REPLICAS];
+    static tail_replica lrep[REPLICAS];
     replica_log *logs[REPLICAS], *rlogs[REPLICAS];
     if (!lat || !drawn || !t0 || !end)
         die("out of memory");
-    for (int64_t i = 0; i < SC_N; i++) {
-        int64_t best = INT64_MAX;
-        for (int k = 0; k < REPLICAS; k++)
-            best = delay_ms(k, i + SC_WARM) < best ? delay_ms(k, i + SC_WARM) : best;
-        drawn[i] = best * 1000;
-    }
+    tail_replica_drawn_ideal(REPLICAS, delay_ms, SC_WARM, SC_N, drawn);
     /* The same scatter over three replicas in this process, the same
      * draws: what the wire and the membership add, apart from timers. */
     ac_ref *local[REPLICAS], *remote[REPLICAS];
     for (int k = 0; k < REPLICAS; k++) {
         char name[16];
         snprintf(name, sizeof name, "local%d", k);
-        lrep[k].index = k;
+        tail_replica_init(&lrep[k], k, delay_ms);
         logs[k] = &lrep[k].log;
         if (!(rlogs[k] = calloc(1, sizeof *rlogs[k])))
             die("out of memory");
-        if (!(local[k] = ac_spawn(sys, ac_props_new(&replica_def, &lrep[k]), name)))
+        if (!(local[k] = ac_spawn(sys, ac_props_new(&tail_replica_def, &lrep[k]), name)))
             die("ac_spawn");
     }
     replica_refs(sys, remote);
@@ -421,7 +333,7 @@ static void scatter_tail(ac_system *sys, ac_cluster *cluster)
     fetch_logs(remote, rlogs); /* before round robin asks them again */
     double ip99 = ideal_p99("remote", rlogs, t0, end);
     measure(rr, lat, NULL, NULL);
-    tail_figures f = {p50, p99, ip99, pct_of(drawn, SC_N, 99), pct_of(lat, SC_N, 99) / 1e3,
+    tail_figures f = {p50, p99, ip99, pct_of(drawn, SC_N, 99) / 1e3, pct_of(lat, SC_N, 99) / 1e3,
                       local_p99, local_ip99};
     report_tail(&f);
     ac_stop(lsg);
@@ -514,11 +426,6 @@ int main(int argc, char **argv)
             ports[i] = atoi(argv[3 + i]);
         return replica_main(atoi(argv[2]));
     }
-    signal(SIGABRT, on_fatal);
-    signal(SIGSEGV, on_fatal);
-    signal(SIGINT, on_fatal);
-    signal(SIGTERM, on_fatal);
-    atexit(kill_children);
     if (ac_node_free_ports(ports, REPLICAS + 1) != AC_OK)
         die("no free ports on 127.0.0.1");
     for (int k = 0; k < REPLICAS; k++)
@@ -534,6 +441,7 @@ int main(int argc, char **argv)
     if (all || strcmp(argv[1], "cluster_rr") == 0)
         rr_throughput(sys, cluster);
     ac_system_terminate(sys);
-    kill_children();
+    for (int k = 0; k < REPLICAS; k++)
+        rt_end(&replica_procs[k], SIGKILL);
     return 0;
 }

@@ -73,19 +73,6 @@ typedef struct ht_routee_state {
     int idx1; /* routee-K: K, once known */
 } ht_routee_state;
 
-static ac_msg *msg2(const ac_msg_type *type, int64_t a, int64_t b)
-{
-    ac_msg *m = ac_msg_new(type, 2 * sizeof(int64_t));
-    if (!m)
-        die("ac_msg_new");
-    int64_t *p = ac_msg_payload(m);
-    p[0] = a;
-    p[1] = b;
-    return m;
-}
-
-static int64_t arg(const ac_msg *m, int i) { return ((const int64_t *)ac_msg_data(m))[i]; }
-
 static int routee_index(ac_ctx *ctx)
 {
     ht_routee_state *st = ac_ctx_state(ctx);
@@ -108,7 +95,7 @@ static void ht_routee_receive(ac_ctx *ctx, ac_msg *msg)
         atomic_fetch_add_explicit(&env->handled, 1, memory_order_relaxed);
         /* The reply target travels as the scheduled message's sender. */
         ac_cancellable *c =
-            ac_schedule_once(ac_self(ctx), d, msg2(&HT_FIRE, req, mode), ac_sender(ctx));
+            ac_schedule_once(ac_self(ctx), d, msg_new(&HT_FIRE, 2, req, mode), ac_sender(ctx));
         if (!c)
             die("ac_schedule_once");
         ac_cancellable_release(c);
@@ -132,7 +119,7 @@ static void ht_issue(ac_ctx *ctx, ht_state *st, ht_env *env)
 {
     int64_t req = st->next++;
     env->t0[req] = now_ns();
-    check(ac_ask_in(ctx, env->target, msg2(&HT_REQ, req, env->mode), HT_ASK_TIMEOUT_MS,
+    check(ac_ask_in(ctx, env->target, msg_new(&HT_REQ, 2, req, env->mode), HT_ASK_TIMEOUT_MS,
                     ht_answer, (void *)(intptr_t)req, NULL),
           "ac_ask_in");
 }
@@ -221,15 +208,6 @@ static double phase(ac_system *sys, ht_env *env, ac_ref *caller, ac_props *props
     double p99 = (double)pct(lat, HT_R, 99) / 1000.0;
     free(lat);
     return p99;
-}
-
-static uint64_t xorshift64(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
 }
 
 static int64_t draw_delay(uint64_t *rng)

@@ -214,7 +214,7 @@ static bool trial(observer *ob, const char *etcd_url, int sig, double *down, dou
     const char *args[] = {"member", "--bind", bind, etcd_url ? "--etcd" : "--seed",
                           etcd_url ? etcd_url : seed, NULL};
     rt_proc p;
-    if (!rt_start(&p, args))
+    if (!rt_spawn(&p, rt_self(), args))
         return false;
     pthread_mutex_lock(&ob->lock);
     snprintf(ob->watch_address, sizeof ob->watch_address, "%s", p.address);

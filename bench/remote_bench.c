@@ -41,12 +41,13 @@
  * alike and the ratios stay meaningful where absolute figures do not.
  *
  * A second process is this executable again, told what to serve on its
- * command line. It prints `READY <address>`, serves until its standard
- * input closes (or 10 minutes pass, or its parent dies), and is ended by
- * pid: by closing its input and waiting, then SIGKILL; on any
- * failure of this process too (fail paths, SIGALRM after 15 minutes,
- * SIGINT, SIGTERM). Every loop is bounded in count, and every wait in
- * time: asks have deadlines, ZeroMQ sockets time out.
+ * command line. It prints `READY <address> <incarnation>`, serves until
+ * its standard input closes (or 10 minutes pass, or its parent dies), and
+ * is ended by pid with the remote tests' process helpers (rt_proc.h): by
+ * closing its input and waiting, then SIGKILL; on any failure of this
+ * process too (fail paths, SIGALRM after 15 minutes, SIGINT, SIGTERM).
+ * Every loop is bounded in count, and every wait in time: asks have
+ * deadlines, ZeroMQ sockets time out.
  *
  * A failed check prints `VERIFICATION FAILED: ...` and exits 2; a failing
  * call prints `ERROR: ...` and exits 1.
@@ -56,8 +57,6 @@
 #include <actorc.h>
 #include <zmq.h>
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -71,7 +70,9 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "rt_proc.h"
 #include "replica_log.h"
+#include "tail_replica.h"
 
 enum { ASK_WARM = 1000, ASK_N = 5000 };
 enum { TELL_N = 100000, TELL_WARM = 1, TELL_ITERS = 5 };
@@ -90,52 +91,16 @@ enum { TELL_N = 100000, TELL_WARM = 1, TELL_ITERS = 5 };
 
 /* ------------------------------------------------------- failing loudly --- */
 
-static _Noreturn void rb_die(const char *fmt, ...) AC_PRINTF(1, 2);
-
-/* The second processes, ended on every way out of this one. */
-#define MAX_CHILDREN 4
-static volatile pid_t children[MAX_CHILDREN];
-
-static void remember_child(pid_t pid)
+/* The message after `prefix` on stderr, the second processes ended, and
+ * out with `status`. */
+static _Noreturn void rb_vexit(int status, const char *prefix, const char *fmt, va_list ap)
 {
-    for (int i = 0; i < MAX_CHILDREN; i++)
-        if (children[i] == 0) {
-            children[i] = pid;
-            return;
-        }
-    kill(pid, SIGKILL);
-    rb_die("more than %d servers at once", MAX_CHILDREN);
-}
-
-static void forget_child(pid_t pid)
-{
-    for (int i = 0; i < MAX_CHILDREN; i++)
-        if (children[i] == pid)
-            children[i] = 0;
-}
-
-static void kill_children(void)
-{
-    for (int i = 0; i < MAX_CHILDREN; i++) {
-        pid_t pid = children[i];
-        if (pid > 0) {
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-            children[i] = 0;
-        }
-    }
-}
-
-static void on_fatal_signal(int sig)
-{
-    for (int i = 0; i < MAX_CHILDREN; i++)
-        if (children[i] > 0)
-            kill(children[i], SIGKILL);
-    static const char msg[] = "ERROR: actorc-bench-remote: interrupted or out of time\n";
-    ssize_t n = write(2, msg, sizeof msg - 1);
-    (void)n;
-    signal(sig, SIG_DFL);
-    raise(sig);
+    fprintf(stderr, "%s", prefix);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    fflush(stderr);
+    rt_end_all();
+    _Exit(status);
 }
 
 static _Noreturn void rb_fail(const char *fmt, ...) AC_PRINTF(1, 2);
@@ -143,26 +108,15 @@ static _Noreturn void rb_fail(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "VERIFICATION FAILED: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    fflush(stderr);
-    kill_children();
-    _Exit(2);
+    rb_vexit(2, "VERIFICATION FAILED: ", fmt, ap);
 }
 
+static _Noreturn void rb_die(const char *fmt, ...) AC_PRINTF(1, 2);
 static _Noreturn void rb_die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "ERROR: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    fflush(stderr);
-    kill_children();
-    _Exit(1);
+    rb_vexit(1, "ERROR: ", fmt, ap);
 }
 
 static _Noreturn void rb_die_ac(const char *what)
@@ -198,91 +152,22 @@ static void keys_make(keys *k)
 
 /* --------------------------------------------------- the second process --- */
 
-typedef struct server {
-    pid_t pid;
-    int in_fd, out_fd;
-    char address[256]; /* "host:port" (actorc) or "tcp://host:port" (zmq) */
-} server;
-
-/* Read the READY line within 10 s. */
-static bool read_ready(server *s)
+/* A second process: this executable again, serving `what`. */
+static void server_start(rt_proc *s, const char *what, const keys *k)
 {
-    char line[512];
-    size_t len = 0;
-    int64_t deadline = now_ns() + 10000000000ll;
-    while (len < sizeof line - 1) {
-        int left = (int)((deadline - now_ns()) / 1000000);
-        struct pollfd pf = {.fd = s->out_fd, .events = POLLIN};
-        if (left <= 0 || poll(&pf, 1, left) <= 0 || read(s->out_fd, &line[len], 1) != 1)
-            return false;
-        if (line[len] == '\n') {
-            line[len] = '\0';
-            return sscanf(line, "READY %255s", s->address) == 1;
-        }
-        len++;
-    }
-    return false;
-}
-
-/* This executable (its own name, not /proc/self/exe's "exe", shows in
- * ps and perf). */
-static const char *exe_path(void)
-{
-    static char path[4096];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    if (n <= 0)
-        return "/proc/self/exe";
-    path[n] = '\0';
-    return path;
-}
-
-static void server_start(server *s, const char *what, const keys *k)
-{
-    const char *self_path = exe_path();
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
-        rb_die("pipe: %s", strerror(errno));
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
-        rb_die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        const char *argv[] = {"actorc-bench-remote", "serve", what,
-                              k ? k->spub : NULL, k ? k->ssec : NULL, k ? k->bpub : NULL,
-                              k ? k->bsec : NULL, k ? k->apub : NULL, NULL};
-        execv(self_path, (char *const *)argv);
-        _exit(127);
-    }
-    remember_child(pid);
-    close(in[0]);
-    close(out[1]);
-    *s = (server){.pid = pid, .in_fd = in[1], .out_fd = out[0]};
-    if (!read_ready(s))
-        rb_die("the %s server did not say READY", what);
+    const char *args[] = {"serve", what, k ? k->spub : NULL, k ? k->ssec : NULL,
+                          k ? k->bpub : NULL, k ? k->bsec : NULL, k ? k->apub : NULL, NULL};
+    if (!rt_spawn(s, rt_self(), args))
+        rb_die("the %s server did not start", what);
 }
 
 /* Close its input (it then ends), wait up to 10 s, then SIGKILL. */
-static void server_end(server *s)
+static void server_end(rt_proc *s)
 {
-    close(s->in_fd);
-    int status = 0;
-    bool reaped = false;
-    for (int i = 0; i < 1000 && !reaped; i++) {
-        reaped = waitpid(s->pid, &status, WNOHANG) == s->pid;
-        if (!reaped)
-            sleep_ms(10);
-    }
-    if (!reaped) {
-        kill(s->pid, SIGKILL);
-        waitpid(s->pid, &status, 0);
-    }
-    close(s->out_fd);
-    forget_child(s->pid);
-    if (reaped && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-        rb_die("the server (pid %d) ended badly (status %d)", (int)s->pid, status);
+    pid_t pid = s->pid;
+    int status = rt_end(s, 0);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        rb_die("the server (pid %d) ended badly (status %d)", (int)pid, status);
 }
 
 /* Has our input closed (the parent is done), or has time run out? */
@@ -375,7 +260,7 @@ static int zmq_serve(const keys *k)
     char endpoint[256];
     size_t len = sizeof endpoint;
     zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, endpoint, &len);
-    printf("READY %s\n", endpoint);
+    printf("READY %s -\n", endpoint); /* no incarnation */
     fflush(stdout);
     int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
     zcount c = {0};
@@ -441,25 +326,6 @@ static uint8_t *zframe(uint8_t *f, char kind, size_t reply_size, int64_t value)
 typedef struct frame_sizes {
     size_t ask, reply, tell, count_ask, count_reply;
 } frame_sizes;
-
-typedef struct latency {
-    double p50_us, p99_us, per_s;
-} latency;
-
-static latency report_latency(const char *wl, int64_t *lat, size_t n, bool rate)
-{
-    int64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += lat[i];
-    latency l = {.p50_us = (double)pct(lat, n, 50) / 1000.0,
-                 .p99_us = (double)pct(lat, n, 99) / 1000.0,
-                 .per_s = (double)n * 1e9 / (double)total};
-    result(wl, "p50", l.p50_us, "us");
-    result(wl, "p99", l.p99_us, "us");
-    if (rate)
-        result(wl, "asks_per_s", l.per_s, "asks/s");
-    return l;
-}
 
 static int64_t expected_sum(int64_t n)
 {
@@ -531,6 +397,19 @@ static ac_node *node_new(ac_system *sys, const keys *k, bool own_is_a, ac_node_c
     return node;
 }
 
+/* Say READY, serve until told to end (serve_should_end), and end the
+ * system. */
+static void serve_node(ac_system *sys, ac_node *node)
+{
+    printf("READY %s %016llx\n", ac_node_address(node),
+           (unsigned long long)ac_node_incarnation(node));
+    fflush(stdout);
+    int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
+    while (!serve_should_end(deadline))
+        sleep_ms(50);
+    ac_system_terminate(sys);
+}
+
 static int actorc_serve(const keys *k)
 {
     ac_system *sys = system_new("bench_b");
@@ -540,12 +419,7 @@ static int actorc_serve(const keys *k)
     if (!ac_spawn(sys, ac_props_new(&inc_def, NULL), "inc") ||
         !ac_spawn(sys, ac_props_new(&counter_def, NULL), "counter"))
         rb_die_ac("ac_spawn");
-    printf("READY %s\n", ac_node_address(node));
-    fflush(stdout);
-    int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
-    while (!serve_should_end(deadline))
-        sleep_ms(50);
-    ac_system_terminate(sys);
+    serve_node(sys, node);
     return 0;
 }
 
@@ -613,7 +487,7 @@ typedef struct sender_state {
 typedef struct run {
     char wl[4][64]; /* remote_ask, remote_ask_in, zmq_rtt, remote_tell / zmq_pipelined */
     const char *suffix;
-    server actorc_srv, zmq_srv;
+    rt_proc actorc_srv, zmq_srv;
     ac_system *sys;
     ac_node *node;
     ac_ref *inc, *counter, *asker, *sender;
@@ -743,7 +617,7 @@ static void ask_phase(run *r, latency out[3])
             block[w](r, lat[w] + k * ASK_BLOCK, ASK_BLOCK);
         }
     for (int w = 0; w < 3; w++) {
-        out[w] = report_latency(r->wl[w], lat[w], ASK_N, w != 2);
+        out[w] = report_latency(r->wl[w], lat[w], ASK_N, w != 2 ? "asks" : NULL);
         free(lat[w]);
     }
 }
@@ -976,58 +850,16 @@ static void run_mode(const char *suffix, const keys *k)
 enum { SC_WARM = 200, SC_N = 3000, SC_FAST_MS = 1, SC_SLOW_MS = 100, SC_SLOW_PER_10K = 200 };
 _Static_assert(SC_WARM + SC_N <= REPLICA_LOG_MAX, "every request is noted");
 
-/* The whole of splitmix64's finaliser, so that the three replicas' draws
- * are independent (as actorc-bench-cluster's). */
+/* 1 ms (98%) or 100 ms (2%), from the draw every process computes. */
 static int64_t sc_delay_ms(int replica, int64_t req)
 {
-    uint64_t x = (uint64_t)req * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(replica + 1) << 56);
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 29;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 32;
-    return x % 10000 < SC_SLOW_PER_10K ? SC_SLOW_MS : SC_FAST_MS;
+    return tail_replica_draw(replica, req) % 10000 < SC_SLOW_PER_10K ? SC_SLOW_MS : SC_FAST_MS;
 }
 
-static const ac_msg_type sc_fire_type = {.name = "bench.ScatterFire"}; /* local only */
-
-/* A replica's user data: which one it is, and its notes. */
-typedef struct sc_replica {
-    int index;
-    replica_log log;
-} sc_replica;
-
-static void sc_replica_receive(ac_ctx *ctx, ac_msg *msg)
+static tail_replica *sc_replica_new(int index)
 {
-    sc_replica *rep = ac_ctx_user_data(ctx);
-    if (ac_msg_is(msg, &sc_fire_type)) {
-        int64_t req;
-        memcpy(&req, ac_msg_data(msg), sizeof req);
-        replica_log_fire(&rep->log, req);
-        ac_reply(ctx, ac_msg_int64_new(req));
-        return;
-    }
-    int64_t req;
-    if (ac_msg_int64_get(msg, &req) != AC_OK) {
-        replica_log_answer(ctx, &rep->log, msg);
-        return;
-    }
-    replica_log_recv(&rep->log, req);
-    ac_msg *fire = ac_msg_new(&sc_fire_type, sizeof req);
-    memcpy(ac_msg_payload(fire), &req, sizeof req);
-    /* The reply target travels as the scheduled message's sender. */
-    ac_cancellable *c =
-        ac_schedule_once(ac_self(ctx), sc_delay_ms(rep->index, req), fire, ac_sender(ctx));
-    if (!c)
-        rb_die_ac("ac_schedule_once");
-    ac_cancellable_release(c);
-}
-static const ac_actor_def sc_replica_def = {.name = "ScatterReplica", .receive = sc_replica_receive};
-
-static sc_replica *sc_replica_new(int index)
-{
-    sc_replica *rep = xcalloc(1, sizeof *rep);
-    rep->index = index;
+    tail_replica *rep = xcalloc(1, sizeof *rep);
+    tail_replica_init(rep, index, sc_delay_ms);
     return rep;
 }
 
@@ -1039,15 +871,10 @@ static int replica_serve(int replica)
     ac_node_curve curve;
     const char *allowed;
     ac_node *node = node_new(sys, NULL, false, &curve, &allowed);
-    sc_replica *rep = sc_replica_new(replica);
-    if (!ac_spawn(sys, ac_props_new(&sc_replica_def, rep), "replica"))
+    tail_replica *rep = sc_replica_new(replica);
+    if (!ac_spawn(sys, ac_props_new(&tail_replica_def, rep), "replica"))
         rb_die_ac("ac_spawn");
-    printf("READY %s\n", ac_node_address(node));
-    fflush(stdout);
-    int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
-    while (!serve_should_end(deadline))
-        sleep_ms(50);
-    ac_system_terminate(sys);
+    serve_node(sys, node);
     free(rep);
     return 0;
 }
@@ -1110,14 +937,7 @@ static double sc_ideal_p99(const char *wl, replica_log *const *logs, sc_run *run
 static double sc_drawn_ideal_p99(void)
 {
     int64_t *ideal = xcalloc(SC_N, sizeof *ideal);
-    for (int64_t i = 0; i < SC_N; i++) {
-        int64_t best = INT64_MAX;
-        for (int k = 0; k < 3; k++) {
-            int64_t d = sc_delay_ms(k, i + SC_WARM);
-            best = d < best ? d : best;
-        }
-        ideal[i] = best * 1000000;
-    }
+    tail_replica_drawn_ideal(3, sc_delay_ms, SC_WARM, SC_N, ideal);
     double ip = sc_p(ideal, 99);
     free(ideal);
     return ip;
@@ -1144,7 +964,7 @@ static void sc_report(replica_log *const *rlogs, sc_run *rrun, replica_log *cons
 
 static void scatter_phase(void)
 {
-    server rep[3];
+    rt_proc rep[3];
     for (int k = 0; k < 3; k++) {
         char what[16];
         snprintf(what, sizeof what, "replica%d", k);
@@ -1155,7 +975,7 @@ static void scatter_phase(void)
     const char *allowed;
     ac_node *node = node_new(sys, NULL, true, &curve, &allowed);
     ac_ref *remote[3], *local[3];
-    sc_replica *lrep[3];
+    tail_replica *lrep[3];
     replica_log *rlogs[3], *llogs[3];
     for (int k = 0; k < 3; k++) {
         char path[320];
@@ -1165,7 +985,7 @@ static void scatter_phase(void)
         char name[16];
         snprintf(name, sizeof name, "local%d", k);
         lrep[k] = sc_replica_new(k);
-        if (!(local[k] = ac_spawn(sys, ac_props_new(&sc_replica_def, lrep[k]), name)))
+        if (!(local[k] = ac_spawn(sys, ac_props_new(&tail_replica_def, lrep[k]), name)))
             rb_die_ac("ac_spawn");
         rlogs[k] = xcalloc(1, sizeof *rlogs[k]);
         llogs[k] = xcalloc(1, sizeof *llogs[k]);
@@ -1206,6 +1026,7 @@ static int usage(void)
 
 static int serve_main(int argc, char **argv)
 {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* even if our input stays open */
     keys k;
     const keys *kp = NULL;
     if (argc == 8) { /* serve WHAT SERVER_PUB SERVER_SEC PUB SEC ALLOWED: b's view */
@@ -1234,11 +1055,7 @@ int main(int argc, char **argv)
         return serve_main(argc, argv);
     const char *what = argc > 1 ? argv[1] : "all";
     if (strcmp(what, "scatter") == 0 && argc == 2) {
-        signal(SIGINT, on_fatal_signal);
-        signal(SIGTERM, on_fatal_signal);
-        signal(SIGALRM, on_fatal_signal);
         alarm(RUN_MAX_S);
-        atexit(kill_children);
         scatter_phase();
         return 0;
     }
@@ -1250,11 +1067,7 @@ int main(int argc, char **argv)
     }
     if ((!plain && !curve) || argc > 3 || (!run_asks && !run_tells))
         return usage();
-    signal(SIGINT, on_fatal_signal);
-    signal(SIGTERM, on_fatal_signal);
-    signal(SIGALRM, on_fatal_signal);
     alarm(RUN_MAX_S);
-    atexit(kill_children);
     if (plain)
         run_mode("", NULL);
     if (curve) {

@@ -48,13 +48,6 @@
 #include <string.h>
 #include <time.h>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#if __GLIBC_PREREQ(2, 33)
-#define HAVE_MALLINFO2 1
-#endif
-#endif
-
 #include "bench_util.h"
 
 /* ------------------------------------------------------------- messages --- */
@@ -65,61 +58,12 @@ static const ac_msg_type SG_RELEASE = {.name = "bench.ScatterRelease"}; /* {} */
 static const ac_msg_type TAIL_REQ = {.name = "bench.TailReq"};       /* {req, mode} */
 static const ac_msg_type TAIL_FIRE = {.name = "bench.TailFire"};     /* {req, mode} */
 
-static ac_msg *msg2(const ac_msg_type *type, int nvals, int64_t a, int64_t b)
-{
-    ac_msg *m = ac_msg_new(type, (size_t)nvals * sizeof(int64_t));
-    if (!m)
-        die("ac_msg_new");
-    if (nvals > 0) {
-        int64_t *p = ac_msg_payload(m);
-        p[0] = a;
-        if (nvals > 1)
-            p[1] = b;
-    }
-    return m;
-}
-
-static int64_t arg(const ac_msg *m, int i)
-{
-    return ((const int64_t *)ac_msg_data(m))[i];
-}
-
-static void tell(ac_ref *to, ac_msg *m, ac_ref *from)
-{
-    check(ac_tell(to, m, from), "ac_tell");
-}
-
 static ac_msg *int64_msg(int64_t v)
 {
     ac_msg *m = ac_msg_int64_new(v);
     if (!m)
         die("ac_msg_int64_new");
     return m;
-}
-
-static _Noreturn void unexpected(ac_ctx *ctx, const ac_msg *m)
-{
-    char what[256];
-    snprintf(what, sizeof what, "%s got unexpected message %s", ac_self_path(ctx),
-             ac_msg_type_name(m));
-    fail(what);
-}
-
-static ac_ref *spawn_top(ac_system *sys, const ac_actor_def *def, void *user_data)
-{
-    ac_props *props = ac_props_new(def, user_data);
-    if (!props)
-        die("ac_props_new");
-    ac_ref *ref = ac_spawn(sys, props, NULL);
-    if (!ref)
-        die("ac_spawn");
-    return ref;
-}
-
-static void stop_release(ac_ref *ref)
-{
-    check(ac_stop(ref), "ac_stop");
-    ac_ref_release(ref);
 }
 
 /* ----------------------------------------------------- routers, routees --- */
@@ -248,16 +192,6 @@ static void check_winner(const char *wl, const routee_env *env, ac_status st,
     }
 }
 
-static void report_scatter_latency(const char *wl, int64_t *lat, size_t n)
-{
-    int64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += lat[i];
-    result(wl, "p50", (double)pct(lat, n, 50) / 1000.0, "us");
-    result(wl, "p99", (double)pct(lat, n, 99) / 1000.0, "us");
-    result(wl, "scatters_per_s", (double)n * 1e9 / (double)total, "scatters/s");
-}
-
 /* ---------------------------------------------------------- scatter_seq --- */
 /* One operation: one scatter of {tag} over 3 echo routees, the first reply
  * checked (value and winner). 1,000 warm-up + 5,000 measured, sequential;
@@ -275,7 +209,7 @@ void bench_scatter_seq(ac_system *sys, const void *param)
         int64_t tag = i + 1;
         ac_answer ans;
         int64_t t0 = now_ns();
-        ac_status st = ac_ask_wait(router, msg2(&SG_REQ, 1, tag, 0), SG_ASK_TIMEOUT_MS, &ans);
+        ac_status st = ac_ask_wait(router, msg_new(&SG_REQ, 1, tag, 0), SG_ASK_TIMEOUT_MS, &ans);
         int64_t el = now_ns() - t0;
         check_winner("scatter_seq", &env, st, &ans, tag);
         ac_answer_release(&ans);
@@ -283,7 +217,7 @@ void bench_scatter_seq(ac_system *sys, const void *param)
             lat[i - SEQ_WARM] = el;
     }
     wait_all_answered(sys, &env, SEQ_WARM + SEQ_N, "scatter_seq");
-    report_scatter_latency("scatter_seq", lat, SEQ_N);
+    report_latency("scatter_seq", lat, SEQ_N, "scatters");
     stop_release(router);
     free(lat);
 }
@@ -316,7 +250,7 @@ static void seq_next(ac_ctx *ctx, seq_state *st, seq_env *env)
     }
     st->tag = st->i + 1;
     st->t0 = now_ns();
-    ac_msg *m = msg2(&SG_REQ, 1, st->tag, 0);
+    ac_msg *m = msg_new(&SG_REQ, 1, st->tag, 0);
     if (env->use_ask)
         check(ac_ask_in(ctx, env->router, m, SG_ASK_TIMEOUT_MS, seq_answer, env, NULL),
               "ac_ask_in");
@@ -376,12 +310,12 @@ static void run_seq_in(ac_system *sys, const char *wl, bool use_ask)
     env.lat = xcalloc(SEQ_N, sizeof *env.lat);
     env.router = spawn_scatter(sys, &echo_routee, &renv, &renv, SG_TIMEOUT_MS);
     ac_ref *caller = spawn_top(sys, &seq_caller, &env);
-    tell(caller, msg2(&SG_GO, 0, 0, 0), NULL);
+    tell(caller, msg_new(&SG_GO, 0, 0, 0), NULL);
     latch_wait(&env.done, &seen, r);
     if (r[0] != SEQ_WARM + SEQ_N)
         fail("scatter_seq_in: scatter count");
     wait_all_answered(sys, &renv, SEQ_WARM + SEQ_N, wl);
-    report_scatter_latency(wl, env.lat, SEQ_N);
+    report_latency(wl, env.lat, SEQ_N, "scatters");
     stop_release(caller);
     stop_release(env.router);
     free(env.lat);
@@ -431,7 +365,7 @@ static void par_receive(ac_ctx *ctx, ac_msg *msg)
         memset(env->seen, 0, sizeof env->seen);
         st->t0 = now_ns();
         for (int64_t i = 0; i < PAR_K; i++)
-            tell(env->router, msg2(&SG_REQ, 1, st->base + i, 0), ac_self(ctx));
+            tell(env->router, msg_new(&SG_REQ, 1, st->base + i, 0), ac_self(ctx));
     } else if (ac_msg_is(msg, &ac_msg_type_int64)) {
         int64_t idx = ac_msg_int64(msg) - st->base;
         if (idx < 0 || idx >= PAR_K)
@@ -467,7 +401,7 @@ void bench_scatter_par(ac_system *sys, const void *param)
     env->router = spawn_scatter(sys, &echo_routee, &renv, &renv, SG_TIMEOUT_MS);
     ac_ref *caller = spawn_top(sys, &par_caller, env);
     for (int it = 0; it < PAR_WARM + PAR_ITERS; it++) {
-        tell(caller, msg2(&SG_GO, 1, (int64_t)it * PAR_K + 1, 0), NULL);
+        tell(caller, msg_new(&SG_GO, 1, (int64_t)it * PAR_K + 1, 0), NULL);
         latch_wait(&env->done, &seen, r);
         if (r[0] != PAR_K)
             fail("scatter_par: first-reply count");
@@ -536,15 +470,6 @@ typedef struct tail_state {
     int64_t next, answered;
 } tail_state;
 
-static uint64_t xorshift64(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 static int64_t draw_delay(uint64_t *rng)
 {
     return (xorshift64(rng) >> 11) % 10000 < TAIL_SLOW_PER_10K ? TAIL_SLOW_MS : TAIL_FAST_MS;
@@ -559,7 +484,7 @@ static void tail_routee_receive(ac_ctx *ctx, ac_msg *msg)
         int64_t d = mode == MODE_SCATTER ? env->delay[req][idx] : env->rr_delay[req];
         /* The reply target travels as the scheduled message's sender. */
         ac_cancellable *c =
-            ac_schedule_once(ac_self(ctx), d, msg2(&TAIL_FIRE, 2, req, mode), ac_sender(ctx));
+            ac_schedule_once(ac_self(ctx), d, msg_new(&TAIL_FIRE, 2, req, mode), ac_sender(ctx));
         if (!c)
             die("ac_schedule_once");
         ac_cancellable_release(c);
@@ -585,7 +510,7 @@ static void tail_issue(ac_ctx *ctx, tail_state *st, tail_env *env)
 {
     int64_t req = st->next++;
     env->t0[req] = now_ns();
-    check(ac_ask_in(ctx, env->target, msg2(&TAIL_REQ, 2, req, env->mode), SG_ASK_TIMEOUT_MS,
+    check(ac_ask_in(ctx, env->target, msg_new(&TAIL_REQ, 2, req, env->mode), SG_ASK_TIMEOUT_MS,
                     tail_answer, (void *)(intptr_t)req, NULL),
           "ac_ask_in");
 }
@@ -627,7 +552,7 @@ static void tail_phase(ac_system *sys, tail_env *env, ac_ref *caller, int mode, 
     int64_t r[3];
     env->mode = mode;
     env->target = target;
-    tell(caller, msg2(&SG_GO, 0, 0, 0), NULL);
+    tell(caller, msg_new(&SG_GO, 0, 0, 0), NULL);
     latch_wait(&env->done, seen, r);
     if (r[0] != TAIL_TOTAL)
         fail("scatter_tail: answer count");
@@ -837,7 +762,7 @@ static void open_caller_receive(ac_ctx *ctx, ac_msg *msg)
         env->k = arg(msg, 1);
         st->answered = 0;
         for (int64_t i = 0; i < env->k; i++)
-            tell(env->router, msg2(&SG_REQ, 1, env->base + i, 0), ac_self(ctx));
+            tell(env->router, msg_new(&SG_REQ, 1, env->base + i, 0), ac_self(ctx));
     } else if (ac_msg_is(msg, &ac_msg_type_int64)) {
         int64_t idx = ac_msg_int64(msg) - env->base;
         if (idx < 0 || idx >= env->k)
@@ -868,7 +793,7 @@ static void open_round(ac_system *sys, open_env *env, ac_ref *caller, int64_t ba
 {
     int64_t r[3];
     memset(env->seen, 0, (size_t)k);
-    tell(caller, msg2(&SG_GO, 2, base, k), NULL);
+    tell(caller, msg_new(&SG_GO, 2, base, k), NULL);
     for (int waited = 0;; waited++) {
         bool all = true;
         for (int j = 0; j < SG_N; j++)
@@ -887,7 +812,7 @@ static void open_round(ac_system *sys, open_env *env, ac_ref *caller, int64_t ba
     }
     if (ac_timers_armed(sys) < (size_t)k)
         fail("scatter_open: fewer timers armed than scatters open");
-    tell(env->router, ac_broadcast_new(msg2(&SG_RELEASE, 0, 0, 0)), NULL);
+    tell(env->router, ac_broadcast_new(msg_new(&SG_RELEASE, 0, 0, 0)), NULL);
     latch_wait(&env->done, seen, r);
     if (r[0] != k)
         fail("scatter_open: answer count");

@@ -242,15 +242,6 @@ static bool parse_size(const char *s, uint64_t lo, uint64_t hi, size_t *out)
     return true;
 }
 
-static bool parse_int(const char *s, uint64_t lo, uint64_t hi, int *out)
-{
-    uint64_t v;
-    if (!app_parse_count(s, lo, hi, &v))
-        return false;
-    *out = (int)v;
-    return true;
-}
-
 /* One of the demo's own options; false for a bad value. */
 static bool apply_option(int c, const char *arg, options *o, replica_model *m)
 {
@@ -259,16 +250,16 @@ static bool apply_option(int c, const char *arg, options *o, replica_model *m)
     switch (c) {
     case 'r': return parse_size(arg, 1, 100000000, &o->requests);
     case 'c': return parse_size(arg, 1, 1000000, &o->concurrency);
-    case 'n': return parse_int(arg, 1, MODEL_MAX_REPLICAS, &o->replicas);
+    case 'n': return app_parse_int(arg, 1, MODEL_MAX_REPLICAS, &o->replicas);
     case 'T': return app_parse_count(arg, 1, 3600000, &v) && ((o->timeout_ms = (int64_t)v), true);
     case 'o': o->svg = arg; return true;
-    case 'p': return parse_int(arg, 0, 65535, &o->metrics_port);
+    case 'p': return app_parse_int(arg, 0, 65535, &o->metrics_port);
     case 'S': return app_parse_count(arg, 0, UINT64_MAX, &m->seed);
     case 'D':
         return app_parse_double(arg, 0.001, 60000, "ms", &x) &&
                ((o->hedge_delay_us = llround(x * 1000)), true);
     case 'P': return app_parse_double(arg, 0.1, 99.9, "%", &o->hedge_percentile);
-    case 'N': return parse_int(arg, 1, 16, &o->nodes);
+    case 'N': return app_parse_int(arg, 1, 16, &o->nodes);
     case 'X': o->node_program = arg; return true;
     default: return model_apply(c, arg, m);
     }

@@ -31,7 +31,6 @@ static bool parse_tail(const char *s, replica_model *m)
 
 bool model_apply(int opt, const char *arg, replica_model *m)
 {
-    uint64_t k;
     switch (opt) {
     case MODEL_OPT_MEDIAN:
         return app_parse_double(arg, 0, 60000, "ms", &m->median_ms);
@@ -42,10 +41,7 @@ bool model_apply(int opt, const char *arg, replica_model *m)
     case MODEL_OPT_ERROR_RATE:
         return app_parse_double(arg, 0, 100, "%", &m->error_pct);
     case MODEL_OPT_DEAD_REPLICA:
-        if (!app_parse_count(arg, 1, MODEL_MAX_REPLICAS, &k))
-            return false;
-        m->dead_replica = (int)k;
-        return true;
+        return app_parse_int(arg, 1, MODEL_MAX_REPLICAS, &m->dead_replica);
     default:
         return false;
     }

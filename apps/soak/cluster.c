@@ -39,6 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "app_args.h"
 #include "soak.h"
 
 #define CL_MAX_NODES 5
@@ -837,17 +838,18 @@ int cluster_replica(int argc, char **argv)
     int index = -1, port = -1;
     char *seeds = NULL;
     const char *etcd = NULL;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    bool ok = true;
+    for (int i = 1; ok && i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--replica"))
-            index = atoi(argv[i + 1]);
+            ok = app_parse_int(argv[i + 1], 0, CL_MAX_NODES - 1, &index);
         else if (!strcmp(argv[i], "--port"))
-            port = atoi(argv[i + 1]);
+            ok = app_parse_int(argv[i + 1], 1, 65535, &port);
         else if (!strcmp(argv[i], "--seeds"))
             seeds = argv[i + 1];
         else if (!strcmp(argv[i], "--etcd"))
             etcd = argv[i + 1];
     }
-    if (index < 0 || index >= CL_MAX_NODES || port <= 0 || !seeds)
+    if (!ok || index < 0 || port <= 0 || !seeds)
         return 2;
     return replica_main(index, port, seeds, etcd);
 }

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "app_args.h"
 #include "soak.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -115,31 +116,6 @@ static void usage(FILE *out)
                  "the library's own generator.\n");
 }
 
-static bool parse_seconds(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    double unit = *end == 'h' ? 3600 : *end == 'm' ? 60 : 1;
-    if (*end == 'h' || *end == 'm' || *end == 's')
-        end++;
-    if (errno || end == s || *end || v < 0)
-        return false;
-    *out = v * unit;
-    return true;
-}
-
-static bool parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
 static uint64_t random_seed(void)
 {
     uint64_t s = 0;
@@ -155,51 +131,49 @@ static int bad(const char *opt, const char *value)
     return 2;
 }
 
-static bool parse_double(const char *s, double lo, double hi, double *out)
+/* --grace-ms, an int64_t in the config. */
+static bool parse_grace_ms(const char *arg)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi))
+    uint64_t v;
+    if (!app_parse_count(arg, 0, 3600000, &v))
         return false;
-    *out = v;
+    g_cfg.grace_ms = (int64_t)v;
     return true;
 }
+
+/* A year: a longer --duration or --warmup is a typo, not a plan. */
+#define MAX_SECONDS (366.0 * 24 * 3600)
 
 /* Apply one option; false for a bad value. */
 static bool apply_option(int c, const char *arg, bool *seeded)
 {
-    long v = 0;
-    char *end;
     switch (c) {
     case 'd':
-        return parse_seconds(arg, &g_cfg.duration_s);
+        return app_parse_seconds(arg, 0, MAX_SECONDS, &g_cfg.duration_s);
     case 'W':
-        return parse_seconds(arg, &g_cfg.warmup_s);
+        return app_parse_seconds(arg, 0, MAX_SECONDS, &g_cfg.warmup_s);
     case 's':
-        errno = 0;
-        g_cfg.seed = strtoull(arg, &end, 0);
-        return *seeded = !errno && end != arg && !*end;
+        return *seeded = app_parse_seed(arg, &g_cfg.seed);
     case 'w':
-        return parse_int(arg, 1, 64, &v) && (g_cfg.workers = (int)v);
+        return app_parse_int(arg, 1, 64, &g_cfg.workers);
     case 'c':
-        return parse_int(arg, 0, 16, &v) && ((g_cfg.outside_callers = (int)v), true);
+        return app_parse_int(arg, 0, 16, &g_cfg.outside_callers);
     case 'a':
-        return parse_int(arg, 1, 16, &v) && (g_cfg.actor_callers = (int)v);
+        return app_parse_int(arg, 1, 16, &g_cfg.actor_callers);
     case 'g':
-        return parse_int(arg, 0, 3600000, &v) && ((g_cfg.grace_ms = v), true);
+        return parse_grace_ms(arg);
     case 'r':
-        return parse_double(arg, 0, 1e6, &g_cfg.rss_pct);
+        return app_parse_double(arg, 0, 1e6, NULL, &g_cfg.rss_pct);
     case 'n':
-        return parse_int(arg, 2, 5, &v) && (g_cfg.nodes = (int)v);
+        return app_parse_int(arg, 2, 5, &g_cfg.nodes);
     case 'p':
         if (!strcmp(arg, "static") || !strcmp(arg, "etcd"))
             return (g_cfg.etcd = !strcmp(arg, "etcd")), true;
         return false;
     case 'R':
-        return parse_double(arg, 0, 1e6, &g_cfg.rss_slack_mb);
+        return app_parse_double(arg, 0, 1e6, NULL, &g_cfg.rss_slack_mb);
     default:
-        return parse_double(arg, 1e-12, 1, &g_cfg.fail_alloc); /* 'f' */
+        return app_parse_double(arg, 1e-12, 1, NULL, &g_cfg.fail_alloc); /* 'f' */
     }
 }
 

@@ -3,7 +3,8 @@
 # random seed (printed, so a failure can be replayed), two short runs of
 # one seed that must choose the same chaos actions, the --fail-alloc
 # mode (run, or refused with status 2 in a build without the hook), the
-# soak across processes (static seeds and etcd), and a bad flag. Under ThreadSanitizer the runs are shorter, as it slows
+# soak across processes (static seeds and etcd), a bad flag and bad
+# values. Under ThreadSanitizer the runs are shorter, as it slows
 # everything down several times over.
 #
 #   soak_test.sh BIN [SANITIZER] [valgrind]
@@ -84,4 +85,16 @@ rc=$?
 set -e
 [ "$rc" = 2 ] || { echo "FAIL: bad flag exited $rc, expected 2"; exit 1; }
 grep -q '^usage: actorc-soak' "$dir/err" || { echo "FAIL: no usage on a bad flag"; exit 1; }
+# Bad values are usage errors that name the option, not a first part
+# read and the rest ignored.
+for bad in "--duration 5x" "--duration nan" "--seed -1" "--seed 0x" "--seed 12ab" \
+           "--workers +2" "--grace-ms 1.5" "--nodes 6" "--fail-alloc 2"; do
+    set +e
+    # shellcheck disable=SC2086
+    "$bin" $bad >/dev/null 2>"$dir/err"
+    rc=$?
+    set -e
+    [ "$rc" = 2 ] || { echo "FAIL: $bad exited $rc, expected 2"; exit 1; }
+    grep -q "bad value for ${bad%% *}" "$dir/err" || { echo "FAIL: $bad: no clear error"; exit 1; }
+done
 echo "PASS"

@@ -1,5 +1,8 @@
 /*
- * Node processes for the remote tests (rt_proc.h).
+ * Processes of other nodes (rt_proc.h). The started pids are kept in one
+ * table, which atexit and the fatal-signal handlers read to kill what is
+ * left; posix_spawn, not fork, so that a process with threads running
+ * starts another without copying them (or their locks).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -67,36 +70,10 @@ static void forget(pid_t pid)
             live[i] = 0;
 }
 
-bool rt_start(rt_proc *p, const char *const *args)
+/* The READY line on p->out_fd, within 10 s (sanitizer builds start
+ * slowly), into p->address and p->incarnation. */
+static bool read_ready(rt_proc *p)
 {
-    int in[2], out[2];
-    memset(p, 0, sizeof *p);
-    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
-        return false;
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = ACTORC_TEST_NODE;
-    for (int i = 0; args && args[i] && n < 31; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    int rc = posix_spawn(&p->pid, ACTORC_TEST_NODE, &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(in[0]);
-    close(out[1]);
-    if (rc != 0) {
-        close(in[1]);
-        close(out[0]);
-        fprintf(stderr, "rt_start: cannot start %s: %s\n", ACTORC_TEST_NODE, strerror(rc));
-        return false;
-    }
-    remember(p->pid);
-    p->in_fd = in[1];
-    p->out_fd = out[0];
-    /* The READY line, within 10 s (sanitizer builds start slowly). */
     char line[256];
     size_t len = 0;
     struct timespec t0;
@@ -107,10 +84,10 @@ bool rt_start(rt_proc *p, const char *const *args)
         long left = 10000 - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
         struct pollfd pf = {.fd = p->out_fd, .events = POLLIN};
         if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
-            break;
+            return false;
         ssize_t r = read(p->out_fd, line + len, 1);
         if (r <= 0)
-            break;
+            return false;
         if (line[len] == '\n') {
             line[len] = '\0';
             if (sscanf(line, "READY %127s %31s", p->address, p->incarnation) == 2)
@@ -121,15 +98,53 @@ bool rt_start(rt_proc *p, const char *const *args)
         if (++len == sizeof line - 1)
             len = 0;
     }
-    fprintf(stderr, "rt_start: %s did not say READY\n", ACTORC_TEST_NODE);
+}
+
+bool rt_spawn(rt_proc *p, const char *program, const char *const *args)
+{
+    int in[2], out[2];
+    memset(p, 0, sizeof *p);
+    if (pipe2(in, O_CLOEXEC) != 0)
+        return false;
+    if (pipe2(out, O_CLOEXEC) != 0) {
+        close(in[0]);
+        close(in[1]);
+        return false;
+    }
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = program;
+    for (int i = 0; args && args[i] && n < 31; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    int rc = posix_spawn(&p->pid, program, &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(in[0]);
+    close(out[1]);
+    if (rc != 0) {
+        close(in[1]);
+        close(out[0]);
+        fprintf(stderr, "rt_spawn: cannot start %s: %s\n", program, strerror(rc));
+        return false;
+    }
+    remember(p->pid);
+    p->in_fd = in[1];
+    p->out_fd = out[0];
+    if (read_ready(p))
+        return true;
+    fprintf(stderr, "rt_spawn: %s did not say READY\n", program);
     rt_end(p, SIGKILL);
     return false;
 }
 
-void rt_end(rt_proc *p, int sig)
+int rt_end(rt_proc *p, int sig)
 {
     if (p->pid <= 0)
-        return;
+        return -1;
     if (sig) {
         kill(p->pid, SIGCONT);
         kill(p->pid, sig);
@@ -137,7 +152,7 @@ void rt_end(rt_proc *p, int sig)
     if (p->in_fd > 0)
         close(p->in_fd);
     p->in_fd = -1;
-    int status;
+    int status = -1;
     for (int i = 0; i < 1000; i++) { /* 10 s */
         if (waitpid(p->pid, &status, WNOHANG) == p->pid)
             goto reaped;
@@ -152,6 +167,19 @@ reaped:
         close(p->out_fd);
     p->out_fd = -1;
     p->pid = 0;
+    return status;
+}
+
+void rt_end_all(void) { kill_all(); }
+
+const char *rt_self(void)
+{
+    static char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0)
+        return "/proc/self/exe";
+    path[n] = '\0';
+    return path;
 }
 
 void rt_signal(rt_proc *p, int sig)

@@ -1,13 +1,17 @@
 /*
- * Node processes for the remote tests: started with the node program,
- * ended by pid — at the end of each test, and at exit or on a fatal
- * signal of the test itself, so that a failing test leaves nothing
- * running.
+ * Processes of other nodes, started and ended by pid: for the remote and
+ * cluster tests, and for the benchmarks that run their replicas and
+ * servers as this program again. A process is started with its standard
+ * input and output on pipes; it says "READY <address> <incarnation>" on
+ * its output once it serves, and serves until its input closes. It is
+ * ended at the end of each test or run, and at exit or on a fatal signal
+ * of the starting process, so that a failure leaves nothing running.
  */
 #ifndef ACTORC_TESTS_RT_PROC_H
 #define ACTORC_TESTS_RT_PROC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 typedef struct rt_proc {
@@ -18,15 +22,30 @@ typedef struct rt_proc {
     char incarnation[32];
 } rt_proc;
 
-/* Start the node program with `args` (NULL-terminated, after the program
- * name) and wait (10 s at most) for its READY line. */
-bool rt_start(rt_proc *p, const char *const *args);
+/* Start `program` with `args` (NULL-terminated, after the program name)
+ * and wait (10 s at most) for its READY line; false, with a message on
+ * stderr and nothing left running, when it does not come. */
+bool rt_spawn(rt_proc *p, const char *program, const char *const *args);
+#ifdef ACTORC_TEST_NODE
+/* The same with the node program the build names. */
+static inline bool rt_start(rt_proc *p, const char *const *args)
+{
+    return rt_spawn(p, ACTORC_TEST_NODE, args);
+}
+#endif
 /* Send `sig` (SIGKILL, SIGTERM) and reap it; 0: close its input and wait
- * (up to 10 s, then SIGKILL). */
-void rt_end(rt_proc *p, int sig);
+ * (up to 10 s, then SIGKILL). Its wait status (waitpid's), or -1 when
+ * there was no process. */
+int rt_end(rt_proc *p, int sig);
 /* SIGSTOP / SIGCONT. */
 void rt_signal(rt_proc *p, int sig);
-/* "actorc://replicas@<address><path>" into buf. */
+/* SIGKILL and reap every process still running, for a way out that
+ * skips atexit (_Exit). */
+void rt_end_all(void);
+/* This program's own path, to start it again (its name, unlike
+ * /proc/self/exe's "exe", shows in ps and perf). */
+const char *rt_self(void);
+/* "actorc://<system>@<address><path>" into buf. */
 const char *rt_path(const rt_proc *p, const char *system, const char *path, char *buf, size_t cap);
 
 #endif
