@@ -1,7 +1,7 @@
 /*
  * The extension interface (extension.h): paths to local actors, dead
- * letters, parts attached to a system and a read of its timers' next
- * deadline, for actorc's own optional libraries.
+ * letters and parts attached to a system, for actorc's own optional
+ * libraries.
  *
  * A path below a top-level actor is walked a hop per level: only a
  * parent reads its children table, in its own turn, so the hop is a Run
@@ -18,7 +18,6 @@
 #include "core/extension.h"
 #include "core/last_error.h"
 #include "core/system_internal.h"
-#include "core/timers.h"
 
 ac_msg *ac__ext_node_take(ac__node *node, ac_ref **sender) { return ac__node_take_msg(node, sender); }
 
@@ -280,17 +279,6 @@ ac_status ac__ext_locate(ac_system *sys, const char *path, size_t len, ac_ref *a
 }
 
 bool ac__ext_ref_is_dead(const ac_ref *ref) { return ac__ref_is_dead(ref); }
-
-/* ---- the timers, read ------------------------------------------------- */
-
-uint64_t ac__ext_timers_due_ns(ac_system *sys, uint64_t *margin_ns)
-{
-    uint64_t margin = 0;
-    uint64_t due = sys ? ac__timers_due_ns(sys->timers, &margin) : UINT64_MAX;
-    if (margin_ns)
-        *margin_ns = margin;
-    return due;
-}
 
 /* ---- dead letters ----------------------------------------------------- */
 

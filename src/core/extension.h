@@ -63,14 +63,6 @@ AC__SPI bool ac__ext_located_read(const ac_msg *msg, ac_ref **actor, const char 
 /* Has the local actor `ref` stopped (false for other refs)? Any thread. */
 AC__SPI bool ac__ext_ref_is_dead(const ac_ref *ref);
 
-/* The earliest deadline among the system's armed timers, on the clock of
- * ac__now_ns (CLOCK_MONOTONIC), and in *margin_ns how long before it a
- * worker watching for it wakes (the timers' learnt wake-up lateness).
- * Never later than the true deadline, early now and then (after a
- * cancel). UINT64_MAX when nothing is armed, with a manual clock, or
- * when the timers stop. Read-only and lock-free; any thread. */
-AC__SPI uint64_t ac__ext_timers_due_ns(ac_system *sys, uint64_t *margin_ns);
-
 /* Count, log and publish an undeliverable message (consumed) from
  * `sender` (borrowed) to `recipient` (borrowed, may be NULL), telling a
  * sender that waits for an answer `why` (NULL: the recipient stopped). */

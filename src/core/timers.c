@@ -362,12 +362,6 @@ bool ac__timers_due_now(ac__timers *t, uint64_t now_ns)
     return atomic_load_explicit(&t->due_ns, memory_order_relaxed) <= now_ns;
 }
 
-uint64_t ac__timers_due_ns(ac__timers *t, uint64_t *margin_ns)
-{
-    *margin_ns = atomic_load_explicit(&t->margin_ns, memory_order_relaxed);
-    return atomic_load_explicit(&t->due_ns, memory_order_relaxed);
-}
-
 /* A watcher woke `late_ns` after the time it asked for: follow the upper
  * envelope of those delays (a spike decays by 1/16 per wake-up). Racing
  * updates from two watchers lose a sample, which is harmless. */

@@ -33,10 +33,6 @@ uint64_t ac__timers_watch_ns(ac__timers *t);
 /* Is a deadline at or before now_ns? Lock-free; may say yes for a timer
  * just cancelled. */
 bool ac__timers_due_now(ac__timers *t, uint64_t now_ns);
-/* The earliest deadline (ac__now_ns; UINT64_MAX: none, or a manual clock),
- * never later than the true one, and how early a watching worker wakes
- * for it (*margin_ns). Lock-free; any thread. */
-uint64_t ac__timers_due_ns(ac__timers *t, uint64_t *margin_ns);
 /* On a worker that woke at the time ac__timers_watch_ns gave (woke_for_ns;
  * 0 when it did not sleep for it): spin to the deadline if it is near and
  * fire what is due, on this thread. True if anything fired. */

@@ -34,7 +34,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1455,79 +1454,6 @@ static bool spin_for_work(ac_node *node, int64_t last_work_ns)
     return false;
 }
 
-/* ---- the transport thread: its system's timers -------------------------- */
-/* A reply that a timer sets off (an actor that answers when its delay is
- * up) is made on the worker that fired the timer, a millisecond or more
- * after the ask came, when the transport has long stopped spinning and
- * sleeps in its poll: the hand-off then costs the transport's wake-up
- * (12-17 us typically, 110-250 us at p99 on a virtual machine). So while an
- * ask from a peer waits here for its answer (and frames came within
- * WATCH_BUSY_NS), the transport sleeps no longer than to its system's
- * earliest timer deadline less the margin a watching worker wakes by
- * (the timers' learnt wake-up lateness: it is the same kernel's), and
- * looks for work from then until WATCH_AFTER_NS past the deadline, which
- * covers the timer's firing and the turn that answers: that reply is
- * taken without a wake-up. A node with no ask to answer, idle or only
- * told things (a cluster's gossip), does not wake for its timers. */
-#define WATCH_BUSY_NS 1000000000ll /* 1 s */
-#define WATCH_AFTER_NS 100000ll
-
-/* Does an ask from a peer wait here for its answer? */
-static bool asks_open(ac_node *node)
-{
-    bool open = false;
-    pthread_mutex_lock(&node->lock);
-    for (ac__peer *p = node->peers; p && !open; p = p->next)
-        open = atomic_load_explicit(&p->asks_open, memory_order_relaxed) != 0;
-    pthread_mutex_unlock(&node->lock);
-    return open;
-}
-
-/* The deadline of the system's earliest timer, when the transport
- * watches for it at `t` (frames last came at last_came), with when to
- * wake for it in *wake_ns; 0 when it does not watch. */
-static int64_t timer_to_watch(ac_node *node, int64_t t, int64_t last_came, int64_t *wake_ns)
-{
-    if (!last_came || t - last_came > WATCH_BUSY_NS)
-        return 0;
-    uint64_t margin;
-    uint64_t due = ac__ext_timers_due_ns(node->system, &margin);
-    if (due > (uint64_t)INT64_MAX - WATCH_AFTER_NS || (int64_t)due + WATCH_AFTER_NS < t)
-        return 0; /* none armed, or one gone by (a cancelled one, not yet looked past) */
-    if (!asks_open(node))
-        return 0;
-    *wake_ns = due > margin ? (int64_t)(due - margin) : 0;
-    return (int64_t)due;
-}
-
-/* Look for work until WATCH_AFTER_NS past the watched deadline `due`,
- * yielding the core (the worker firing the timer may need it): true
- * when some is there. */
-static bool spin_through_timer(ac_node *node, int64_t due)
-{
-    for (int64_t t = now_ns(); t <= due + WATCH_AFTER_NS; t = now_ns()) {
-        if (atomic_load_explicit(&node->stopping, memory_order_acquire) || work_waits(node))
-            return true;
-        sched_yield();
-    }
-    return false;
-}
-
-/* Set the transport's alarm to ring at wake_ns (CLOCK_MONOTONIC, in the
- * future), unless it is set so already. False when it cannot be set
- * (then the transport sleeps as if it watched nothing). */
-static bool alarm_set(ac_node *node, int64_t wake_ns)
-{
-    if (node->alarm_ns == wake_ns)
-        return true;
-    struct itimerspec at = {.it_value = {.tv_sec = wake_ns / 1000000000ll,
-                                         .tv_nsec = wake_ns % 1000000000ll}};
-    if (timerfd_settime(node->alarm_fd, TFD_TIMER_ABSTIME, &at, NULL) != 0)
-        return false;
-    node->alarm_ns = wake_ns;
-    return true;
-}
-
 static void *transport_main(void *arg)
 {
     ac_node *node = arg;
@@ -1552,23 +1478,12 @@ static void *transport_main(void *arg)
             last_work = t;
         else if (!did && last_work && t < next_house && spin_for_work(node, last_work))
             continue;
-        int64_t wake = 0, due = did ? 0 : timer_to_watch(node, t, last_work, &wake);
-        if (due && wake <= t && t < next_house) {
-            spin_through_timer(node, due);
-            continue; /* with the work found, or to look at the next deadline */
-        }
-        /* Poll: the ROUTER, the wake-up, ZAP, the alarm for a watched
-         * timer and every DEALER's monitor. */
+        /* Poll: the ROUTER, the wake-up, ZAP and every DEALER's monitor. */
         int n = 0;
         items[n++] = (zmq_pollitem_t){.socket = node->router, .events = ZMQ_POLLIN};
         items[n++] = (zmq_pollitem_t){.fd = node->wake_fd, .events = ZMQ_POLLIN};
         if (node->zap)
             items[n++] = (zmq_pollitem_t){.socket = node->zap, .events = ZMQ_POLLIN};
-        int alarm = -1;
-        if (due && wake > now_ns() && alarm_set(node, wake)) {
-            alarm = n;
-            items[n++] = (zmq_pollitem_t){.fd = node->alarm_fd, .events = ZMQ_POLLIN};
-        }
         int fixed = n;
         pthread_mutex_lock(&node->lock);
         for (ac__peer *p = node->peers; p && n < MAX_POLL - 1; p = p->next) {
@@ -1598,11 +1513,6 @@ static void *transport_main(void *arg)
             uint64_t v;
             ssize_t r = read(node->wake_fd, &v, sizeof v);
             (void)r;
-        }
-        if (alarm >= 0 && (items[alarm].revents & ZMQ_POLLIN)) {
-            uint64_t v;
-            ssize_t r = read(node->alarm_fd, &v, sizeof v);
-            (void)r; /* EAGAIN: nothing to clear */
         }
         for (int i = fixed; i < n; i++) {
             if (items[i].revents & ZMQ_POLLIN)
@@ -1765,8 +1675,6 @@ static void node_free(ac_node *node)
         zmq_ctx_term(node->zctx);
     if (node->wake_fd >= 0)
         close(node->wake_fd);
-    if (node->alarm_fd >= 0)
-        close(node->alarm_fd);
     /* What is left: the self peer, entries of asks nobody settled. */
     for (size_t i = 0; i < node->corr_cap; i++)
         for (ac__corr *c = node->corrs[i]; c;) {
@@ -1847,7 +1755,6 @@ ac_node *ac_node_start(ac_system *system, const ac_node_options *options)
     if (!node)
         return ac__fail_null(AC_ENOMEM, "ac_node_start: out of memory");
     node->wake_fd = -1;
-    node->alarm_fd = -1;
     pthread_mutex_init(&node->lock, NULL);
     node->system = system;
     node->options = *options;
@@ -1895,13 +1802,11 @@ ac_node *ac_node_start(ac_system *system, const ac_node_options *options)
     } while (node->incarnation == 0);
     node->system_name = ac__strdup(ac_system_name(system));
     node->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    node->alarm_fd = node->wake_fd < 0 ? -1 : timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     node->zctx = zmq_ctx_new();
     if (!node->system_name)
         goto oom;
-    if (node->alarm_fd < 0 || !node->zctx) {
-        ac__fail(AC_ESYS, "ac_node_start: %s",
-                 node->alarm_fd < 0 ? strerror(errno) : "no ZeroMQ context");
+    if (node->wake_fd < 0 || !node->zctx) {
+        ac__fail(AC_ESYS, "ac_node_start: %s", node->wake_fd < 0 ? strerror(errno) : "no ZeroMQ context");
         goto fail;
     }
     zmq_ctx_set(node->zctx, ZMQ_BLOCKY, 0);

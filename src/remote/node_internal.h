@@ -35,9 +35,6 @@ struct ac__peer {
     /* Frames on their way to it (queue + backlog); beside refs, which a
      * send updates too, so that a send touches one line of the peer. */
     atomic_size_t queued;
-    /* Its asks to this node not yet answered (their reply targets neither
-     * claimed nor gone): the transport watches the timers while any is. */
-    atomic_size_t asks_open;
     uint64_t id;      /* this node's number for it (monitor endpoints, logs) */
     char *address;    /* "host:port", immutable */
     /* Under the node lock: */
@@ -120,8 +117,6 @@ struct ac_node {
     pthread_t thread;
     bool thread_started;
     int wake_fd;
-    int alarm_fd;     /* timerfd: the transport's wake-up for its system's next timer */
-    int64_t alarm_ns; /* what alarm_fd is set to (0: never set); transport thread only */
     atomic_bool sleeping;
     atomic_bool stopping; /* ac_node_stop or terminate began */
     bool stopped;         /* the transport thread is joined */

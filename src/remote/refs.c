@@ -419,22 +419,12 @@ typedef struct rreply {
     char path[352];
 } rreply;
 
-/* The ask is settled (claimed, or its target gone unclaimed): one fewer
- * open. Relaxed: the count is the transport's hint, not a handshake. */
-static void rreply_close(rreply *p)
-{
-    atomic_fetch_sub_explicit(&p->peer->asks_open, 1, memory_order_relaxed);
-}
-
 static bool rreply_claim(rreply *p)
 {
     int expected = 0;
     /* acq_rel: pairs with the other claimers' CAS; one wins. */
-    if (!atomic_compare_exchange_strong_explicit(&p->claimed, &expected, 1, memory_order_acq_rel,
-                                                 memory_order_relaxed))
-        return false;
-    rreply_close(p);
-    return true;
+    return atomic_compare_exchange_strong_explicit(&p->claimed, &expected, 1, memory_order_acq_rel,
+                                                   memory_order_relaxed);
 }
 
 static void rreply_deliver(ac_ref *self, ac__node *n)
@@ -488,8 +478,6 @@ static void rreply_undeliverable(ac_ref *self, ac_ref *recipient, const char *wh
 static void rreply_destroy(ac_ref *self)
 {
     rreply *p = (rreply *)self;
-    if (!atomic_load_explicit(&p->claimed, memory_order_relaxed)) /* the last holder: no race */
-        rreply_close(p);
     ac__peer_release(p->peer);
     free(p);
 }
@@ -513,7 +501,6 @@ ac_ref *ac__rreply_new(ac_node *node, ac__peer *peer, uint64_t corr)
     p->node = node;
     p->peer = ac__peer_retain(peer);
     p->corr = corr;
-    atomic_fetch_add_explicit(&peer->asks_open, 1, memory_order_relaxed);
     pthread_mutex_lock(&node->lock);
     snprintf(p->path, sizeof p->path, "actorc://%s@%s/temp/reply-%llx",
              peer->system ? peer->system : "", peer->address, (unsigned long long)corr);
