@@ -1180,6 +1180,74 @@ static void bench_timer_precision(ac_system *sys, const void *param)
     latch_fini(&env.done);
 }
 
+/* ------------------------------------------------------------ timer ops --- */
+/* What arming and cancelling a timer costs a caller, alone and with a
+ * second thread doing the same (the timers' one lock then contended):
+ * ac_schedule_once of a message due in 60 s, ac_cancel, and
+ * ac_cancellable_release, from threads outside the system (the message a
+ * retained one, so no allocation but the handle's).
+ *   arm_cancel_ns_1_thread    ns per arm + cancel, one thread
+ *   arm_cancel_ns_2_threads   the same, per thread, two at once
+ * Medians of 5 rounds of 200,000 pairs per thread. */
+
+enum { TIMER_OPS_PAIRS = 200000, TIMER_OPS_ROUNDS = 5 };
+
+typedef struct timer_ops_arg {
+    ac_ref *target;
+    ac_msg *msg;
+    int64_t ns;
+} timer_ops_arg;
+
+static void *timer_ops_thread(void *p)
+{
+    timer_ops_arg *a = p;
+    int64_t t0 = now_ns();
+    for (int i = 0; i < TIMER_OPS_PAIRS; i++) {
+        ac_cancellable *c = ac_schedule_once(a->target, 60000, ac_msg_retain(a->msg), NULL);
+        if (!c)
+            die("ac_schedule_once");
+        if (!ac_cancel(c))
+            fail("timer_ops: a timer due in 60 s could not be cancelled");
+        ac_cancellable_release(c);
+    }
+    a->ns = now_ns() - t0;
+    return NULL;
+}
+
+static double timer_ops_round(ac_ref *target, ac_msg *msg, int threads)
+{
+    pthread_t th[2];
+    timer_ops_arg args[2];
+    for (int i = 0; i < threads; i++) {
+        args[i] = (timer_ops_arg){.target = target, .msg = msg};
+        if (pthread_create(&th[i], NULL, timer_ops_thread, &args[i]) != 0)
+            fail("timer_ops: pthread_create");
+    }
+    double sum = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(th[i], NULL);
+        sum += (double)args[i].ns / TIMER_OPS_PAIRS;
+    }
+    return sum / threads;
+}
+
+static void bench_timer_ops(ac_system *sys, const void *param)
+{
+    (void)param;
+    ac_ref *target = spawn_top(sys, &silent, NULL);
+    ac_msg *msg = msg_new(&PRECISION_FIRE, 0, 0, 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        double ns[TIMER_OPS_ROUNDS];
+        for (int r = 0; r < TIMER_OPS_ROUNDS; r++)
+            ns[r] = timer_ops_round(target, msg, threads);
+        result("timer_ops", threads == 1 ? "arm_cancel_ns_1_thread" : "arm_cancel_ns_2_threads",
+               median(ns, TIMER_OPS_ROUNDS), "ns");
+    }
+    ac_msg_release(msg);
+    stop_release(target);
+    check_no_timers(sys, "timer_ops");
+}
+
 /* ------------------------------------------------------------ the table --- */
 
 typedef struct workload {
@@ -1214,6 +1282,7 @@ static const workload WORKLOADS[] = {
     {"scatter_open", "mem", bench_scatter_open, NULL},
     {"breaker_ask", "suite", bench_breaker_ask, NULL},
     {"timer_precision", "suite", bench_timer_precision, NULL},
+    {"timer_ops", "suite", bench_timer_ops, NULL},
     {"idle", "idle", bench_idle, NULL},
 };
 enum { NWORKLOADS = sizeof WORKLOADS / sizeof WORKLOADS[0] };
