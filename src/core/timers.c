@@ -400,6 +400,23 @@ bool ac__timer_cancel(ac__timers *t, ac__timer *timer)
 
 /* ---- watching workers ------------------------------------------------- */
 
+/* A timer thread asleep until the very deadline just claimed (it went to
+ * sleep before the claim: the deadline was armed in a turn, the claim
+ * comes when that worker parks) would wake right by it, as the watcher
+ * spins for it, and often on the watcher's own core, taking it for the
+ * tens of us a wake-up costs there: make it sleep again, past the
+ * deadline (timer_main reads the claim). One signal per timer at most,
+ * well before its deadline; a thread that sleeps to an earlier time, or
+ * past this one, is left alone. */
+static void tell_timer_thread(ac__timers *t, uint64_t due_ns)
+{
+    uint64_t tick = (due_ns - t->start_ns) / TICK_NS;
+    pthread_mutex_lock(&t->lock);
+    if (t->sleep_until == tick)
+        pthread_cond_signal(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+}
+
 /* A claim whose time has passed is stale (its holder is awake, or about
  * to be, and may find that timer fired and a later one armed): it is
  * taken over. */
@@ -413,8 +430,10 @@ uint64_t ac__timers_claim_watch(ac__timers *t, uint64_t now_ns)
     uint64_t cur = atomic_load_explicit(&t->watch_at, memory_order_relaxed);
     while (wake < cur || cur <= now_ns)
         if (atomic_compare_exchange_weak_explicit(&t->watch_at, &cur, wake, memory_order_relaxed,
-                                                  memory_order_relaxed))
+                                                  memory_order_relaxed)) {
+            tell_timer_thread(t, due);
             return wake;
+        }
     return UINT64_MAX;
 }
 
