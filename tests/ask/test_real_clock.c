@@ -301,6 +301,20 @@ typedef struct many_data {
     atomic_llong rounds_left;
 } many_data;
 
+/* Schedule a message of `type` carrying the time it was armed (mono_ns)
+ * to `to` after delay_us. False if it could not. */
+static bool schedule_stamped(ac_ref *to, const ac_msg_type *type, int64_t delay_us)
+{
+    ac_msg *m = ac_msg_new(type, sizeof(int64_t));
+    if (!m)
+        return false;
+    *(int64_t *)ac_msg_payload(m) = mono_ns();
+    ac_cancellable *c = ac_schedule_once_us(to, delay_us, m, NULL);
+    bool armed = c != NULL;
+    ac_cancellable_release(c);
+    return armed;
+}
+
 /* One turn arms a timer per catcher, all with the same delay: they fall
  * due together and are fired in one batch, which wakes every catcher at
  * once (the first to run next on the firing worker, the rest queued). */
@@ -311,18 +325,9 @@ static void many_armer_receive(ac_ctx *ctx, ac_msg *msg)
         atomic_fetch_add(&d->wrong, 1);
         return;
     }
-    for (int i = 0; i < CATCHERS; i++) {
-        ac_msg *m = ac_msg_new(&CAUGHT, sizeof(int64_t));
-        if (!m) {
+    for (int i = 0; i < CATCHERS; i++)
+        if (!schedule_stamped(d->catchers[i], &CAUGHT, MANY_DELAY_US))
             atomic_fetch_add(&d->wrong, 1);
-            continue;
-        }
-        *(int64_t *)ac_msg_payload(m) = mono_ns();
-        ac_cancellable *c = ac_schedule_once_us(d->catchers[i], MANY_DELAY_US, m, NULL);
-        if (!c)
-            atomic_fetch_add(&d->wrong, 1);
-        ac_cancellable_release(c);
-    }
 }
 
 static void catcher_receive(ac_ctx *ctx, ac_msg *msg)
@@ -411,18 +416,9 @@ static void pair_armer_receive(ac_ctx *ctx, ac_msg *msg)
         return;
     }
     ac_ref *to[2] = {d->slow, d->quick}; /* the slow one first: it fires first */
-    for (int i = 0; i < 2; i++) {
-        ac_msg *m = ac_msg_new(&PAIR_FIRED, sizeof(int64_t));
-        if (!m) {
+    for (int i = 0; i < 2; i++)
+        if (!schedule_stamped(to[i], &PAIR_FIRED, STRAND_DELAY_US))
             atomic_fetch_add(&d->wrong, 1);
-            continue;
-        }
-        *(int64_t *)ac_msg_payload(m) = mono_ns();
-        ac_cancellable *c = ac_schedule_once_us(to[i], STRAND_DELAY_US, m, NULL);
-        if (!c)
-            atomic_fetch_add(&d->wrong, 1);
-        ac_cancellable_release(c);
-    }
 }
 
 static void slow_receive(ac_ctx *ctx, ac_msg *msg)
