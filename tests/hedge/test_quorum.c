@@ -18,6 +18,17 @@ static ac_ref *quorum_pool(hg_data *d, int size, int k, int64_t timeout_ms)
                     size);
 }
 
+/* Ask the pool of 3, and wait until every routee has scheduled its
+ * answer: hg_advance's quiescence counts one request per ask (a hedged
+ * router's primary), and a scatter sends three; a routee scheduling after
+ * the clock has moved would answer late. */
+static ac_future *quorum_ask(hg_data *d, int64_t timeout_ms)
+{
+    ac_future *f = hg_ask(d, "k", timeout_ms);
+    hg_barrier(d, 3);
+    return f;
+}
+
 static void assert_quorum_entry(hg_data *d, const ac_msg *q, size_t i, int k, const char *key)
 {
     char want[64];
@@ -40,7 +51,7 @@ static void test_two_of_three_answers_on_the_second_success(void **state)
     hg_data *d = hg_setup(*state, "hg-q2", true, 0);
     three_latencies(d, 10, 20, 30);
     ac_ref *router = quorum_pool(d, 3, 2, 1000);
-    ac_future *f = hg_ask(d, "k", 0);
+    ac_future *f = quorum_ask(d, 0);
     hg_advance(d, 19);
     hg_assert_pending(f, "after one success");
     hg_advance(d, 1);
@@ -66,7 +77,7 @@ static void test_replies_in_arrival_order(void **state)
     hg_data *d = hg_setup(*state, "hg-qorder", true, 0);
     three_latencies(d, 30, 20, 10);
     ac_ref *router = quorum_pool(d, 3, 2, 1000);
-    ac_future *f = hg_ask(d, "k", 0);
+    ac_future *f = quorum_ask(d, 0);
     hg_advance(d, 20);
     ac_answer a;
     assert_true(ac_future_poll(f, &a));
@@ -89,7 +100,7 @@ static void test_fails_as_soon_as_two_have_failed(void **state)
     hg_set(d, 2, 5, true);
     hg_set(d, 3, 30, false);
     ac_ref *router = quorum_pool(d, 3, 2, 1000);
-    ac_future *f = hg_ask(d, "k", 0);
+    ac_future *f = quorum_ask(d, 0);
     hg_advance(d, 9);
     hg_assert_pending(f, "after one failure");
     hg_advance(d, 1);
@@ -120,7 +131,7 @@ static void test_deadline_names_every_routee_that_did_not_succeed(void **state)
     three_latencies(d, HG_SILENT, 10, HG_SILENT);
     ac_ref *router = quorum_pool(d, 3, 2, 100);
     size_t base = ac_timers_armed(d->sys);
-    ac_future *f = hg_ask(d, "k", 1000);
+    ac_future *f = quorum_ask(d, 1000);
     hg_advance(d, 99);
     hg_assert_pending(f, "before the deadline");
     hg_advance(d, 1);
@@ -153,7 +164,7 @@ static void test_all_or_first(void **state)
     three_latencies(d, 10, 20, 30);
     hg_set(d, 2, 0, true);
     ac_ref *router = quorum_pool(d, 3, 3, 1000);
-    ac_future *f = hg_ask(d, "k", 0);
+    ac_future *f = quorum_ask(d, 0);
     ac_answer a;
     ac_status st = hg_wait(f, &a); /* routee-2's error comes at once */
     char want[256];
@@ -174,7 +185,7 @@ static void test_quorum_of_one_is_the_first_reply(void **state)
     hg_data *d = hg_setup(*state, "hg-qone", true, 0);
     three_latencies(d, 30, 10, 20);
     ac_ref *router = quorum_pool(d, 3, 1, 1000);
-    ac_future *f = hg_ask(d, "k", 0);
+    ac_future *f = quorum_ask(d, 0);
     hg_advance(d, 10);
     ac_answer a;
     assert_true(ac_future_poll(f, &a));
@@ -206,7 +217,7 @@ static void test_quorum_beyond_range(void **state)
     hg_data *d = hg_setup(*state, "hg-qrange", false, 0);
     three_latencies(d, 0, 0, 0);
     ac_ref *router = quorum_pool(d, 3, 2, 1000);
-    ac_future *f = hg_ask(d, "k", 0);
+    ac_future *f = quorum_ask(d, 0);
     ac_answer a;
     assert_status(hg_wait(f, &a), AC_OK);
     assert_int_equal(ac_quorum_count(a.reply), 2);
