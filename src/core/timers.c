@@ -14,9 +14,9 @@
  * 50 us to every sleep). Waking costs nothing while nothing is due: the
  * thread sleeps until the next deadline, not tick by tick nor from one
  * cascade of the wheel to the next (the advance that fires a deadline
- * cascades on its way). Deadlines
- * round up to a tick on the real clock (never early); the manual clock
- * moves in whole ms, which are whole ticks, so it stays exact.
+ * cascades on its way). Deadlines round up to a tick on the real clock
+ * (never early); the manual clock moves in whole ms, which are whole
+ * ticks, so it stays exact.
  * With a manual clock there is no thread: ac_clock_advance moves time and
  * fires on the caller's thread.
  *
@@ -31,10 +31,10 @@
  * That worker claims the watch (watch_at: one watcher at a time), and
  * the timer thread leaves a watched deadline to it, sleeping until
  * BACKUP_NS past it rather than competing for fire_lock; it fires at
- * once what no worker is up for. due_ns, the
- * earliest deadline, is what parking workers read; it is never later
- * than the true one (a cancel leaves it early, which costs at most a
- * wake-up that finds nothing to do). Collecting and firing take fire_lock,
+ * once what no worker is up for. due_ns, the earliest deadline, is what
+ * parking workers read; it is never later than the true one (a cancel
+ * leaves it early, which costs at most a wake-up that finds nothing to
+ * do). Collecting and firing take fire_lock,
  * so that whichever thread fires, timers fire one batch at a time, in
  * deadline order; a worker only tries it (whoever holds it goes on until
  * nothing is due), so that its actors never wait behind another thread's
@@ -73,7 +73,9 @@ struct ac__timers {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool stop, thread_started;
-    uint64_t sleep_until; /* tick the thread sleeps until; UINT64_MAX: none */
+    /* Tick the thread sleeps until; UINT64_MAX: none. Written under `lock`;
+     * read by arming threads under it, by claiming workers without it. */
+    _Atomic uint64_t sleep_until;
     pthread_t thread;
     ac__wheel wheel;
     atomic_size_t armed; /* mirror of wheel.armed, readable without the lock */
@@ -196,7 +198,8 @@ static void wait_until_tick(ac__timers *t, uint64_t target)
  * deadline BACKUP_NS late. */
 static bool watched(ac__timers *t, uint64_t tick)
 {
-    uint64_t at = atomic_load_explicit(&t->watch_at, memory_order_relaxed);
+    /* seq_cst: see timer_main's announcement of its sleep. */
+    uint64_t at = atomic_load_explicit(&t->watch_at, memory_order_seq_cst);
     return at != UINT64_MAX && at <= t->start_ns + tick * TICK_NS;
 }
 
@@ -235,17 +238,24 @@ static void *timer_main(void *arg)
             }
             until = backup_of(next); /* due, and a worker is on it */
         } else {
-            until = next != UINT64_MAX && watched(t, next) ? backup_of(next) : next;
             /* Never sleep longer than IDLE_NAP_MS: then arming a timer due
              * later than that (every default ask) needs no wake-up call,
              * which would cost the arming thread a futex syscall per ask. */
             uint64_t nap = now + IDLE_NAP_MS * TICKS_PER_MS;
-            if (nap < until)
-                until = nap;
+            until = next < nap ? next : nap;
+            if (until == next) {
+                /* Announce the sleep to the deadline, then look for a
+                 * claim; seq_cst, both, against a claim's CAS and its look
+                 * at sleep_until (tell_timer_thread): either we see the
+                 * claim, or the claimer sees this sleep and signals. */
+                atomic_store_explicit(&t->sleep_until, next, memory_order_seq_cst);
+                if (watched(t, next))
+                    until = backup_of(next) < nap ? backup_of(next) : nap;
+            }
         }
-        t->sleep_until = until;
+        atomic_store_explicit(&t->sleep_until, until, memory_order_relaxed);
         wait_until_tick(t, until);
-        t->sleep_until = UINT64_MAX;
+        atomic_store_explicit(&t->sleep_until, UINT64_MAX, memory_order_relaxed);
     }
     pthread_mutex_unlock(&t->lock);
     return NULL;
@@ -259,7 +269,7 @@ ac__timers *ac__timers_create(ac_system *sys, bool manual)
     t->system = sys;
     t->manual = manual;
     t->start_ns = ac__now_ns();
-    t->sleep_until = UINT64_MAX;
+    atomic_init(&t->sleep_until, UINT64_MAX);
     atomic_init(&t->due_ns, UINT64_MAX);
     atomic_init(&t->margin_ns, WATCH_MARGIN_START_NS);
     atomic_init(&t->watch_at, UINT64_MAX);
@@ -332,7 +342,7 @@ static void arm_locked(ac__timers *t, ac__timer *timer, uint64_t deadline)
 {
     ac__wheel_add(&t->wheel, timer, deadline);
     atomic_store_explicit(&t->armed, t->wheel.armed, memory_order_relaxed);
-    if (timer->deadline < t->sleep_until)
+    if (timer->deadline < atomic_load_explicit(&t->sleep_until, memory_order_relaxed))
         pthread_cond_signal(&t->cond);
     if (!t->manual && !t->stop) {
         uint64_t due = t->start_ns + timer->deadline * TICK_NS;
@@ -411,8 +421,12 @@ bool ac__timer_cancel(ac__timers *t, ac__timer *timer)
 static void tell_timer_thread(ac__timers *t, uint64_t due_ns)
 {
     uint64_t tick = (due_ns - t->start_ns) / TICK_NS;
+    /* seq_cst: see timer_main. Most claims find the thread sleeping to
+     * another time and take no lock. */
+    if (atomic_load_explicit(&t->sleep_until, memory_order_seq_cst) != tick)
+        return;
     pthread_mutex_lock(&t->lock);
-    if (t->sleep_until == tick)
+    if (atomic_load_explicit(&t->sleep_until, memory_order_relaxed) == tick)
         pthread_cond_signal(&t->cond);
     pthread_mutex_unlock(&t->lock);
 }
@@ -429,7 +443,8 @@ uint64_t ac__timers_claim_watch(ac__timers *t, uint64_t now_ns)
     uint64_t wake = due > margin ? due - margin : 0;
     uint64_t cur = atomic_load_explicit(&t->watch_at, memory_order_relaxed);
     while (wake < cur || cur <= now_ns)
-        if (atomic_compare_exchange_weak_explicit(&t->watch_at, &cur, wake, memory_order_relaxed,
+        /* seq_cst: see tell_timer_thread. */
+        if (atomic_compare_exchange_weak_explicit(&t->watch_at, &cur, wake, memory_order_seq_cst,
                                                   memory_order_relaxed)) {
             tell_timer_thread(t, due);
             return wake;

@@ -31,7 +31,8 @@ bool ac__timer_cancel(ac__timers *t, ac__timer *timer);
  * the deadline; UINT64_MAX when nothing is armed, on a manual clock, once
  * the timers are stopped, or when another worker already watches as
  * early. While the claim stands, the timer thread leaves that deadline to
- * the watcher for a while. Lock-free. */
+ * the watcher for a while. Lock-free, but for a claim of the deadline the
+ * timer thread sleeps until, which signals it (once per deadline). */
 uint64_t ac__timers_claim_watch(ac__timers *t, uint64_t now_ns);
 /* Give up a claim (wake_ns as ac__timers_claim_watch returned it; UINT64_MAX
  * is no claim), once awake and done serving. Lock-free. */
