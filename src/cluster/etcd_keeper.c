@@ -24,6 +24,7 @@
 
 #include "cluster/etcd_internal.h"
 #include "core/alloc.h"
+#include "core/sync.h"
 
 struct ac__etcd_reg {
     ac__etcd *e;
@@ -163,6 +164,7 @@ static void keep_alive(ac__etcd_reg *r)
 static void *keeper_main(void *arg)
 {
     ac__etcd_reg *r = arg;
+    ac__thread_name("ac-etcd-keeper");
     while (!ac__etcd_stop_raised(&r->stop)) {
         if (r->lease == 0)
             grant(r);

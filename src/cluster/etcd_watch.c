@@ -25,6 +25,7 @@
 
 #include "cluster/etcd_internal.h"
 #include "core/alloc.h"
+#include "core/sync.h"
 
 /* A key the caller was told is there. */
 typedef struct known {
@@ -359,6 +360,7 @@ static ac_status watch_stream(ac__etcd_watch *w, ac__etcd_err *err)
 static void *watch_main(void *arg)
 {
     ac__etcd_watch *w = arg;
+    ac__thread_name("ac-etcd-watch");
     while (!ac__etcd_stop_raised(&w->stop)) {
         ac__etcd_err err;
         ac_status st = relist(w, &err);

@@ -23,8 +23,8 @@
 #define AC__TLS_FAST __attribute__((tls_model("initial-exec")))
 
 /* Exported, though internal: what actorc's own optional libraries
- * (actorc_remote) link from libactorc, which hides everything else. Not
- * API: no promise to any other program. */
+ * (remote, HTTP, etcd, cluster) link from libactorc, which hides
+ * everything else. Not API: no promise to any other program. */
 #define AC__SPI AC_API
 
 /* Always-on invariant check: a violation would corrupt state. */

@@ -54,6 +54,7 @@
 
 #include "core/alloc.h"
 #include "core/internal.h"
+#include "core/sync.h"
 
 #define RING_SIZE 256u /* power of two */
 #define SPIN_NS 100000ull /* how long an idle worker looks for work before parking */
@@ -529,6 +530,7 @@ static void *worker_main(void *arg)
     ac__worker *w = arg;
     ac__scheduler *s = w->s;
     ac__tls_worker = w;
+    ac__thread_name("ac-worker-%d", w->index);
 #ifdef __linux__
     /* A watcher's sleep ends a margin before a timer's deadline: without
      * slack (the kernel's default adds 50 us to every timed sleep). Best

@@ -18,6 +18,8 @@
  * failure instead of leaving an uninitialised lock behind.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <linux/futex.h>
 #include <limits.h>
 #include <sched.h>
@@ -123,4 +125,16 @@ void ac__futex_wait_until_ns(atomic_int *addr, int seen, uint64_t deadline_ns)
 void ac__futex_wake_all(atomic_int *addr)
 {
     syscall(SYS_futex, (int *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+void ac__thread_name(const char *fmt, ...)
+{
+    char name[16];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+#if defined(__linux__) && defined(__GLIBC__)
+    pthread_setname_np(pthread_self(), name);
+#endif
 }

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "actorc/status.h"
+#include "core/base.h"
 
 /* The status for a pthread error code `rc` (0: AC_OK), recorded. */
 ac_status ac__pthread_fail(int rc, const char *what);
@@ -57,5 +58,11 @@ bool ac__spin_until(bool (*ready)(void *arg), void *arg, uint64_t spin_ns, uint6
 void ac__futex_wait_until_ns(atomic_int *addr, int seen, uint64_t deadline_ns);
 /* Wake every thread in ac__futex_wait_until_ns on addr. */
 void ac__futex_wake_all(atomic_int *addr);
+
+/* Name the calling thread for ps, top, perf and debuggers: printf-style,
+ * cut to the platform's limit (15 bytes on Linux). The runtime's threads
+ * are "ac-worker-N", "ac-timers", "ac-transport" and the like. Best
+ * effort: a platform without thread names ignores it. */
+AC__SPI void ac__thread_name(const char *fmt, ...) AC_PRINTF(1, 2);
 
 #endif

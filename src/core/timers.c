@@ -219,6 +219,7 @@ static uint64_t backup_of(uint64_t tick)
 static void *timer_main(void *arg)
 {
     ac__timers *t = arg;
+    ac__thread_name("ac-timers");
 #ifdef __linux__
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); /* best effort */
 #endif

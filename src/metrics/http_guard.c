@@ -48,6 +48,7 @@
 
 #include <actorc.h>
 
+#include "core/sync.h"
 #include "metrics/http_guard.h"
 
 /* A client address, compared whole: the port is left out. */
@@ -190,6 +191,7 @@ static void wait_until(ac__http_guard *g, uint64_t ns)
 static void *deadline_main(void *arg)
 {
     ac__http_guard *g = arg;
+    ac__thread_name("ac-http-guard");
     pthread_mutex_lock(&g->lock);
     while (!g->stop) {
         uint64_t next = close_overdue(g, now_ns());

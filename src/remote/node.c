@@ -39,6 +39,7 @@
 
 #include <zmq.h>
 
+#include "core/sync.h"
 #include "remote/node_internal.h"
 
 #define PART_KEY "actorc.remote.node"
@@ -1457,6 +1458,7 @@ static bool spin_for_work(ac_node *node, int64_t last_work_ns)
 static void *transport_main(void *arg)
 {
     ac_node *node = arg;
+    ac__thread_name("ac-transport");
     zmq_pollitem_t items[MAX_POLL];
     ac__peer *owners[MAX_POLL];
     int64_t next_house = now_ns() + HOUSEKEEPING_NS;

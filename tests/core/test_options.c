@@ -1,9 +1,13 @@
 /*
  * System options: worker counts (1 and 4, and the default), batch sizes
- * (1 and the default), and that a system works the same with each.
+ * (1 and the default), and that a system works the same with each. And
+ * the names its threads carry (Linux).
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "ts_test.h"
@@ -203,6 +207,57 @@ static void test_batch_one_lets_others_run(void **state)
     assert_status(ts_fx_terminate(fx), AC_OK);
 }
 
+/* How many of this process's threads are named `name` (/proc). */
+static int threads_named(const char *name)
+{
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue; /* a thread that ended meanwhile */
+        if (fgets(comm, sizeof comm, f))
+            comm[strcspn(comm, "\n")] = '\0';
+        fclose(f);
+        n += strcmp(comm, name) == 0;
+    }
+    closedir(dir);
+    return n;
+}
+
+/* ps, top, perf and gdb tell the runtime's threads apart, and a
+ * terminated system leaves none behind. */
+static void test_thread_names(void **state)
+{
+#ifndef __linux__
+    skip();
+#endif
+    ts_fixture *fx = *state;
+    ac_system_options o = {.workers = 3};
+    ac_system *sys = ts_fx_system(fx, "options", &o);
+    assert_non_null(sys);
+    /* each thread names itself as it starts */
+    const char *names[] = {"ac-worker-0", "ac-worker-1", "ac-worker-2", "ac-timers"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int n = 0;
+        for (int tries = 0; tries < 500 && (n = threads_named(names[i])) == 0; tries++)
+            ts_sleep_ms(10);
+        if (n != 1)
+            fail_msg("%d threads named %s, expected 1", n, names[i]);
+    }
+    assert_int_equal(threads_named("ac-worker-3"), 0);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        assert_int_equal(threads_named(names[i]), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +268,7 @@ int main(void)
         TS_UNIT(test_batch_one_one_worker),
         TS_UNIT(test_big_batch),
         TS_UNIT(test_batch_one_lets_others_run),
+        TS_UNIT(test_thread_names),
     };
     return cmocka_run_group_tests_name("options", tests, NULL, NULL);
 }
