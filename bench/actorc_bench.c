@@ -44,6 +44,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1048,7 +1051,14 @@ static void bench_restart(ac_system *bench_sys, const void *param)
  *   late_pNN_200us/_1ms/_10ms  ac_schedule_once_us to self, armed in a turn
  *   ask_late_pNN_1ms/_10ms     ac_ask_in to an actor that never answers:
  *                              the ask's timeout, at its continuation
- * 2,000 / 1,000 / 200 timers (500 / 100 asks) after 20 of warm-up each. */
+ *   os_sleep_late_pNN_1ms      the machine's own: a plain thread's
+ *                              clock_nanosleep to an absolute time 1 ms
+ *                              ahead, without timer slack, no runtime
+ *                              involved. The floor under the rows above
+ *                              on this machine (a virtual machine whose
+ *                              idle cores halt wakes in tens of us).
+ * 2,000 / 1,000 / 200 timers (500 / 100 asks, 1,000 sleeps) after 20 of
+ * warm-up each. */
 
 enum { PRECISION_WARM = 20 };
 
@@ -1161,6 +1171,30 @@ static void precision_run(ac_ref *armer, precision_env *env, uint64_t *seen, int
     env->late = NULL;
 }
 
+static void os_sleep_lateness(void)
+{
+    enum { N = 1000 };
+#ifdef __linux__
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); /* as the timer thread */
+#endif
+    int64_t *late = xcalloc(N, sizeof *late);
+    for (int i = -PRECISION_WARM; i < N; i++) {
+        int64_t due = now_ns() + 1000000;
+        struct timespec ts = {.tv_sec = due / 1000000000, .tv_nsec = due % 1000000000};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+            ;
+        if (i >= 0)
+            late[i] = now_ns() - due;
+    }
+#ifdef __linux__
+    prctl(PR_SET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL); /* back to the default */
+#endif
+    qsort(late, N, sizeof *late, cmp_i64);
+    result("timer_precision", "os_sleep_late_p50_1ms", (double)pct(late, N, 50) / 1e3, "us");
+    result("timer_precision", "os_sleep_late_p99_1ms", (double)pct(late, N, 99) / 1e3, "us");
+    free(late);
+}
+
 static void bench_timer_precision(ac_system *sys, const void *param)
 {
     (void)param;
@@ -1178,6 +1212,7 @@ static void bench_timer_precision(ac_system *sys, const void *param)
     stop_release(env.silent);
     check_no_timers(sys, "timer_precision");
     latch_fini(&env.done);
+    os_sleep_lateness();
 }
 
 /* ------------------------------------------------------------ timer ops --- */

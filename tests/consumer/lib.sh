@@ -126,7 +126,7 @@ ac__ext_located_type ac__ext_lookup_top ac__ext_node_take ac__ext_ref_is_dead
 ac__ext_terminated_new ac__ext_unwatch_as ac__ext_watch_as ac__fail ac__fail_null
 ac__free_small ac__mailbox_len ac__member_group_add ac__member_group_props ac__member_group_remove
 ac__member_group_size ac__oom_abort ac__ref_init ac__refset_add ac__refset_clear
-ac__refset_contains ac__refset_remove"
+ac__refset_contains ac__refset_remove ac__thread_name"
 
 # exports LIBRARY [EXPECTED]: the shared LIBRARY exports only the public
 # API (ac_*) and, from libactorc, the listed internal interface; exactly
