@@ -6,7 +6,10 @@
  *                                           the workloads (default: all;
  *                                           ask or tell: only those, for
  *                                           profiling one path)
- *   actorc-bench-remote serve actorc|zmq [SERVER_PUB SERVER_SEC PUB SEC ALLOWED]
+ *   actorc-bench-remote scatter             remote_scatter and its baselines
+ *                                           alone (`all` ends with them)
+ *   actorc-bench-remote serve actorc|zmq|replicaK|zreplicaK
+ *                         [SERVER_PUB SERVER_SEC PUB SEC ALLOWED]
  *                                           the second process (started by
  *                                           the first; not for people)
  *
@@ -26,6 +29,9 @@
  *   remote_tell     an actor tells 100,000 Int64s (i & 0xff) to a
  *                   counting actor on the other node, then asks it for
  *                   count and sum; same iterations
+ *   remote_scatter  a scatter of 3 over replicas in 3 other processes,
+ *                   beside the same scatter over local replicas and raw
+ *                   ZeroMQ's (zmq_scatter); see "remote_scatter" below
  *
  * and the ratios of each actorc figure to its ZeroMQ one, computed here:
  * remote_ask p50_vs_zmq and p99_vs_zmq (latency: actorc / zmq, lower is
@@ -57,6 +63,7 @@
 #include <actorc.h>
 #include <zmq.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -66,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -844,7 +852,8 @@ static void run_mode(const char *suffix, const keys *k)
  * p99_overhead_pct compares the remote scatter's p99 with that ideal's;
  * p99_overhead_vs_drawn_pct with the drawn delays' (whole ms, before the
  * wire's and the timers' share); p99_vs_local_pct with the local
- * scatter's. The INFO lines split the earliest replica's way into the
+ * scatter's; p99_vs_zmq with raw ZeroMQ's (zmq_scatter, below). The
+ * three take turns in blocks of requests. The INFO lines split the earliest replica's way into the
  * request's way there, the timer's lateness and the answer's way back. */
 
 enum { SC_WARM = 200, SC_N = 3000, SC_FAST_MS = 1, SC_SLOW_MS = 100, SC_SLOW_PER_10K = 200 };
@@ -879,15 +888,15 @@ static int replica_serve(int replica)
     return 0;
 }
 
-/* One run of SC_WARM + SC_N sequential scatters through `router`; the
- * measured ones' starts and answers' arrivals (ns). */
+/* Requests [from, to) of a run of SC_WARM + SC_N sequential scatters
+ * through `router`; the measured ones' starts and answers' arrivals (ns). */
 typedef struct sc_run {
     int64_t t0[SC_N], end[SC_N], lat[SC_N];
 } sc_run;
 
-static void sc_measure(ac_ref *router, const char *wl, sc_run *run)
+static void sc_measure(ac_ref *router, const char *wl, sc_run *run, int64_t from, int64_t to)
 {
-    for (int64_t i = 0; i < SC_WARM + SC_N; i++) {
+    for (int64_t i = from; i < to; i++) {
         ac_answer a = {0};
         int64_t t0 = now_ns();
         ac_status st = ac_ask_wait(router, ac_msg_int64_new(i), 10000, &a);
@@ -903,6 +912,216 @@ static void sc_measure(ac_ref *router, const char *wl, sc_run *run)
             run->lat[i - SC_WARM] = t1 - t0;
         }
     }
+}
+
+/* --------------------------------------------------------- zmq_scatter --- */
+/* remote_scatter's raw ZeroMQ baseline, in the same harness and run: three
+ * more processes, each a ROUTER on one thread that notes a request's
+ * arrival, arms a timerfd for its drawn delay (the same draws as the
+ * actorc replicas') and answers when the timer fires, waiting in zmq_poll
+ * over the socket and the timerfd: the idiom a hand-written ZeroMQ
+ * server is written in. The client sends each request on three DEALERs,
+ * one per replica, and takes the first answer to it (zmq_poll over the
+ * three); answers to earlier requests are noted and dropped. Each answer
+ * carries its replica's notes (arrival, firing), so the ideal is measured
+ * as remote_scatter's is, and the overhead over it is what raw ZeroMQ's
+ * way back costs on the machine it runs on: the floor under
+ * remote_scatter's. */
+
+enum { ZS_FRAME = 48, ZS_PENDING = 64, ZS_ID_MAX = 256 };
+#define ZS_RECV 16 /* answer: the replica's arrival and firing (ns) */
+#define ZS_FIRE 24
+
+typedef struct zs_pending {
+    int64_t req, recv, due;
+    uint8_t id[ZS_ID_MAX];
+    size_t id_len;
+} zs_pending;
+
+/* The timerfd armed for the earliest due request (disarmed for none). */
+static void zs_arm(int tfd, const zs_pending *p, int n)
+{
+    struct itimerspec its = {0};
+    int64_t due = INT64_MAX;
+    for (int i = 0; i < n; i++)
+        due = p[i].due < due ? p[i].due : due;
+    if (n) {
+        its.it_value.tv_sec = due / 1000000000;
+        its.it_value.tv_nsec = due % 1000000000;
+    }
+    if (timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL) != 0)
+        rb_die("timerfd_settime: %s", strerror(errno));
+}
+
+/* Take every waiting request ('S', its number as the value). */
+static void zs_take(void *router, int replica, zs_pending *p, int *n)
+{
+    zmq_msg_t id;
+    uint8_t f[ZF_MAX];
+    zmq_msg_init(&id);
+    while (zmq_msg_recv(&id, router, ZMQ_DONTWAIT) >= 0) {
+        int len = zmq_msg_more(&id) ? zmq_recv(router, f, sizeof f, 0) : -1;
+        if (len < ZS_FRAME || f[ZF_KIND] != 'S' || zmq_msg_size(&id) > ZS_ID_MAX)
+            continue;
+        if (*n == ZS_PENDING)
+            rb_die("zreplica%d: more than %d requests pending", replica, ZS_PENDING);
+        zs_pending *q = &p[(*n)++];
+        q->recv = replica_log_now();
+        q->req = get_i64(f, ZF_VALUE);
+        q->due = q->recv + sc_delay_ms(replica, q->req) * 1000000;
+        q->id_len = zmq_msg_size(&id);
+        memcpy(q->id, zmq_msg_data(&id), q->id_len);
+    }
+    zmq_msg_close(&id);
+}
+
+/* Answer every request whose time has come. */
+static void zs_answer(void *router, zs_pending *p, int *n)
+{
+    int64_t now = replica_log_now();
+    for (int i = 0; i < *n;) {
+        if (p[i].due > now) {
+            i++;
+            continue;
+        }
+        uint8_t out[ZS_FRAME] = {'R'};
+        put_i64(out, ZF_VALUE, p[i].req);
+        put_i64(out, ZS_RECV, p[i].recv);
+        put_i64(out, ZS_FIRE, now);
+        zmq_send(router, p[i].id, p[i].id_len, ZMQ_SNDMORE);
+        zmq_send(router, out, sizeof out, 0);
+        p[i] = p[--*n];
+    }
+}
+
+static int zreplica_serve(int replica)
+{
+    void *ctx = zmq_ctx_new();
+    void *router = zmq_socket(ctx, ZMQ_ROUTER);
+    zset(router, ZMQ_LINGER, 0);
+    if (zmq_bind(router, "tcp://127.0.0.1:*") != 0)
+        rb_die_zmq("zmq_bind");
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (tfd < 0)
+        rb_die("timerfd_create: %s", strerror(errno));
+    char endpoint[256];
+    size_t len = sizeof endpoint;
+    zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, endpoint, &len);
+    printf("READY %s -\n", endpoint);
+    fflush(stdout);
+    int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
+    static zs_pending pending[ZS_PENDING];
+    int n = 0;
+    for (;;) {
+        zmq_pollitem_t it[3] = {{.socket = router, .events = ZMQ_POLLIN},
+                                {.fd = tfd, .events = ZMQ_POLLIN},
+                                {.fd = 0, .events = ZMQ_POLLIN}};
+        int rc = zmq_poll(it, 3, 100);
+        if (rc < 0 && zmq_errno() != EINTR)
+            rb_die_zmq("zmq_poll");
+        if ((rc == 0 || it[2].revents) && serve_should_end(deadline)) /* EOF: POLLHUP */
+            break;
+        if (it[1].revents & ZMQ_POLLIN) {
+            uint64_t expirations;
+            if (read(tfd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+                rb_die("read (timerfd): %s", strerror(errno));
+        }
+        zs_answer(router, pending, &n);
+        if (it[0].revents & ZMQ_POLLIN)
+            zs_take(router, replica, pending, &n);
+        zs_arm(tfd, pending, n);
+    }
+    close(tfd);
+    zmq_close(router);
+    zmq_ctx_term(ctx);
+    return 0;
+}
+
+/* The client's three DEALERs, and the notes the answers carry. */
+typedef struct zs_client {
+    void *ctx, *d[3];
+    replica_log *logs[3];
+} zs_client;
+
+/* Take every waiting answer on d[k]; true when one is request `want`'s. */
+static bool zs_drain(zs_client *c, int k, int64_t want)
+{
+    bool got = false;
+    uint8_t f[ZF_MAX];
+    int len;
+    while ((len = zmq_recv(c->d[k], f, sizeof f, ZMQ_DONTWAIT)) >= 0) {
+        int64_t req = get_i64(f, ZF_VALUE);
+        if (len != ZS_FRAME || f[ZF_KIND] != 'R' || req < 0 || req >= REPLICA_LOG_MAX)
+            rb_fail("zmq_scatter: a malformed answer (%d bytes)", len);
+        c->logs[k]->recv[req] = get_i64(f, ZS_RECV);
+        c->logs[k]->fire[req] = get_i64(f, ZS_FIRE);
+        got |= req == want;
+    }
+    return got;
+}
+
+/* Wait up to timeout_ms for answers; true when request `want`'s came. */
+static bool zs_wait(zs_client *c, int64_t want, long timeout_ms)
+{
+    zmq_pollitem_t it[3];
+    for (int k = 0; k < 3; k++)
+        it[k] = (zmq_pollitem_t){.socket = c->d[k], .events = ZMQ_POLLIN};
+    if (zmq_poll(it, 3, timeout_ms) < 0 && zmq_errno() != EINTR)
+        rb_die_zmq("zmq_poll");
+    bool got = false;
+    for (int k = 0; k < 3; k++)
+        if (it[k].revents & ZMQ_POLLIN)
+            got |= zs_drain(c, k, want);
+    return got;
+}
+
+/* Requests [from, to) as scatters, each answered by its first answer. */
+static void zs_measure(zs_client *c, sc_run *run, int64_t from, int64_t to)
+{
+    for (int64_t i = from; i < to; i++) {
+        uint8_t f[ZS_FRAME] = {'S'};
+        put_i64(f, ZF_VALUE, i);
+        int64_t t0 = now_ns();
+        for (int k = 0; k < 3; k++)
+            zsend(c->d[k], f, sizeof f);
+        while (!zs_wait(c, i, SOCKET_TIMEOUT_MS))
+            if (now_ns() - t0 > SOCKET_TIMEOUT_MS * 1000000ll)
+                rb_fail("zmq_scatter: request %" PRId64 " was not answered", i);
+        int64_t t1 = now_ns();
+        if (i >= SC_WARM) {
+            run->t0[i - SC_WARM] = t0;
+            run->end[i - SC_WARM] = t1;
+            run->lat[i - SC_WARM] = t1 - t0;
+        }
+    }
+}
+
+/* The answers still to come (the slow draws), for the notes. */
+static void zs_collect(zs_client *c, int64_t n)
+{
+    int64_t deadline = now_ns() + (2 * SC_SLOW_MS + 1000) * 1000000ll;
+    for (int64_t q = 0; q < n; q++)
+        for (int k = 0; k < 3; k++)
+            while (!c->logs[k]->fire[q] && now_ns() < deadline)
+                zs_wait(c, -1, 10);
+}
+
+static void zs_open(zs_client *c, const rt_proc *rep)
+{
+    c->ctx = zmq_ctx_new();
+    for (int k = 0; k < 3; k++) {
+        c->d[k] = zclient_open(c->ctx, rep[k].address, NULL);
+        c->logs[k] = xcalloc(1, sizeof *c->logs[k]);
+    }
+}
+
+static void zs_close(zs_client *c)
+{
+    for (int k = 0; k < 3; k++) {
+        zmq_close(c->d[k]);
+        free(c->logs[k]);
+    }
+    zmq_ctx_term(c->ctx);
 }
 
 /* The three replicas' notes, fetched once their last timers have fired. */
@@ -943,14 +1162,18 @@ static double sc_drawn_ideal_p99(void)
     return ip;
 }
 
-/* The RESULT lines of the remote run and the local one. */
+/* The RESULT lines of the remote run, the local one and raw ZeroMQ's. */
 static void sc_report(replica_log *const *rlogs, sc_run *rrun, replica_log *const *llogs,
-                      sc_run *lrun)
+                      sc_run *lrun, zs_client *zc, sc_run *zrun)
 {
     double lip = sc_ideal_p99("remote_scatter (local)", llogs, lrun);
     double rip = sc_ideal_p99("remote_scatter", rlogs, rrun);
+    double zip = sc_ideal_p99("zmq_scatter", zc->logs, zrun);
     double dip = sc_drawn_ideal_p99();
-    double rp = sc_p(rrun->lat, 99), lp = sc_p(lrun->lat, 99);
+    double rp = sc_p(rrun->lat, 99), lp = sc_p(lrun->lat, 99), zp = sc_p(zrun->lat, 99);
+    result("zmq_scatter", "p99", zp, "us");
+    result("zmq_scatter", "ideal_p99", zip, "us");
+    result("zmq_scatter", "p99_overhead_pct", (zp - zip) / zip * 100.0, "%");
     result("remote_scatter", "p99", rp, "us");
     result("remote_scatter", "ideal_p99", rip, "us");
     result("remote_scatter", "drawn_ideal_p99", dip, "us");
@@ -960,15 +1183,22 @@ static void sc_report(replica_log *const *rlogs, sc_run *rrun, replica_log *cons
     result("remote_scatter", "p99_overhead_vs_drawn_pct", (rp - dip) / dip * 100.0, "%");
     result("remote_scatter", "local_p99_overhead_pct", (lp - lip) / lip * 100.0, "%");
     result("remote_scatter", "p99_vs_local_pct", (rp - lp) / lp * 100.0, "%");
+    result("remote_scatter", "p99_vs_zmq", rp / zp, "x");
 }
+
+/* The three workloads take turns in blocks of requests (the first of a
+ * block rotating), so that a shared machine's drift falls on all alike. */
+enum { SC_BLOCKS = 8 };
 
 static void scatter_phase(void)
 {
-    rt_proc rep[3];
+    rt_proc rep[3], zrep[3];
     for (int k = 0; k < 3; k++) {
         char what[16];
         snprintf(what, sizeof what, "replica%d", k);
         server_start(&rep[k], what, NULL);
+        snprintf(what, sizeof what, "zreplica%d", k);
+        server_start(&zrep[k], what, NULL);
     }
     ac_system *sys = system_new("bench_a");
     ac_node_curve curve;
@@ -995,12 +1225,26 @@ static void scatter_phase(void)
     ac_ref *lsg = ac_spawn(sys, ac_router_group_scatter_gather_first_completed(local, 3, &o), "lsg");
     if (!rsg || !lsg)
         rb_die_ac("ac_spawn (router)");
-    sc_run *lrun = xcalloc(1, sizeof *lrun), *rrun = xcalloc(1, sizeof *rrun);
-    sc_measure(lsg, "remote_scatter (local)", lrun);
-    sc_measure(rsg, "remote_scatter", rrun);
+    zs_client zc;
+    zs_open(&zc, zrep);
+    sc_run *lrun = xcalloc(1, sizeof *lrun), *rrun = xcalloc(1, sizeof *rrun),
+           *zrun = xcalloc(1, sizeof *zrun);
+    const int64_t total = SC_WARM + SC_N;
+    for (int b = 0; b < SC_BLOCKS; b++) {
+        int64_t from = total * b / SC_BLOCKS, to = total * (b + 1) / SC_BLOCKS;
+        for (int w = 0; w < 3; w++) {
+            switch ((b + w) % 3) {
+            case 0: sc_measure(lsg, "remote_scatter (local)", lrun, from, to); break;
+            case 1: sc_measure(rsg, "remote_scatter", rrun, from, to); break;
+            default: zs_measure(&zc, zrun, from, to); break;
+            }
+        }
+    }
     sc_fetch(local, llogs, "remote_scatter (local)");
     sc_fetch(remote, rlogs, "remote_scatter");
-    sc_report(rlogs, rrun, llogs, lrun);
+    zs_collect(&zc, total);
+    sc_report(rlogs, rrun, llogs, lrun, &zc, zrun);
+    zs_close(&zc);
     for (int k = 0; k < 3; k++) {
         ac_ref_release(remote[k]);
         ac_ref_release(local[k]);
@@ -1010,12 +1254,14 @@ static void scatter_phase(void)
     ac_system_terminate(sys);
     for (int k = 0; k < 3; k++) {
         server_end(&rep[k]);
+        server_end(&zrep[k]);
         free(lrep[k]);
         free(rlogs[k]);
         free(llogs[k]);
     }
     free(lrun);
     free(rrun);
+    free(zrun);
 }
 
 static int usage(void)
@@ -1045,6 +1291,8 @@ static int serve_main(int argc, char **argv)
         return zmq_serve(kp);
     if (strncmp(argv[2], "replica", 7) == 0 && argv[2][7] >= '0' && argv[2][7] <= '2' && !argv[2][8])
         return replica_serve(argv[2][7] - '0');
+    if (strncmp(argv[2], "zreplica", 8) == 0 && argv[2][8] >= '0' && argv[2][8] <= '2' && !argv[2][9])
+        return zreplica_serve(argv[2][8] - '0');
     return usage();
 }
 
