@@ -1055,8 +1055,9 @@ static void bench_restart(ac_system *bench_sys, const void *param)
  *                              clock_nanosleep to an absolute time 1 ms
  *                              ahead, without timer slack, no runtime
  *                              involved. The floor under the rows above
- *                              on this machine (a virtual machine whose
- *                              idle cores halt wakes in tens of us).
+ *                              on the machine it runs on (a virtual
+ *                              machine whose idle cores halt wakes a
+ *                              sleeper tens of us late).
  * 2,000 / 1,000 / 200 timers (500 / 100 asks, 1,000 sleeps) after 20 of
  * warm-up each. */
 

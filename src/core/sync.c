@@ -18,11 +18,11 @@
  * failure instead of leaving an uninitialised lock behind.
  */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <linux/futex.h>
-#include <limits.h>
-#include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
