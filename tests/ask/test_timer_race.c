@@ -1,11 +1,15 @@
 /*
  * Replies that land in the same tick as their ask's timeout, under load,
  * on the real clock: the collision between a settle that cancels the timer
- * and the timer thread firing it. Echo actors answer each request after
- * T-1 or T-2 ms (a scheduled message to themselves, replying to the
- * request's sender); asks and scatters time out after T ms. Every one must
- * settle exactly once, with a reply or a timeout, and the wheel's count of
- * armed timers must come back to zero. Run under ThreadSanitizer, this is
+ * and the timer firing it. Echo actors answer each request after T-1 or
+ * T-2 ms, or, one request in three, within half a millisecond of T, to
+ * the microsecond (a scheduled message to themselves, replying to the
+ * request's sender); asks and scatters time out after T ms. So replies
+ * win whenever the machine keeps up, and timeouts come whatever its
+ * speed (an answer due after its timeout), many within microseconds of
+ * their reply. Every one must settle exactly once, with a reply or a
+ * timeout, and the wheel's count of armed timers must come back to zero.
+ * Run under ThreadSanitizer, this is
  * the test of the wheel's ownership rule (a timer handed to the firing
  * thread is not cancellable).
  *
@@ -41,18 +45,24 @@ typedef struct race_data {
 
 static const ac_msg_type late_type = {.name = "test.LateReply"};
 
-/* A request (int64) is answered after TIMEOUT_MS - 1 or - 2 ms: the
- * scheduled message carries the request's sender, and the reply goes to
- * whoever sent that message. */
+/* Request i (int64) is answered after TIMEOUT_MS - 1 or - 2 ms, or, one
+ * in three, within half a millisecond either side of TIMEOUT_MS, to the
+ * microsecond (a multiplier prime to the span spreads consecutive
+ * requests over it): the scheduled message carries the request's sender,
+ * and the reply goes to whoever sent that message. */
+#define NEAR_US 1001
+
 static void echo_receive(ac_ctx *ctx, ac_msg *msg)
 {
     if (ac_msg_is(msg, &late_type)) {
         ac_reply(ctx, ac_msg_int64_new(1));
         return;
     }
-    int64_t delay = TIMEOUT_MS - 1 - (ac_msg_int64(msg) & 1);
-    ac_cancellable *c = ac_schedule_once(ac_self(ctx), delay, ac_msg_new(&late_type, 0),
-                                         ac_sender(ctx));
+    int64_t i = ac_msg_int64(msg);
+    int64_t delay_us = i % 3 == 0 ? TIMEOUT_MS * 1000 - NEAR_US / 2 + (i * 7919) % NEAR_US
+                                  : (TIMEOUT_MS - 1 - (i & 1)) * 1000;
+    ac_cancellable *c = ac_schedule_once_us(ac_self(ctx), delay_us, ac_msg_new(&late_type, 0),
+                                            ac_sender(ctx));
     ac_cancellable_release(c);
 }
 
