@@ -1355,6 +1355,24 @@ static int list_workloads(void)
     return 0;
 }
 
+/* After a workload has released everything it made (asks settled,
+ * routers stopped, breakers released), none of its timers may stay armed
+ * in the shared system: one that did would be a leak in the library, and
+ * would be charged to the next workload's check. A stopped actor's last
+ * turn may still be running, so allow it a moment. */
+static void check_no_timers_left(ac_system *sys, const char *wl)
+{
+    int64_t end = now_ns() + 2000000000;
+    while (ac_timers_armed(sys) != 0 && now_ns() < end)
+        sleep_ms(1);
+    char what[256];
+    size_t armed = ac_timers_armed(sys);
+    if (armed != 0) {
+        snprintf(what, sizeof what, "%s: %zu timers still armed after it ended", wl, armed);
+        fail(what);
+    }
+}
+
 /* Run the selected workloads in this process, on one system. */
 static int run_here(const char *arg, const workload *only)
 {
@@ -1365,8 +1383,10 @@ static int run_here(const char *arg, const workload *only)
            AC_VERSION_PATCH, ac_system_workers(sys));
     fflush(stdout);
     for (size_t i = 0; i < NWORKLOADS; i++)
-        if (only ? &WORKLOADS[i] == only : selected(&WORKLOADS[i], arg))
+        if (only ? &WORKLOADS[i] == only : selected(&WORKLOADS[i], arg)) {
             WORKLOADS[i].run(sys, WORKLOADS[i].param);
+            check_no_timers_left(sys, WORKLOADS[i].name);
+        }
     check(ac_system_terminate(sys), "ac_system_terminate");
     return 0;
 }

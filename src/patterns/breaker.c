@@ -85,8 +85,15 @@ typedef enum outcome {
 static const char *const outcome_names[OUT_COUNT] = {"success", "failure", "timeout", "ignored",
                                                      "rejected"};
 
+typedef struct probe_timer probe_timer;
+
 struct ac_breaker {
     ac_ref ref; /* the breaker's reference count; answers refused asks */
+    /* Holds taken with ac_breaker_retain (the creator's, a router's, a
+     * gather's), a subset of `ref`'s count. When the last goes, nobody can
+     * call through the breaker again: its probe timer is cancelled rather
+     * than left armed for up to a reset timeout, keeping it alive. */
+    atomic_uint handles;
     _Atomic uint64_t word;
     atomic_int_least64_t open_until_ms; /* published by `word` (see the top) */
     atomic_int_least64_t opened_at_ms;
@@ -108,6 +115,8 @@ struct ac_breaker {
     uint64_t rng;
     atomic_uint_least64_t opened;
     ac__refset subscribers;
+    probe_timer *probe; /* the armed probe timer, if any */
+    bool abandoned;     /* no handle left: arm no more probe timers */
     /* the open error, made at most once per epoch and ms (under cache_lock) */
     atomic_flag cache_lock;
     ac_error *cached;
@@ -157,7 +166,7 @@ static void count(ac_breaker *b, outcome o) { ac_counter_inc(b->calls[o]); }
 static void transition_destroy(void *payload, size_t size)
 {
     (void)size;
-    ac_breaker_release(((ac_breaker_transition *)payload)->breaker);
+    ac_ref_release(&((ac_breaker_transition *)payload)->breaker->ref); /* not a handle */
 }
 
 const ac_msg_type ac_msg_type_breaker_transition = {.name = "actorc.BreakerTransition",
@@ -181,7 +190,7 @@ static void tell_subscribers(ac_breaker *b, const ac_breaker_transition *t)
             continue;
         ac_breaker_transition *p = ac_msg_payload(m);
         *p = *t;
-        ac_breaker_retain(b);
+        ac_ref_retain(&b->ref);
         ac_tell(b->subscribers.items[i], m, NULL);
     }
 }
@@ -201,11 +210,11 @@ static void announce(ac_breaker *b, ac_breaker_state from, ac_breaker_state to)
 
 /* ---- opening ---------------------------------------------------------- */
 
-typedef struct probe_timer {
+struct probe_timer {
     ac__timer timer;
-    ac_breaker *b; /* retained */
+    ac_breaker *b; /* an internal hold on b->ref */
     uint64_t epoch; /* of the open period it ends */
-} probe_timer;
+};
 
 static void half_open_on_time(ac__timer *t);
 static void probe_timer_discard(ac__timer *t);
@@ -230,14 +239,33 @@ static int64_t open_period(ac_breaker *b)
     return ms > (double)INT32_MAX ? INT32_MAX : (int64_t)ms;
 }
 
+/* Cancel the armed probe timer, if any: one is armed at a time. False
+ * when it is firing now (it then clears itself). Call with the lock held. */
+static void cancel_probe_locked(ac_breaker *b)
+{
+    probe_timer *pt = b->probe;
+    if (!pt)
+        return;
+    b->probe = NULL;
+    if (ac__timer_cancel(b->ref.system->timers, &pt->timer)) {
+        free(pt);
+        ac_ref_release(&b->ref); /* the timer's hold; never the last (the caller has one) */
+    }
+}
+
 static void arm_probe_timer(ac_breaker *b, uint64_t epoch, int64_t delay_ms)
 {
+    cancel_probe_locked(b); /* an earlier period's, its probe taken early */
+    if (b->abandoned)
+        return; /* nobody can call through it: nothing to move on for */
     probe_timer *pt = ac__calloc(1, sizeof *pt);
     if (!pt)
         return; /* the first caller after the deadline moves it on instead */
     pt->timer.ops = &probe_timer_ops;
-    pt->b = ac_breaker_retain(b);
+    pt->b = b;
+    ac_ref_retain(&b->ref);
     pt->epoch = epoch;
+    b->probe = pt;
     ac__timer_arm(b->ref.system->timers, &pt->timer, (uint64_t)delay_ms);
 }
 
@@ -276,18 +304,26 @@ static void half_open_on_time(ac__timer *t)
     ac_breaker *b = pt->b;
     pthread_mutex_lock(&b->lock);
     uint64_t w = load_word(b);
+    if (b->probe == pt)
+        b->probe = NULL;
     if (word_state(w) == AC_BREAKER_OPEN && word_epoch(w) == pt->epoch)
         half_open_locked(b, w, false);
     pthread_mutex_unlock(&b->lock);
-    ac_breaker_release(b);
     free(pt);
+    ac_ref_release(&b->ref);
 }
 
+/* The system is going away with the timer armed (its breaker still held). */
 static void probe_timer_discard(ac__timer *t)
 {
     probe_timer *pt = (probe_timer *)t;
-    ac_breaker_release(pt->b);
+    ac_breaker *b = pt->b;
+    pthread_mutex_lock(&b->lock);
+    if (b->probe == pt)
+        b->probe = NULL;
+    pthread_mutex_unlock(&b->lock);
     free(pt);
+    ac_ref_release(&b->ref);
 }
 
 static void close_locked(ac_breaker *b, uint64_t w)
@@ -648,6 +684,7 @@ ac_breaker *ac__breaker_create_named(ac_system *sys, const ac_breaker_options *o
         return NULL;
     }
     ac__ref_init(&b->ref, &breaker_ops, sys);
+    atomic_init(&b->handles, 1);
     atomic_init(&b->word, (uint64_t)AC_BREAKER_CLOSED);
     atomic_init(&b->open_until_ms, 0);
     atomic_init(&b->opened_at_ms, 0);
@@ -673,15 +710,25 @@ ac_breaker *ac_breaker_create(ac_system *sys, const ac_breaker_options *o)
 
 ac_breaker *ac_breaker_retain(ac_breaker *b)
 {
-    if (b)
+    if (b) {
+        atomic_fetch_add_explicit(&b->handles, 1, memory_order_relaxed);
         ac_ref_retain(&b->ref);
+    }
     return b;
 }
 
 void ac_breaker_release(ac_breaker *b)
 {
-    if (b)
-        ac_ref_release(&b->ref);
+    if (!b)
+        return;
+    /* acq_rel: the last handle's holder sees every other's calls done. */
+    if (atomic_fetch_sub_explicit(&b->handles, 1, memory_order_acq_rel) == 1) {
+        pthread_mutex_lock(&b->lock);
+        b->abandoned = true;
+        cancel_probe_locked(b);
+        pthread_mutex_unlock(&b->lock);
+    }
+    ac_ref_release(&b->ref);
 }
 
 const char *ac_breaker_name(const ac_breaker *b) { return b ? b->name : ""; }

@@ -62,7 +62,7 @@ static void call_unref(call *c)
         return;
     ac_ref_release(c->target);
     ac_ref_release(c->caller);
-    ac_breaker_release(c->b);
+    ac_ref_release(ac__breaker_ref(c->b)); /* an internal hold, not a handle */
     free(c);
 }
 
@@ -259,7 +259,8 @@ static call *call_new(ac_breaker *b, const ac_breaker_permit *p, ac_ref *target,
     if (with_entry)
         ac__ref_init(&c->entry, &entry_ops, sys);
     c->timer.ops = &call_timer_ops;
-    c->b = ac_breaker_retain(b);
+    c->b = b;
+    ac_ref_retain(ac__breaker_ref(b));
     c->permit = *p;
     c->target = ac_ref_retain(target);
     uint32_t t = (uint32_t)(timeout_ms ? timeout_ms : AC_ASK_DEFAULT_TIMEOUT_MS);

@@ -350,6 +350,40 @@ static void test_metrics_follow_the_state(void **state)
     ac_breaker_release(b);
 }
 
+/* An open breaker arms a timer to half-open after its reset timeout. Once
+ * the last reference is released nobody can call through it again: the
+ * timer is cancelled, not left armed (and the breaker alive) for the rest
+ * of the timeout. A second reference keeps it armed; a call in flight
+ * when the last goes keeps the breaker, not the timer. */
+static void test_released_breaker_leaves_no_timer(void **state)
+{
+    ts_fixture *fx = *state;
+    bk_data *d = bk_setup(fx, "bk-release", true, false);
+    size_t base = ac_timers_armed(d->sys);
+    ac_breaker_options o = bk_options(d, "db");
+    o.max_failures = 1;
+    o.reset_timeout_ms = 3600000;
+    ac_breaker *b = open_breaker(d, &o);
+    assert_int_equal(ac_timers_armed(d->sys), base + 1);
+    ac_breaker *again = ac_breaker_retain(b);
+    ac_breaker_release(b);
+    assert_int_equal(ac_timers_armed(d->sys), base + 1); /* one reference left */
+    assert_int_equal(ac_breaker_state_of(again), AC_BREAKER_OPEN);
+    ac_breaker_release(again);
+    assert_int_equal(ac_timers_armed(d->sys), base);
+
+    /* Reopened after a failed probe: still one timer, gone with the breaker. */
+    o.reset_timeout_ms = 1000;
+    b = open_breaker(d, &o);
+    assert_status(ac_clock_advance(d->sys, 1000), AC_OK);
+    assert_int_equal(ac_breaker_state_of(b), AC_BREAKER_HALF_OPEN);
+    assert_status(bk_call_st(d, b), AC_EFAILED); /* the probe fails */
+    assert_int_equal(ac_breaker_state_of(b), AC_BREAKER_OPEN);
+    assert_int_equal(ac_timers_armed(d->sys), base + 1);
+    ac_breaker_release(b);
+    assert_int_equal(ac_timers_armed(d->sys), base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -361,6 +395,7 @@ int main(void)
         TS_UNIT(test_probe_failure_reopens_and_refuses_during_probe),
         TS_UNIT(test_filter_keeps_not_found_from_counting),
         TS_UNIT(test_metrics_follow_the_state),
+        TS_UNIT(test_released_breaker_leaves_no_timer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
