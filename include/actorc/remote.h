@@ -85,6 +85,7 @@ typedef struct ac_node_curve {
 #define AC_NODE_DEFAULT_CONNECT_TIMEOUT_MS 2000
 #define AC_NODE_DEFAULT_MAX_FRAME (1u << 20)
 #define AC_NODE_DEFAULT_MAX_QUEUE 100000
+#define AC_NODE_DEFAULT_BACKLOG 1024
 
 typedef struct ac_node_options {
     /* ZeroMQ endpoint to bind: "tcp://<ipv4>:<port>"; port 0 (or "*")
@@ -109,6 +110,10 @@ typedef struct ac_node_options {
     /* Frames queued per peer before sends to it are dead letters; 0: the
      * default (100,000). */
     size_t max_queue;
+    /* Connections waiting to be accepted (the listen queue, ZMQ_BACKLOG):
+     * room for a cluster's burst of joins. 0: the default (1,024; the
+     * kernel caps it at net.core.somaxconn); negative refused. */
+    int backlog;
 } ac_node_options;
 
 /* Start a node on `system` (one per system). NULL with the last error on

@@ -484,16 +484,23 @@ static void log_limited(ac_node *node, int64_t *last_ns, const char *fmt, ...)
     ac_system_log(node->system, AC_LOG_WARN, "node %s: %s", node->address, line);
 }
 
+/* Close a DEALER and its monitor. The monitor is stopped first: closing
+ * a socket emits a last event, and libzmq's I/O thread blocks for good
+ * delivering it to a monitor whose reading end is already closed. */
+static void close_monitored(void *dealer, void *monitor)
+{
+    if (dealer)
+        zmq_socket_monitor(dealer, NULL, 0);
+    if (dealer)
+        zmq_close(dealer);
+    if (monitor)
+        zmq_close(monitor);
+}
+
 static void close_dealer(ac__peer *p)
 {
-    if (p->monitor) {
-        zmq_close(p->monitor);
-        p->monitor = NULL;
-    }
-    if (p->dealer) {
-        zmq_close(p->dealer);
-        p->dealer = NULL;
-    }
+    close_monitored(p->dealer, p->monitor);
+    p->dealer = p->monitor = NULL;
 }
 
 static void backlog_flush(ac_node *node, ac__peer *p);
@@ -576,15 +583,12 @@ static bool open_dealer(ac_node *node, ac__peer *p)
     }
     void *m = zmq_socket(node->zctx, ZMQ_PAIR);
     if (!m || zmq_connect(m, mon) != 0) {
-        if (m)
-            zmq_close(m);
-        zmq_close(d);
+        close_monitored(d, m);
         return false;
     }
     snprintf(endpoint, sizeof endpoint, "tcp://%s", p->address);
     if (zmq_connect(d, endpoint) != 0) {
-        zmq_close(m);
-        zmq_close(d);
+        close_monitored(d, m);
         return false;
     }
     p->dealer = d;
@@ -775,8 +779,6 @@ static size_t drain_out(ac_node *node)
 
 /* ---- the transport thread: frames that arrive --------------------------- */
 
-static int64_t last_decode_log, last_stale_log;
-
 /* Answer an ask (from `p`, id corr) that will get no reply: why. */
 static void answer_undeliverable(ac_node *node, ac__peer *p, uint64_t corr, const char *why)
 {
@@ -931,7 +933,7 @@ static void handle_message(ac_node *node, ac__peer *from, const ac__wire_env *en
         if (sender && sender->ops->undeliverable)
             sender->ops->undeliverable(sender, NULL, why);
         else
-            log_limited(node, &last_decode_log, "dropped a message from %s: %s", from->address, why);
+            log_limited(node, &node->last_decode_log, "dropped a message from %s: %s", from->address, why);
     } else {
         deliver_cached(node, env->target_path, msg, sender);
     }
@@ -1142,7 +1144,7 @@ static void handle_env(ac_node *node, ac__peer *from, const ac__wire_env *envp,
     }
     if (!from) {
         COUNT(node, dropped_stale, c_dropped_stale, 1);
-        log_limited(node, &last_stale_log, "dropped a frame from a node that has not said hello");
+        log_limited(node, &node->last_stale_log, "dropped a frame from a node that has not said hello");
         return;
     }
     if (env.target_inc != 0 && env.target_inc != node->incarnation) {
@@ -1211,7 +1213,7 @@ static void handle_frames(ac_node *node, ac__peer *from, const uint8_t *buf, siz
             if (wire)
                 count_in(node, from, len - at);
             COUNT(node, decode_errors, c_decode_errors, 1);
-            log_limited(node, &last_decode_log,
+            log_limited(node, &node->last_decode_log,
                         "dropped a malformed frame of %zu bytes%s%s: %s", len - at,
                         from ? " from " : "", from ? from->address : "",
                         why ? why : "malformed");
@@ -1246,14 +1248,25 @@ static size_t drain_in(ac_node *node, size_t budget)
     while (n < budget) {
         if (zmq_msg_recv(&id, node->router, ZMQ_DONTWAIT) < 0)
             break;
+        n++; /* a message without a body costs the budget too */
         if (!zmq_msg_more(&id) || zmq_msg_recv(&body, node->router, ZMQ_DONTWAIT) < 0)
             continue;
-        while (zmq_msg_more(&body)) { /* one part per message: drop extra parts */
-            zmq_msg_t extra;
-            zmq_msg_init(&extra);
-            zmq_msg_recv(&extra, node->router, ZMQ_DONTWAIT);
-            zmq_msg_close(&extra);
+        /* Nodes send one part per message: one of several is not theirs.
+         * Drop it whole, reading each extra part once (a message's parts
+         * arrive together, so a failed receive ends it). */
+        if (zmq_msg_more(&body)) {
             COUNT(node, decode_errors, c_decode_errors, 1);
+            log_limited(node, &node->last_decode_log,
+                        "dropped a message of several parts (nodes send one)");
+            bool more = true;
+            while (more) {
+                zmq_msg_t extra;
+                zmq_msg_init(&extra);
+                more = zmq_msg_recv(&extra, node->router, ZMQ_DONTWAIT) >= 0 &&
+                       zmq_msg_more(&extra);
+                zmq_msg_close(&extra);
+            }
+            continue;
         }
         size_t len = zmq_msg_size(&body);
         ac__peer *from = NULL;
@@ -1274,7 +1287,6 @@ static size_t drain_in(ac_node *node, size_t budget)
         handle_frames(node, from, zmq_msg_data(&body), len, zmq_msg_data(&id), zmq_msg_size(&id),
                       true);
         ac__peer_release(from);
-        n++;
     }
     zmq_msg_close(&id);
     zmq_msg_close(&body);
@@ -1623,11 +1635,13 @@ static ac_status check_options(const ac_node_options *o)
             return ac__fail(AC_EINVAL, "ac_node_start: options.advertise \"%.200s\" is not <host>:<port>",
                             o->advertise);
     }
-    if (o->heartbeat_ivl_ms < 0 || o->heartbeat_timeout_ms < 0 || o->connect_timeout_ms < 0)
+    if (o->heartbeat_ivl_ms < 0 || o->heartbeat_timeout_ms < 0 || o->connect_timeout_ms < 0 ||
+        o->backlog < 0)
         return ac__fail(AC_EINVAL, "ac_node_start: options.%s is negative",
                         o->heartbeat_ivl_ms < 0       ? "heartbeat_ivl_ms"
                         : o->heartbeat_timeout_ms < 0 ? "heartbeat_timeout_ms"
-                                                      : "connect_timeout_ms");
+                        : o->connect_timeout_ms < 0   ? "connect_timeout_ms"
+                                                      : "backlog");
     if (o->max_frame > (size_t)INT32_MAX)
         return ac__fail(AC_EINVAL, "ac_node_start: options.max_frame %zu is over 2 GiB", o->max_frame);
     if (o->curve) {
@@ -1714,6 +1728,7 @@ static ac_status bind_router(ac_node *node, const ac_node_options *o)
         return ac__fail(AC_ESYS, "ac_node_start: cannot make a socket: %s", zmq_strerror(zmq_errno()));
     set_int(node->router, ZMQ_LINGER, 0);
     set_int(node->router, ZMQ_ROUTER_HANDOVER, 1);
+    set_int(node->router, ZMQ_BACKLOG, node->options.backlog);
     set_int(node->router, ZMQ_RCVHWM, 0);
     /* A message of several frames may be bigger than one frame may. */
     int64_t maxmsg = (int64_t)node->options.max_frame;
@@ -1773,6 +1788,8 @@ ac_node *ac_node_start(ac_system *system, const ac_node_options *options)
         o->max_frame = AC_NODE_DEFAULT_MAX_FRAME;
     if (!o->max_queue)
         o->max_queue = AC_NODE_DEFAULT_MAX_QUEUE;
+    if (!o->backlog)
+        o->backlog = AC_NODE_DEFAULT_BACKLOG;
     node->limits = ac__wire_default_limits;
     node->limits.max_frame = o->max_frame;
     node->limits.max_body = o->max_frame;

@@ -155,6 +155,10 @@ struct ac_node {
         ac_ref *target;
     } last;
 
+    /* When the transport thread last logged each kind of warning (a
+     * line a second at most). */
+    int64_t last_decode_log, last_stale_log;
+
     ac__node_metrics m;
     /* Metric families, when metrics were on at start (else NULL). */
     ac_metric_family *f_frames_out, *f_bytes_out, *f_frames_in, *f_bytes_in;
