@@ -86,6 +86,11 @@ typedef struct ac_node_curve {
 #define AC_NODE_DEFAULT_MAX_FRAME (1u << 20)
 #define AC_NODE_DEFAULT_MAX_QUEUE 100000
 #define AC_NODE_DEFAULT_BACKLOG 1024
+#define AC_NODE_DEFAULT_MAX_PEERS 4096
+#define AC_NODE_DEFAULT_MAX_CONNECTIONS 512
+#define AC_NODE_DEFAULT_NAMED_DIALS_PER_S 200
+#define AC_NODE_MAX_PEERS_LIMIT 1000000u
+#define AC_NODE_MAX_CONNECTIONS_LIMIT 100000u
 
 typedef struct ac_node_options {
     /* ZeroMQ endpoint to bind: "tcp://<ipv4>:<port>"; port 0 (or "*")
@@ -114,6 +119,32 @@ typedef struct ac_node_options {
      * room for a cluster's burst of joins. 0: the default (1,024; the
      * kernel caps it at net.core.somaxconn); negative refused. */
     int backlog;
+    /* Peers known at once: nodes this one talks to, and addresses named in
+     * frames it received (a sender's). An entry that nothing refers to and
+     * that has no connection is forgotten within 100 ms. At the cap, the
+     * oldest such entry makes room; failing that, the oldest peer that never
+     * said hello is lost (NodeDownError for what waited on it); when every
+     * peer has said hello, a new address is refused (its sender is dropped,
+     * a resolve fails). 0: the default (4,096). */
+    size_t max_peers;
+    /* Connections this node opens at once (one per peer it sends to; each
+     * costs a TCP connection, two ZeroMQ sockets and three descriptors).
+     * At the cap, the oldest connection still waiting for its peer's hello
+     * is closed (that peer is lost) to make room; when every connection
+     * has said hello, the new one is refused and its peer lost. 0: the
+     * default, 512 or what the process's descriptor limit leaves room for
+     * (a quarter of RLIMIT_NOFILE less 64), whichever is smaller, at
+     * least 16. */
+    size_t max_connections;
+    /* Connections a second this node opens to addresses it knows only
+     * because another node's frame named them (a sender on a third node,
+     * to be answered) and that have not said hello. Beyond it such a peer
+     * is lost at once (NodeDownError, what was sent a dead letter), so
+     * that a stranger naming thousands of addresses cannot make this node
+     * dial them all; and at most max_connections / 8 (8 at least) such
+     * dials at once. Nodes this node resolves or that said hello are not
+     * counted. 0: the default (200); negative refused. */
+    int named_dials_per_s;
 } ac_node_options;
 
 /* Start a node on `system` (one per system). NULL with the last error on
@@ -180,6 +211,12 @@ typedef struct ac_node_stats {
     uint64_t dropped_stale;  /* frames from unknown or earlier incarnations */
     uint64_t pending_asks;   /* correlation entries now */
     uint64_t peers;          /* peers not lost, now */
+    uint64_t connections;    /* connections this node has open, now */
+    uint64_t peers_forgotten;      /* entries of addresses nothing referred to */
+    uint64_t peers_evicted;        /* lost to make room in a full table, before a hello */
+    uint64_t dials_refused;        /* named addresses not dialled: named_dials_per_s */
+    uint64_t connections_evicted;  /* closed at max_connections, before a hello */
+    uint64_t connections_refused;  /* not opened: max_connections said hello */
 } ac_node_stats;
 AC_API ac_status ac_node_stats_get(ac_node *node, ac_node_stats *out);
 

@@ -17,6 +17,7 @@
  * block goes through malloc/free and use-after-free stays detectable.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "core/alloc.h"
@@ -39,6 +40,8 @@ void ac__free_small(void *p, size_t size)
     free(p);
 }
 void ac__alloc_trim(void) {}
+void ac__alloc_request_flush(void) {}
+void ac__alloc_flush_if_asked(void) {}
 
 #else
 
@@ -132,6 +135,26 @@ static void flush_class(thread_cache *tc, int c)
         tc->count[c] -= n;
         depot_put(c, head);
     }
+}
+
+/* Asked for by ac__alloc_request_flush; the epoch each thread last
+ * answered. */
+static atomic_uint flush_epoch;
+static _Thread_local unsigned flushed_epoch;
+
+void ac__alloc_request_flush(void)
+{
+    atomic_fetch_add_explicit(&flush_epoch, 1, memory_order_relaxed);
+}
+
+void ac__alloc_flush_if_asked(void)
+{
+    unsigned e = atomic_load_explicit(&flush_epoch, memory_order_relaxed);
+    if (AC__LIKELY(e == flushed_epoch))
+        return;
+    flushed_epoch = e;
+    for (int c = 0; c < CLASSES; c++)
+        flush_class(&cache, c);
 }
 
 static void thread_exit(void *unused)

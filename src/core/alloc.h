@@ -74,7 +74,15 @@ AC_API _Noreturn void ac__oom_abort(const char *what);
 AC_API void *ac__alloc_small(size_t size);
 AC_API void ac__free_small(void *p, size_t size);
 /* Give cached blocks back to malloc: the depot's and the calling thread's.
- * Called when the last system has terminated. */
-void ac__alloc_trim(void);
+ * Called when the last system has terminated, and by a layer that just
+ * saw a burst end (a node after a flood of strangers). Any thread. */
+AC_API void ac__alloc_trim(void);
+/* Ask every thread that caches blocks to hand its lists to the depot the
+ * next time it is idle (workers look before they park); a later
+ * ac__alloc_trim gives them back to malloc. After a burst (a node's flood
+ * of strangers), so that blocks it left cached do not pin its pages. */
+AC_API void ac__alloc_request_flush(void);
+/* A thread about to idle: answer a request, if one came. Cheap otherwise. */
+void ac__alloc_flush_if_asked(void);
 
 #endif

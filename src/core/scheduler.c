@@ -544,6 +544,7 @@ static void *worker_main(void *arg)
         if (!a && !napped) /* after a fruitless nap, nap again without spinning */
             a = spin_for_work(w);
         if (!a) {
+            ac__alloc_flush_if_asked(); /* idle now: a moment to give back */
             uint64_t woke_for, claim;
             park_outcome p = park(w, &woke_for, &claim);
             if (p == PARK_TIMER) {

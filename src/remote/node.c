@@ -27,6 +27,9 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +37,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,10 +88,70 @@ void ac__peer_release(ac__peer *p)
         peer_release_n(p, 1);
 }
 
-/* A new peer in the table (under the lock). */
+/* Can p be forgotten without anyone noticing? Nothing refers to it but
+ * the table, it has no connection and none is being made. Under the lock. */
+static bool peer_forgettable(const ac_node *node, const ac__peer *p)
+{
+    return p != node->self &&
+           atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING &&
+           !p->dialled && atomic_load_explicit(&p->refs, memory_order_relaxed) == 1 &&
+           atomic_load_explicit(&p->queued, memory_order_relaxed) == 0;
+}
+
+static void peer_forget(ac_node *node, ac__peer *p)
+{
+    ac__ptab_remove(&node->peers, p);
+    atomic_store_explicit(&p->state, AC__PEER_DOWN, memory_order_relaxed);
+    atomic_fetch_add_explicit(&node->m.peers_forgotten, 1, memory_order_relaxed);
+    ac__peer_release(p); /* the table's, the last */
+}
+
+static void wake(ac_node *node);
+static bool peer_mark_down_locked(ac_node *node, ac__peer *peer, const char *why);
+
+/* Room for one more peer: at max_peers, forget the oldest entry that can
+ * be (a stranger's address, most often); failing that, lose the oldest
+ * that never said hello (the transport thread finishes it): strangers'
+ * addresses must not keep a real node out. Under the lock. */
+static bool peer_room(ac_node *node)
+{
+    if (node->peers.count < node->options.max_peers + 1) /* + this node's own */
+        return true;
+    ac__peer *unheard = NULL;
+    for (ac__peer *p = node->peers.oldest; p; p = p->newer) {
+        if (peer_forgettable(node, p)) {
+            peer_forget(node, p);
+            return true;
+        }
+        if (!unheard && p != node->self && p->incarnation == 0)
+            unheard = p;
+    }
+    if (!unheard)
+        return false;
+    char why[128];
+    snprintf(why, sizeof why, "it never said hello and the peer table was full (%zu, max_peers)",
+             node->options.max_peers);
+    if (!peer_mark_down_locked(node, unheard, why))
+        return false;
+    atomic_fetch_add_explicit(&node->m.peers_evicted, 1, memory_order_relaxed);
+    unheard->evict_next = atomic_load_explicit(&node->evicted, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&node->evicted, &unheard->evict_next, unheard,
+                                                  memory_order_release, memory_order_relaxed)) {
+    }
+    wake(node);
+    return true;
+}
+
+/* A new peer in the table (under the lock). NULL with the failure
+ * recorded: out of memory, or the table full of peers in use. */
 static ac__peer *peer_new(ac_node *node, const char *address, size_t len, const char *system,
                           size_t system_len, ac__peer_state state)
 {
+    if (node->self && !peer_room(node))
+        return ac__fail_null(AC_EFAILED,
+                             "node %s knows %zu peers (max_peers), all in use: %.*s refused",
+                             node->address, node->options.max_peers, (int)(len > 200 ? 200 : len),
+                             address);
     ac__peer *p = ac__calloc(1, sizeof *p);
     char *a = p ? ac__malloc(len + 1) : NULL;
     char *s = a && system ? ac__malloc(system_len + 1) : NULL;
@@ -95,7 +159,7 @@ static ac__peer *peer_new(ac_node *node, const char *address, size_t len, const 
         free(s);
         free(a);
         free(p);
-        return NULL;
+        return ac__fail_null(AC_ENOMEM, "out of memory for a peer");
     }
     memcpy(a, address, len);
     a[len] = '\0';
@@ -107,34 +171,47 @@ static ac__peer *peer_new(ac_node *node, const char *address, size_t len, const 
     atomic_init(&p->state, (int)state);
     p->id = ++node->next_peer_id;
     p->address = a;
+    p->address_len = len;
     p->system = s;
-    p->next = node->peers;
-    node->peers = p;
+    if (!ac__ptab_add(&node->peers, p)) {
+        peer_release_n(p, 1);
+        return ac__fail_null(AC_ENOMEM, "out of memory for a peer");
+    }
     return p;
 }
 
 static ac__peer *peer_by_address(ac_node *node, const char *address, size_t len)
 {
-    for (ac__peer *p = node->peers; p; p = p->next)
-        if (strlen(p->address) == len && memcmp(p->address, address, len) == 0)
-            return p;
-    return NULL;
+    return ac__ptab_by_address(&node->peers, address, len);
 }
 
-ac__peer *ac__peer_for(ac_node *node, const char *address, size_t len, const char *system,
-                       size_t system_len)
+/* The peer at an address, retained, made if new: `named` when only a
+ * frame named it (a sender's address), not this node's own wish. */
+static ac__peer *peer_at(ac_node *node, const char *address, size_t len, const char *system,
+                         size_t system_len, bool named)
 {
     pthread_mutex_lock(&node->lock);
     ac__peer *p = NULL;
     if (!atomic_load_explicit(&node->stopping, memory_order_relaxed)) {
         p = peer_by_address(node, address, len);
-        if (!p)
+        if (!p) {
             p = peer_new(node, address, len, system, system_len, AC__PEER_CONNECTING);
+            if (p)
+                p->named = named;
+        } else if (!named) {
+            p->named = false;
+        }
         if (p)
             ac__peer_retain(p);
     }
     pthread_mutex_unlock(&node->lock);
     return p;
+}
+
+ac__peer *ac__peer_for(ac_node *node, const char *address, size_t len, const char *system,
+                       size_t system_len)
+{
+    return peer_at(node, address, len, system, system_len, false);
 }
 
 ac_error *ac__node_down_error(const ac__peer *peer, const char *why)
@@ -464,6 +541,8 @@ static void metrics_peer(ac_node *node, ac__peer *p)
     p->m_bytes_out = ac_counter_series(node->f_bytes_out, v);
     p->m_frames_in = ac_counter_series(node->f_frames_in, v);
     p->m_bytes_in = ac_counter_series(node->f_bytes_in, v);
+    ac_counter_add(p->m_frames_out, p->early_frames);
+    ac_counter_add(p->m_bytes_out, p->early_bytes);
 }
 
 
@@ -497,43 +576,108 @@ static void close_monitored(void *dealer, void *monitor)
         zmq_close(monitor);
 }
 
-static void close_dealer(ac__peer *p)
+/* As log_limited, saying how many lines were left out since the last. */
+static void log_counted(ac_node *node, int64_t *last_ns, uint64_t *unlogged, const char *fmt, ...)
+    AC_PRINTF(4, 5);
+static void log_counted(ac_node *node, int64_t *last_ns, uint64_t *unlogged, const char *fmt, ...)
 {
+    int64_t t = now_ns();
+    if (*last_ns && t - *last_ns < 1000000000ll) {
+        (*unlogged)++;
+        return;
+    }
+    *last_ns = t;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (*unlogged)
+        ac_system_log(node->system, AC_LOG_WARN, "node %s: %s (and %" PRIu64 " more like it "
+                      "since the last such line)", node->address, line, *unlogged);
+    else
+        ac_system_log(node->system, AC_LOG_WARN, "node %s: %s", node->address, line);
+    *unlogged = 0;
+}
+
+static void named_dial_done(ac_node *node, ac__peer *p);
+
+static void close_dealer(ac_node *node, ac__peer *p)
+{
+    if (!p->dealer)
+        return;
+    named_dial_done(node, p);
     close_monitored(p->dealer, p->monitor);
     p->dealer = p->monitor = NULL;
+    size_t i = p->conn_index; /* out of the connections, the last one in its place */
+    node->conns[i] = node->conns[--node->conn_count];
+    node->conns[i]->conn_index = i;
+    atomic_store_explicit(&node->m.connections, node->conn_count, memory_order_relaxed);
 }
 
 static void backlog_flush(ac_node *node, ac__peer *p);
 static void forget_last(ac_node *node, const ac__peer *peer);
 
+/* The first half of losing a peer, under the lock: DOWN, out of the table.
+ * False when it was DOWN already (or is this node). */
+static bool peer_mark_down_locked(ac_node *node, ac__peer *peer, const char *why)
+{
+    if (atomic_load_explicit(&peer->state, memory_order_relaxed) == AC__PEER_DOWN ||
+        peer == node->self)
+        return false;
+    /* Release: a sender that sees DOWN sees what came before it. */
+    atomic_store_explicit(&peer->state, AC__PEER_DOWN, memory_order_release);
+    ac__ptab_remove(&node->peers, peer);
+    peer->down_why = ac__strdup(why);
+    return true;
+}
+
+static void peer_down_finish(ac_node *node, ac__peer *peer, const char *why);
+
 /* Lose `peer` for good (transport thread). */
 static void peer_down(ac_node *node, ac__peer *peer, const char *why)
 {
     pthread_mutex_lock(&node->lock);
-    if (atomic_load_explicit(&peer->state, memory_order_relaxed) == AC__PEER_DOWN ||
-        peer == node->self) {
-        pthread_mutex_unlock(&node->lock);
-        return;
-    }
-    /* Release: a sender that sees DOWN sees what came before it. */
-    atomic_store_explicit(&peer->state, AC__PEER_DOWN, memory_order_release);
-    for (ac__peer **pp = &node->peers; *pp; pp = &(*pp)->next)
-        if (*pp == peer) {
-            *pp = peer->next;
-            break;
-        }
-    peer->down_why = ac__strdup(why);
+    bool marked = peer_mark_down_locked(node, peer, why);
     pthread_mutex_unlock(&node->lock);
-    close_dealer(peer);
+    if (marked)
+        peer_down_finish(node, peer, why);
+}
+
+/* Peers evicted from the table by another thread, DOWN already: the
+ * transport thread finishes losing them. */
+static void finish_evicted(ac_node *node)
+{
+    if (!atomic_load_explicit(&node->evicted, memory_order_relaxed))
+        return;
+    ac__peer *p = atomic_exchange_explicit(&node->evicted, NULL, memory_order_acquire);
+    while (p) {
+        ac__peer *next = p->evict_next;
+        peer_down_finish(node, p, p->down_why ? p->down_why : "it was evicted from the peer table");
+        p = next;
+    }
+}
+
+/* The second half (transport thread), after peer_mark_down_locked. */
+static void peer_down_finish(ac_node *node, ac__peer *peer, const char *why)
+{
+    bool said_hello = peer->incarnation != 0; /* written before UP; DOWN now */
+    close_dealer(node, peer);
     backlog_flush(node, peer); /* DOWN: drops them */
     forget_last(node, peer);
     COUNT(node, node_down, c_nodes_down, 1);
-    /* A leave, ours or theirs, is news; anything else a warning. */
+    /* A leave, ours or theirs, is news; anything else a warning. An
+     * address that never said hello may be anyone's (a stranger can name
+     * thousands): those are logged a line a second at most, with a count. */
     bool graceful = strcmp(why, "this node stopped") == 0 || strcmp(why, "it left") == 0;
-    ac_system_log(node->system, graceful ? AC_LOG_INFO : AC_LOG_WARN,
-                  "node %s: lost node actorc://%s@%s (incarnation %016" PRIx64 "): %s",
-                  node->address, peer->system ? peer->system : "", peer->address,
-                  peer->incarnation, why);
+    if (said_hello || graceful)
+        ac_system_log(node->system, graceful ? AC_LOG_INFO : AC_LOG_WARN,
+                      "node %s: lost node actorc://%s@%s (incarnation %016" PRIx64 "): %s",
+                      node->address, peer->system ? peer->system : "", peer->address,
+                      peer->incarnation, why);
+    else
+        log_counted(node, &node->last_loss_log, &node->losses_unlogged,
+                    "lost node %s, which never said hello: %s", peer->address, why);
     ac_error *err = ac__node_down_error(peer, why);
     size_t n = ac__corr_fail_peer(node, peer, err);
     ac_error_release(err);
@@ -547,12 +691,88 @@ static void peer_down(ac_node *node, ac__peer *peer, const char *why)
 
 static void set_int(void *s, int opt, int v) { zmq_setsockopt(s, opt, &v, sizeof v); }
 
-static bool open_dealer(ac_node *node, ac__peer *p)
+/* Room for one more connection: at max_connections, close the oldest one
+ * still waiting for its peer's hello (that peer is lost: what it had was
+ * never answered). False when every one has said hello. */
+static bool conn_room(ac_node *node)
+{
+    if (node->conn_count < node->options.max_connections)
+        return true;
+    ac__peer *victim = NULL;
+    for (size_t i = 0; i < node->conn_count; i++) {
+        ac__peer *q = node->conns[i];
+        if (atomic_load_explicit(&q->state, memory_order_relaxed) == AC__PEER_CONNECTING &&
+            (!victim || q->connect_deadline_ns < victim->connect_deadline_ns))
+            victim = q;
+    }
+    if (!victim)
+        return false;
+    ac__peer_retain(victim);
+    atomic_fetch_add_explicit(&node->m.connections_evicted, 1, memory_order_relaxed);
+    char why[128];
+    snprintf(why, sizeof why, "its connection was closed to make room (%zu open, max_connections)",
+             node->options.max_connections);
+    peer_down(node, victim, why);
+    ac__peer_release(victim);
+    return true;
+}
+
+/* Dials to addresses that only a frame named (a sender another node gave)
+ * and that never said hello: at most named_dials_per_s a second (a token
+ * bucket of one second's worth). Other dials are this node's own wish, or
+ * a peer's that said hello, and are not counted. Transport thread. */
+static bool dial_allowed(ac_node *node, ac__peer *p)
+{
+    pthread_mutex_lock(&node->lock);
+    bool named = p->named && p->incarnation == 0;
+    pthread_mutex_unlock(&node->lock);
+    if (!named)
+        return true;
+    size_t at_once = node->options.max_connections / 8 < 8 ? 8 : node->options.max_connections / 8;
+    if (node->named_dials_open >= at_once)
+        return false;
+    int64_t t = now_ns();
+    double rate = (double)node->options.named_dials_per_s;
+    node->dial_tokens += (double)(t - node->dial_refill_ns) * rate / 1e9;
+    node->dial_refill_ns = t;
+    if (node->dial_tokens > rate)
+        node->dial_tokens = rate;
+    if (node->dial_tokens < 1.0)
+        return false;
+    node->dial_tokens -= 1.0;
+    p->named_dial = true; /* counted in named_dials_open once its DEALER is open */
+    return true;
+}
+
+/* A named dial ends: its connection closed, or its peer said hello. */
+static void named_dial_done(ac_node *node, ac__peer *p)
+{
+    if (p->named_dial && p->dealer) {
+        p->named_dial = false;
+        node->named_dials_open--;
+    }
+}
+
+static const char *dial_refusal(ac_node *node)
+{
+    atomic_fetch_add_explicit(&node->m.dials_refused, 1, memory_order_relaxed);
+    return "not dialled: only another node's frame named it, and named_dials_per_s such "
+           "addresses were dialled in the last second (or max_connections / 8 are dialling)";
+}
+
+/* Dial p: a DEALER connecting to its address, saying hello. NULL, or why
+ * it cannot be done. */
+static const char *open_dealer(ac_node *node, ac__peer *p)
 {
     char endpoint[300], mon[64];
+    if (!conn_room(node)) {
+        atomic_fetch_add_explicit(&node->m.connections_refused, 1, memory_order_relaxed);
+        return "no connection can be opened to it: max_connections are open, each to a peer "
+               "that said hello";
+    }
     void *d = zmq_socket(node->zctx, ZMQ_DEALER);
     if (!d)
-        return false;
+        return "cannot open a connection to it (no socket)";
     set_int(d, ZMQ_LINGER, 0);
     set_int(d, ZMQ_SNDHWM, (int)(node->options.max_queue > INT32_MAX ? INT32_MAX : node->options.max_queue));
     set_int(d, ZMQ_HEARTBEAT_IVL, node->options.heartbeat_ivl_ms);
@@ -579,22 +799,32 @@ static bool open_dealer(ac_node *node, ac__peer *p)
                                ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
         zmq_close(d);
-        return false;
+        return "cannot open a connection to it (no monitor)";
     }
     void *m = zmq_socket(node->zctx, ZMQ_PAIR);
     if (!m || zmq_connect(m, mon) != 0) {
         close_monitored(d, m);
-        return false;
+        return "cannot open a connection to it (no monitor)";
     }
     snprintf(endpoint, sizeof endpoint, "tcp://%s", p->address);
     if (zmq_connect(d, endpoint) != 0) {
         close_monitored(d, m);
-        return false;
+        return "cannot open a connection to it (not an address ZeroMQ can dial)";
     }
     p->dealer = d;
     p->monitor = m;
-    p->dealer_connected = p->dealer_refused = false;
-    p->connect_deadline_ns = now_ns() + (int64_t)node->options.connect_timeout_ms * 1000000ll;
+    if (p->named_dial)
+        node->named_dials_open++;
+    p->conn_index = node->conn_count;
+    node->conns[node->conn_count++] = p;
+    atomic_store_explicit(&node->m.connections, node->conn_count, memory_order_relaxed);
+    p->dealer_connected = false;
+    pthread_mutex_lock(&node->lock);
+    p->refused = false;
+    if (!p->dialled || atomic_load_explicit(&p->state, memory_order_relaxed) != AC__PEER_CONNECTING)
+        p->connect_deadline_ns = now_ns() + (int64_t)node->options.connect_timeout_ms * 1000000ll;
+    p->dialled = true;
+    pthread_mutex_unlock(&node->lock);
     /* Hello first, naming the peer's incarnation as this node knows it
      * (0: not yet, as on a first or a new connection). */
     ac__wire_env hello = {.kind = AC__WIRE_HELLO, .target_inc = p->incarnation};
@@ -611,7 +841,7 @@ static bool open_dealer(ac_node *node, ac__peer *p)
     size_t n = ac__wire_encode(&hello, buf, sizeof buf);
     if (n <= sizeof buf && zmq_send(d, buf, n, ZMQ_DONTWAIT) == (int)n)
         p->hello_sent = true;
-    return true;
+    return NULL;
 }
 
 /* Add to a count only the transport thread writes (others read it): a
@@ -627,6 +857,13 @@ static void count_out(ac_node *node, ac__peer *p, size_t frames, size_t bytes)
 {
     own_add(&node->m.frames_out, frames);
     own_add(&node->m.bytes_out, bytes);
+    /* Series only for nodes that said hello: an address a stranger named
+     * must not leave a series behind for good. */
+    if (atomic_load_explicit(&p->state, memory_order_relaxed) != AC__PEER_UP) {
+        p->early_frames += frames; /* added to its series once it has one */
+        p->early_bytes += bytes;
+        return;
+    }
     metrics_peer(node, p);
     ac_counter_add(p->m_frames_out, frames);
     ac_counter_add(p->m_bytes_out, bytes);
@@ -675,9 +912,17 @@ static void backlog_pop(ac__peer *p, size_t n)
  * refused them for good); false when the DEALER is full. */
 static bool send_batch(ac_node *node, ac__peer *p)
 {
-    if (!p->dealer && !open_dealer(node, p)) {
-        peer_down(node, p, "cannot open a connection to it"); /* drops the backlog */
-        return true;
+    if (!p->dealer) {
+        pthread_mutex_lock(&node->lock);
+        bool waits = p->refused; /* for its hello, or its deadline */
+        pthread_mutex_unlock(&node->lock);
+        if (waits)
+            return false;
+        const char *why = dial_allowed(node, p) ? open_dealer(node, p) : dial_refusal(node);
+        if (why) {
+            peer_down(node, p, why); /* drops the backlog */
+            return true;
+        }
     }
     ac__out *first = p->backlog_head;
     size_t n = 1, bytes = first->len;
@@ -799,8 +1044,8 @@ static ac_ref *sender_ref(ac_node *node, ac__peer *from, const ac__wire_env *env
     }
     case AC__WIRE_SENDER_ACTOR:
     case AC__WIRE_SENDER_REPLY: {
-        ac__peer *p = ac__peer_for(node, (const char *)s->address.ptr, s->address.len,
-                                   (const char *)s->system.ptr, s->system.len);
+        ac__peer *p = peer_at(node, (const char *)s->address.ptr, s->address.len,
+                              (const char *)s->system.ptr, s->system.len, true);
         if (!p)
             return NULL;
         ac_ref *ref = NULL;
@@ -1043,14 +1288,10 @@ static ac__peer *peer_by_routing_id(ac_node *node, const void *id, size_t len)
     if (len != sizeof inc)
         return NULL;
     memcpy(&inc, id, sizeof inc);
-    ac__peer *found = NULL;
     pthread_mutex_lock(&node->lock);
-    for (ac__peer *p = node->peers; p; p = p->next)
-        if (p != node->self && p->incarnation == inc &&
-            atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_UP) {
-            found = ac__peer_retain(p);
-            break;
-        }
+    ac__peer *found = ac__ptab_by_inc(&node->peers, inc, node->self);
+    if (found)
+        ac__peer_retain(found);
     pthread_mutex_unlock(&node->lock);
     return found;
 }
@@ -1119,17 +1360,20 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
             p->system[s->system.len] = '\0';
         }
     }
-    if (p->incarnation != inc)
+    if (p->incarnation != inc) {
         p->incarnation = inc; /* written once: senders read it unlocked once UP */
+        ac__ptab_index_inc(&node->peers, p);
+    }
+    p->refused = false; /* it listens now: dial again */
     /* Release: senders that see UP see the incarnation. */
     atomic_store_explicit(&p->state, AC__PEER_UP, memory_order_release);
     pthread_mutex_unlock(&node->lock);
     (void)fresh;
     ac__node_hook_up(node, p, env);
-    if (p->dealer && p->dealer_refused)
-        close_dealer(p); /* it tried before that node listened: try again */
-    if (!p->dealer && !open_dealer(node, p))
-        peer_down(node, p, "cannot open a connection to it");
+    named_dial_done(node, p); /* it answered: a peer like any other now */
+    const char *why = p->dealer ? NULL : open_dealer(node, p);
+    if (why)
+        peer_down(node, p, why);
 }
 
 /* One decoded frame. */
@@ -1321,8 +1565,20 @@ static void drain_monitor(ac_node *node, ac__peer *p)
             p->dealer_connected = true;
             break;
         case ZMQ_EVENT_CLOSED: /* before any connection: refused, never retried */
-            if (!p->dealer_connected)
-                p->dealer_refused = true;
+            if (!p->dealer_connected) {
+                /* Nothing is listening there (yet): free the connection
+                 * now; frames wait for a hello or the connect deadline. A
+                 * peer whose hello came meanwhile listens now: dial again. */
+                close_dealer(node, p);
+                pthread_mutex_lock(&node->lock);
+                bool up = atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_UP;
+                p->refused = !up;
+                pthread_mutex_unlock(&node->lock);
+                const char *why = up ? open_dealer(node, p) : NULL;
+                if (why)
+                    peer_down(node, p, why);
+                return;
+            }
             break;
         case ZMQ_EVENT_DISCONNECTED:
             peer_down(node, p, "its connection dropped (or its heartbeats stopped)");
@@ -1406,30 +1662,94 @@ static void drain_zap(ac_node *node)
 
 /* ---- the transport thread: the loop ------------------------------------ */
 
+#define SWEEP_NS 100000000ll /* 100 ms */
+
+static void trim_heap(void)
+{
+    ac__alloc_trim(); /* the depot's blocks and this thread's */
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+/* Lose a peer that did not say hello within the connect timeout. */
+static void lose_late(ac_node *node, ac__peer *p)
+{
+    char why[96];
+    snprintf(why, sizeof why, "it did not answer within %d ms", node->options.connect_timeout_ms);
+    peer_down(node, p, why);
+}
+
+/* Every 100 ms, over the whole table: forget the entries nothing refers
+ * to and that have no connection (addresses named in frames, answered or
+ * not), and lose those refused whose deadline passed. The lost are
+ * gathered first, so that the walk does not race the table's changes. */
+static void sweep(ac_node *node, int64_t t)
+{
+    enum { BATCH = 64 };
+    ac__peer *late[BATCH];
+    size_t nlate;
+    do {
+        nlate = 0;
+        pthread_mutex_lock(&node->lock);
+        for (ac__peer *p = node->peers.oldest, *newer; p; p = newer) {
+            newer = p->newer;
+            if (peer_forgettable(node, p))
+                peer_forget(node, p);
+            else if (p->refused && !p->dealer && t > p->connect_deadline_ns &&
+                     atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING &&
+                     nlate < BATCH)
+                late[nlate++] = ac__peer_retain(p);
+        }
+        pthread_mutex_unlock(&node->lock);
+        for (size_t i = 0; i < nlate; i++) {
+            lose_late(node, late[i]);
+            ac__peer_release(late[i]);
+        }
+    } while (nlate == BATCH);
+}
+
 static void housekeeping(ac_node *node)
 {
     ac__corr_sweep(node);
     int64_t t = now_ns();
-    for (;;) {
-        ac__peer *late = NULL;
-        pthread_mutex_lock(&node->lock);
-        for (ac__peer *p = node->peers; p; p = p->next)
-            if (p != node->self && p->dealer &&
-                atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING &&
-                t > p->connect_deadline_ns) {
-                late = p;
-                break;
-            }
-        pthread_mutex_unlock(&node->lock);
-        if (!late)
-            break;
-        char why[96];
-        snprintf(why, sizeof why, "it did not answer within %d ms", node->options.connect_timeout_ms);
-        peer_down(node, late, why);
+    /* Dialled and not answered in time. The connections are this
+     * thread's; a loss takes one out of the array, so look again there. */
+    for (size_t i = 0; i < node->conn_count;) {
+        ac__peer *p = node->conns[i];
+        if (atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING &&
+            t > p->connect_deadline_ns) {
+            ac__peer_retain(p);
+            lose_late(node, p);
+            ac__peer_release(p);
+        } else {
+            i++;
+        }
+    }
+    if (t >= node->next_sweep_ns) {
+        sweep(node, t);
+        node->next_sweep_ns = t + SWEEP_NS;
+        /* Many peers went (a flood's): once the wave has passed, what they
+         * took goes back to the system rather than staying with malloc. */
+        uint64_t gone = atomic_load_explicit(&node->m.peers_forgotten, memory_order_relaxed) +
+                        atomic_load_explicit(&node->m.node_down, memory_order_relaxed);
+        if (gone == node->gone_mark && gone - node->trimmed_mark >= 256) {
+            node->trimmed_mark = gone;
+            pthread_mutex_lock(&node->lock);
+            ac__ptab_shrink(&node->peers);
+            pthread_mutex_unlock(&node->lock);
+            ac__rrefs_shrink(node);
+            ac__alloc_request_flush(); /* the workers' cached blocks, at their next park */
+            trim_heap();
+            node->trim_again_ns = t + 2 * SWEEP_NS;
+        } else if (node->trim_again_ns && t >= node->trim_again_ns) {
+            node->trim_again_ns = 0; /* what the workers handed over since */
+            trim_heap();
+        }
+        node->gone_mark = gone;
     }
 }
 
-#define MAX_POLL 256
 /* After frames arrived, how long the transport looks for more work
  * before it sleeps, and of that how long without yielding its core (as
  * the scheduler's idle workers do). What they set off here mostly comes
@@ -1471,11 +1791,12 @@ static void *transport_main(void *arg)
 {
     ac_node *node = arg;
     ac__thread_name("ac-transport");
-    zmq_pollitem_t items[MAX_POLL];
-    ac__peer *owners[MAX_POLL];
+    zmq_pollitem_t *items = node->items;
+    ac__peer **owners = node->owners;
     int64_t next_house = now_ns() + HOUSEKEEPING_NS;
     int64_t last_work = 0;
     for (;;) {
+        finish_evicted(node);
         size_t did = drain_out(node);
         size_t came = drain_in(node, 256);
         did += came;
@@ -1499,18 +1820,15 @@ static void *transport_main(void *arg)
         if (node->zap)
             items[n++] = (zmq_pollitem_t){.socket = node->zap, .events = ZMQ_POLLIN};
         int fixed = n;
-        pthread_mutex_lock(&node->lock);
-        for (ac__peer *p = node->peers; p && n < MAX_POLL - 1; p = p->next) {
-            if (p->monitor) {
-                owners[n] = ac__peer_retain(p);
-                items[n++] = (zmq_pollitem_t){.socket = p->monitor, .events = ZMQ_POLLIN};
-            }
-            if (p->backlog_head && p->dealer) {
+        for (size_t i = 0; i < node->conn_count; i++) { /* this thread's: no lock */
+            ac__peer *p = node->conns[i];
+            owners[n] = ac__peer_retain(p);
+            items[n++] = (zmq_pollitem_t){.socket = p->monitor, .events = ZMQ_POLLIN};
+            if (p->backlog_head) {
                 owners[n] = ac__peer_retain(p);
                 items[n++] = (zmq_pollitem_t){.socket = p->dealer, .events = ZMQ_POLLOUT};
             }
         }
-        pthread_mutex_unlock(&node->lock);
         long timeout_ms = 0;
         if (did == 0) {
             /* seq_cst: pairs with wake()'s load (see there). */
@@ -1529,18 +1847,20 @@ static void *transport_main(void *arg)
             (void)r;
         }
         for (int i = fixed; i < n; i++) {
-            if (items[i].revents & ZMQ_POLLIN)
+            /* A peer lost meanwhile (an eviction) has no sockets left. */
+            if ((items[i].revents & ZMQ_POLLIN) && owners[i]->monitor == items[i].socket)
                 drain_monitor(node, owners[i]);
-            if (items[i].revents & ZMQ_POLLOUT)
+            if ((items[i].revents & ZMQ_POLLOUT) && owners[i]->dealer == items[i].socket)
                 backlog_flush(node, owners[i]);
             ac__peer_release(owners[i]);
         }
     }
     /* Stopping: tell every peer, then lose them all. */
+    finish_evicted(node);
     for (;;) {
         ac__peer *p = NULL;
         pthread_mutex_lock(&node->lock);
-        for (ac__peer *q = node->peers; q; q = q->next)
+        for (ac__peer *q = node->peers.newest; q; q = q->older)
             if (q != node->self) {
                 p = ac__peer_retain(q);
                 break;
@@ -1599,6 +1919,20 @@ static bool loopback(const char *host)
            strcmp(host, "[::1]") == 0 || strcmp(host, "::1") == 0;
 }
 
+/* 512, or a quarter of what the descriptor limit leaves after 64 (a
+ * connection takes three: its TCP socket and two ZeroMQ mailboxes). */
+static size_t default_max_connections(void)
+{
+    struct rlimit r;
+    size_t cap = AC_NODE_DEFAULT_MAX_CONNECTIONS;
+    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY) {
+        size_t room = r.rlim_cur > 128 ? (size_t)(r.rlim_cur - 64) / 4 : 16;
+        if (room < cap)
+            cap = room < 16 ? 16 : room;
+    }
+    return cap;
+}
+
 static ac_status check_options(const ac_node_options *o)
 {
     char host[256];
@@ -1636,12 +1970,19 @@ static ac_status check_options(const ac_node_options *o)
                             o->advertise);
     }
     if (o->heartbeat_ivl_ms < 0 || o->heartbeat_timeout_ms < 0 || o->connect_timeout_ms < 0 ||
-        o->backlog < 0)
+        o->backlog < 0 || o->named_dials_per_s < 0)
         return ac__fail(AC_EINVAL, "ac_node_start: options.%s is negative",
                         o->heartbeat_ivl_ms < 0       ? "heartbeat_ivl_ms"
                         : o->heartbeat_timeout_ms < 0 ? "heartbeat_timeout_ms"
                         : o->connect_timeout_ms < 0   ? "connect_timeout_ms"
-                                                      : "backlog");
+                        : o->backlog < 0              ? "backlog"
+                                                      : "named_dials_per_s");
+    if (o->max_peers > AC_NODE_MAX_PEERS_LIMIT || o->max_connections > AC_NODE_MAX_CONNECTIONS_LIMIT)
+        return ac__fail(AC_EINVAL, "ac_node_start: options.%s %zu is over %u",
+                        o->max_peers > AC_NODE_MAX_PEERS_LIMIT ? "max_peers" : "max_connections",
+                        o->max_peers > AC_NODE_MAX_PEERS_LIMIT ? o->max_peers : o->max_connections,
+                        o->max_peers > AC_NODE_MAX_PEERS_LIMIT ? AC_NODE_MAX_PEERS_LIMIT
+                                                               : AC_NODE_MAX_CONNECTIONS_LIMIT);
     if (o->max_frame > (size_t)INT32_MAX)
         return ac__fail(AC_EINVAL, "ac_node_start: options.max_frame %zu is over 2 GiB", o->max_frame);
     if (o->curve) {
@@ -1701,11 +2042,19 @@ static void node_free(ac_node *node)
         }
     free(node->corrs);
     free(node->rrefs);
-    while (node->peers) {
-        ac__peer *p = node->peers;
-        node->peers = p->next;
+    for (ac__peer *p = atomic_load(&node->evicted), *next; p; p = next) {
+        next = p->evict_next; /* evicted as the transport thread ended */
         ac__peer_release(p);
     }
+    while (node->peers.newest) {
+        ac__peer *p = node->peers.newest;
+        ac__ptab_remove(&node->peers, p);
+        ac__peer_release(p);
+    }
+    ac__ptab_free(&node->peers);
+    free(node->conns);
+    free(node->items);
+    free(node->owners);
     for (size_t i = 0; i < node->allowed_count; i++)
         free(node->allowed[i]);
     free(node->allowed);
@@ -1790,6 +2139,19 @@ ac_node *ac_node_start(ac_system *system, const ac_node_options *options)
         o->max_queue = AC_NODE_DEFAULT_MAX_QUEUE;
     if (!o->backlog)
         o->backlog = AC_NODE_DEFAULT_BACKLOG;
+    if (!o->max_peers)
+        o->max_peers = AC_NODE_DEFAULT_MAX_PEERS;
+    if (!o->max_connections)
+        o->max_connections = default_max_connections();
+    if (!o->named_dials_per_s)
+        o->named_dials_per_s = AC_NODE_DEFAULT_NAMED_DIALS_PER_S;
+    node->dial_tokens = (double)o->named_dials_per_s;
+    node->dial_refill_ns = now_ns();
+    node->conns = ac__calloc(o->max_connections, sizeof *node->conns);
+    node->items = ac__calloc(2 * o->max_connections + 4, sizeof *node->items);
+    node->owners = ac__calloc(2 * o->max_connections + 4, sizeof *node->owners);
+    if (!node->conns || !node->items || !node->owners)
+        goto oom;
     node->limits = ac__wire_default_limits;
     node->limits.max_frame = o->max_frame;
     node->limits.max_body = o->max_frame;
@@ -1829,6 +2191,11 @@ ac_node *ac_node_start(ac_system *system, const ac_node_options *options)
         goto fail;
     }
     zmq_ctx_set(node->zctx, ZMQ_BLOCKY, 0);
+    /* Two sockets per connection, the ROUTER, ZAP, and room to spare. */
+    zmq_ctx_set(node->zctx, ZMQ_MAX_SOCKETS,
+                (int)(2 * node->options.max_connections + 64 > INT32_MAX
+                          ? INT32_MAX
+                          : 2 * node->options.max_connections + 64));
     if (bind_router(node, options) != AC_OK)
         goto fail;
     pthread_mutex_lock(&node->lock);
@@ -1960,8 +2327,14 @@ ac_ref *ac_node_resolve(ac_node *node, const char *path)
             return ac__fail_null(AC_ENOTFOUND, "ac_node_resolve: no actor at %.200s", path);
     }
     ac__peer *p = ac__peer_for(node, addr, addr_len, sys, sys_len);
-    if (!p)
-        return ac__fail_null(AC_ETERMINATED, "ac_node_resolve: node %s is stopping", node->address);
+    if (!p) {
+        if (atomic_load_explicit(&node->stopping, memory_order_relaxed))
+            return ac__fail_null(AC_ETERMINATED, "ac_node_resolve: node %s is stopping", node->address);
+        ac_status st = ac_last_status();
+        char why[320];
+        snprintf(why, sizeof why, "%s", ac_last_error());
+        return ac__fail_null(st, "ac_node_resolve: %s", why);
+    }
     ac__rref *r = ac__rref_get(node, p, local, local_len);
     ac__peer_release(p);
     if (!r)
@@ -2017,11 +2390,15 @@ ac_status ac_node_stats_get(ac_node *node, ac_node_stats *out)
         .dropped_backpressure = atomic_load_explicit(&m->dropped_backpressure, memory_order_relaxed),
         .dropped_stale = atomic_load_explicit(&m->dropped_stale, memory_order_relaxed),
     };
+    out->connections = atomic_load_explicit(&m->connections, memory_order_relaxed);
+    out->peers_forgotten = atomic_load_explicit(&m->peers_forgotten, memory_order_relaxed);
+    out->peers_evicted = atomic_load_explicit(&m->peers_evicted, memory_order_relaxed);
+    out->dials_refused = atomic_load_explicit(&m->dials_refused, memory_order_relaxed);
+    out->connections_evicted = atomic_load_explicit(&m->connections_evicted, memory_order_relaxed);
+    out->connections_refused = atomic_load_explicit(&m->connections_refused, memory_order_relaxed);
     pthread_mutex_lock(&node->lock);
     out->pending_asks = node->corr_count;
-    for (ac__peer *p = node->peers; p; p = p->next)
-        if (p != node->self)
-            out->peers++;
+    out->peers = node->peers.count - (node->self ? 1 : 0);
     pthread_mutex_unlock(&node->lock);
     return AC_OK;
 }

@@ -17,6 +17,7 @@
 #include "ask/oneshot.h"
 #include "core/alloc.h"
 #include "core/extension.h"
+#include "remote/peer_table.h"
 #include "remote/wire.h"
 
 typedef struct ac__peer ac__peer;
@@ -37,6 +38,7 @@ struct ac__peer {
     atomic_size_t queued;
     uint64_t id;      /* this node's number for it (monitor endpoints, logs) */
     char *address;    /* "host:port", immutable */
+    size_t address_len;
     /* Under the node lock: */
     char *system;         /* from its hello or the path that named it */
     uint64_t incarnation; /* 0 until its hello */
@@ -44,23 +46,34 @@ struct ac__peer {
     /* Watches its actors hold on ours: (local target, rref watcher) pairs. */
     ac_ref **inbound_watch; /* 2 * inbound_count entries */
     size_t inbound_count, inbound_cap;
+    /* The peer table's (peer_table.h; under the node lock). */
+    struct ac__peer *addr_chain, *inc_chain, *newer, *older;
+    bool in_table, inc_indexed;
+    struct ac__peer *evict_next; /* on node->evicted */
+    bool named; /* known only from a frame naming it (under the lock) */
+    bool named_dial; /* dialled as named: counted in node->named_dials_open (transport) */
     /* The transport thread's: */
     void *dealer, *monitor;
+    size_t conn_index; /* in node->conns while it has a DEALER */
     bool hello_sent;
-    /* Its DEALER's connection: made, or refused before it was ever made
-     * (a DEALER does not reconnect, so a refused one is useless). */
-    bool dealer_connected, dealer_refused;
+    /* Its DEALER's connection was made. */
+    bool dealer_connected;
+    /* Dialled and refused before any connection was made: the DEALER is
+     * closed at once (a DEALER does not reconnect) and frames wait for
+     * its hello, or its connect deadline to lose it. Under the lock. */
+    bool refused;
+    bool dialled; /* a connect began: connect_deadline_ns runs (under the lock) */
     bool flush_mark; /* its backlog grew in this round of the queue */
     int64_t connect_deadline_ns; /* while CONNECTING */
     /* Frames its DEALER would not take yet (at its high-water mark), in
      * order; sent when it is writable again. */
     struct ac__out *backlog_head, *backlog_tail;
-    struct ac__peer *next;       /* the node's list of peers not DOWN */
     char *down_why;              /* set when lost (under the lock) */
     /* Metric series of this peer (NULL when metrics are off); the
      * transport thread's. */
     ac_counter *m_frames_out, *m_bytes_out, *m_frames_in, *m_bytes_in;
     bool metered;
+    uint64_t early_frames, early_bytes; /* sent before its hello, not yet in a series */
 };
 
 /* A remote ref: an actor at `path` on `peer`. Interned: one per (peer,
@@ -97,6 +110,9 @@ typedef struct ac__node_metrics {
     atomic_uint_fast64_t frames_out, frames_in, bytes_out, bytes_in;
     atomic_uint_fast64_t decode_errors, node_down, asks_failed_by_node_loss;
     atomic_uint_fast64_t dropped_backpressure, dropped_stale;
+    atomic_uint_fast64_t peers_forgotten, peers_evicted, connections_evicted, connections_refused;
+    atomic_uint_fast64_t dials_refused;
+    atomic_uint_fast64_t connections; /* open now */
 } ac__node_metrics;
 
 struct ac_node {
@@ -127,7 +143,7 @@ struct ac_node {
     ac__out out_stub;
 
     pthread_mutex_t lock;
-    ac__peer *peers; /* not DOWN; the first is this node itself */
+    ac__peer_table peers; /* not DOWN, this node itself included */
     ac__peer *self;  /* this node as a peer: frames to it are handled as arrived */
     uint64_t next_peer_id;
     ac__rref **rrefs;
@@ -156,8 +172,28 @@ struct ac_node {
     } last;
 
     /* When the transport thread last logged each kind of warning (a
-     * line a second at most). */
-    int64_t last_decode_log, last_stale_log;
+     * line a second at most), and the lines left out since. */
+    int64_t last_decode_log, last_stale_log, last_loss_log, last_refuse_log;
+    uint64_t losses_unlogged;
+
+    /* Peers with a DEALER (the transport thread's), max_connections at
+     * most; and the poll set made of them. */
+    ac__peer **conns;
+    size_t conn_count;
+    struct zmq_pollitem_t *items;
+    ac__peer **owners;
+    int64_t next_sweep_ns;
+    /* Peers another thread evicted from the full table (DOWN, the table's
+     * reference with them): the transport thread finishes losing them. */
+    _Atomic(ac__peer *) evicted;
+    /* The budget of dials to addresses only frames named (dial_allowed). */
+    double dial_tokens;
+    size_t named_dials_open;
+    int64_t dial_refill_ns;
+    /* Peers forgotten or lost in all, at the last sweep and when the heap
+     * was last trimmed. */
+    uint64_t gone_mark, trimmed_mark;
+    int64_t trim_again_ns; /* when to trim once more, the workers' blocks given back */
 
     ac__node_metrics m;
     /* Metric families, when metrics were on at start (else NULL). */
@@ -180,6 +216,9 @@ extern const ac__ref_ops ac__rreply_ops;
 ac__rref *ac__rref_get(ac_node *node, ac__peer *peer, const char *path, size_t len);
 /* A reply target of another node (peer, corr), the caller's reference. */
 ac_ref *ac__rreply_new(ac_node *node, ac__peer *peer, uint64_t corr);
+
+/* Smaller intern buckets once most refs have gone (takes the lock). */
+void ac__rrefs_shrink(ac_node *node);
 
 /* Correlation table (under the node lock unless said). */
 uint64_t ac__corr_add(ac_node *node, ac_ref *reply, ac__peer *peer); /* takes the node lock */
@@ -207,7 +246,8 @@ static inline ac__peer *ac__peer_retain(ac__peer *p)
     return p;
 }
 /* The peer for a node's address ("host:port"), retained: the live one,
- * or a new CONNECTING one. NULL only when the node is stopping. */
+ * or a new CONNECTING one. NULL when the node is stopping, or its peer
+ * table is full of peers that said hello (the failure recorded). */
 ac__peer *ac__peer_for(ac_node *node, const char *address, size_t len, const char *system,
                        size_t system_len);
 /* Queue a frame to peer (env encoded here). AC_OK, or a failure

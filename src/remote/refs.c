@@ -63,12 +63,30 @@ static bool retain_if_live(ac_ref *r)
     return false;
 }
 
+static bool rrefs_rehash(ac_node *node, size_t cap);
+
 /* Grow the intern table to hold one more (under the lock). */
 static bool rrefs_reserve(ac_node *node)
 {
     if (node->rref_count + 1 <= node->rref_cap / 2)
         return true;
-    size_t cap = node->rref_cap ? node->rref_cap * 2 : 64;
+    return rrefs_rehash(node, node->rref_cap ? node->rref_cap * 2 : 64);
+}
+
+void ac__rrefs_shrink(ac_node *node)
+{
+    pthread_mutex_lock(&node->lock);
+    if (node->rref_cap > 64 && node->rref_count < node->rref_cap / 8) {
+        size_t cap = 64;
+        while (cap < 2 * node->rref_count)
+            cap *= 2;
+        (void)rrefs_rehash(node, cap); /* out of memory: keep the big one */
+    }
+    pthread_mutex_unlock(&node->lock);
+}
+
+static bool rrefs_rehash(ac_node *node, size_t cap)
+{
     ac__rref **t = ac__calloc(cap, sizeof *t);
     if (!t)
         return false;

@@ -10,7 +10,11 @@
  *    accept queue is full): the echo's reply makes the server connect
  *    there, the connect times out, and closing that connection must not
  *    stall the server's network I/O;
- *  - ordinary peers that connect, ask and leave, 200 times over.
+ *  - ordinary peers that connect, ask and leave, 200 times over;
+ *  - a stranger naming thousands of sender addresses, against small
+ *    limits: the peer table and the connections stay within them, the
+ *    warnings come a line a second with a count, and a new peer is served;
+ *  - the limits' options, checked.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -252,6 +256,126 @@ static void test_peers_come_and_go(void **state)
     pair_stop(&p);
 }
 
+/* Tell the server's echo `n` times from the client, each naming a sender
+ * at a different address where nothing listens (refused at once). */
+static void name_strangers(pair *p, int n, int port)
+{
+    for (int i = 0; i < n; i++) {
+        char ghost[128];
+        snprintf(ghost, sizeof ghost, "actorc://ghost@127.9.%d.%d:%d/user/g", i / 250 % 256,
+                 1 + i % 250, port);
+        ac_ref *g = ac_node_resolve(p->cli, ghost);
+        if (!g)
+            fail_msg("resolve %s: %s", ghost, ac_last_error());
+        assert_status(ac_tell(p->echo, ac_msg_str_new("who?"), g), AC_OK);
+        ac_ref_release(g);
+        if (i % 100 == 99)
+            ts_sleep_ms(5);
+    }
+}
+
+static void test_strangers_stay_within_the_limits(void **state)
+{
+    (void)state;
+    ts_log_capture *log = ts_log_capture_new();
+    assert_non_null(log);
+    int port_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    assert_int_equal(bind(port_fd, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t alen = sizeof a;
+    assert_int_equal(getsockname(port_fd, (struct sockaddr *)&a, &alen), 0);
+    int port = ntohs(a.sin_port); /* bound, never listening: refused */
+
+    pair p;
+    memset(&p, 0, sizeof p);
+    p.srv_sys = ac_system_create("srv", &(ac_system_options){.workers = 1, .log_sink = ts_log_sink,
+                                                             .log_sink_user = log});
+    p.cli_sys = ac_system_create("cli", &(ac_system_options){.workers = 1});
+    assert_non_null(p.srv_sys);
+    assert_non_null(p.cli_sys);
+    p.srv = start_node(p.srv_sys, &(ac_node_options){.max_peers = 64, .max_connections = 16,
+                                                     .named_dials_per_s = 50});
+    p.cli = start_node(p.cli_sys, NULL);
+    ac_ref_release(ts_spawn(p.srv_sys, &echo_def, NULL, "echo"));
+    char path[256];
+    snprintf(path, sizeof path, "actorc://srv@%s/user/echo", ac_node_address(p.srv));
+    p.echo = ac_node_resolve(p.cli, path);
+    assert_non_null(p.echo);
+    assert_answers(p.echo, "before");
+
+    double t0 = ts_now();
+    ac_node_stats s;
+    for (int round = 0; round < 4; round++) {
+        name_strangers(&p, 500, port);
+        assert_status(ac_node_stats_get(p.srv, &s), AC_OK);
+        assert_true(s.peers <= 64);
+        assert_true(s.connections <= 16);
+        assert_answers(p.echo, "during");
+        ts_sleep_ms(600); /* over seconds: the warnings' limit shows */
+    }
+    /* A node that first connects now is served. */
+    ac_system *nsys = ac_system_create("newcomer", &(ac_system_options){.workers = 1});
+    assert_non_null(nsys);
+    ac_node *nn = start_node(nsys, NULL);
+    ac_ref *necho = ac_node_resolve(nn, path);
+    assert_non_null(necho);
+    name_strangers(&p, 200, port);
+    assert_answers(necho, "a newcomer's ask");
+    ac_ref_release(necho);
+    assert_status(ac_system_terminate(nsys), AC_OK);
+    double took = ts_now() - t0;
+
+    /* The table empties of them: entries nothing refers to are forgotten. */
+    double end = ts_now() + TS_WAIT_S;
+    do {
+        ts_sleep_ms(50);
+        assert_status(ac_node_stats_get(p.srv, &s), AC_OK);
+    } while (s.peers > 1 && ts_now() < end);
+    print_message("peers %llu, connections %llu, forgotten %llu, evicted %llu, dials refused "
+                  "%llu, nodes down %llu in %.1f s\n",
+                  (unsigned long long)s.peers, (unsigned long long)s.connections,
+                  (unsigned long long)s.peers_forgotten, (unsigned long long)s.peers_evicted,
+                  (unsigned long long)s.dials_refused, (unsigned long long)s.nodes_down, took);
+    assert_true(s.peers <= 1); /* the client */
+    assert_true(s.dials_refused > 0);
+    assert_true(s.peers_forgotten + s.peers_evicted + s.nodes_down >= 2000);
+    /* Their losses were warned of a line a second at most, with counts. */
+    size_t lines = ts_log_count_text(log, "never said hello");
+    print_message("%zu warning lines about strangers\n", lines);
+    assert_true(lines >= 1);
+    assert_true(lines <= (size_t)took + 3);
+    assert_true(ts_log_count_text(log, "more like it") >= 1);
+    assert_answers(p.echo, "after");
+    pair_stop(&p);
+    close(port_fd);
+    ts_log_capture_free(log);
+}
+
+static void test_limit_options_are_checked(void **state)
+{
+    (void)state;
+    ac_system *sys = ac_system_create("opts", &(ac_system_options){.workers = 1});
+    assert_non_null(sys);
+    static const struct {
+        ac_node_options o;
+        const char *names;
+    } bad[] = {
+        {{.bind = "tcp://127.0.0.1:0", .backlog = -1}, "backlog"},
+        {{.bind = "tcp://127.0.0.1:0", .named_dials_per_s = -5}, "named_dials_per_s"},
+        {{.bind = "tcp://127.0.0.1:0", .max_peers = AC_NODE_MAX_PEERS_LIMIT + 1}, "max_peers"},
+        {{.bind = "tcp://127.0.0.1:0", .max_connections = AC_NODE_MAX_CONNECTIONS_LIMIT + 1},
+         "max_connections"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_null(ac_node_start(sys, &bad[i].o));
+        assert_last_error(AC_EINVAL);
+        if (!strstr(ac_last_error(), bad[i].names))
+            fail_msg("the error does not name %s: %s", bad[i].names, ac_last_error());
+    }
+    assert_status(ac_system_terminate(sys), AC_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +383,8 @@ int main(void)
         cmocka_unit_test(test_curve_node_refuses_zmtp1),
         cmocka_unit_test(test_silent_sender_address_does_not_stop_the_node),
         cmocka_unit_test(test_peers_come_and_go),
+        cmocka_unit_test(test_strangers_stay_within_the_limits),
+        cmocka_unit_test(test_limit_options_are_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
