@@ -345,6 +345,7 @@ int cluster_demo(options *o, replica_model *m, const char *argv0)
     run_result runs[2 * STRATEGIES];
     size_t n = 0;
     if (start_nodes(&run, o, m, argv0) && join_as_client(&run)) {
+        o->replicas = o->nodes; /* one a node: the model's bound is over as many */
         o->count_calls = count_calls;
         o->count_user = &run;
         o->await_routees = await_routees;
