@@ -364,8 +364,10 @@ int cluster_demo(options *o, replica_model *m, const char *argv0)
         report(o, m, runs, n, subtitle);
         rc = n == planned ? 0 : 1;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(runs[i].latency_us);
+        free(runs[i].failed_us);
+    }
     if (run.sys)
         ac_system_terminate(run.sys);
     stop_nodes(&run);

@@ -36,10 +36,14 @@ int64_t replica_draw_us(uint64_t *rng, const replica_model *m);
  * replica processes). */
 #define HEDGE_CALLS_QUERY "actorc-hedge.calls"
 
-/* One strategy's results. */
+/* One strategy's results. A failed request is a latency too, as a
+ * latency objective counts it: the time its error came (a timeout: its
+ * deadline), so a strategy that fails requests cannot look fast by
+ * leaving them out of its percentiles. */
 typedef struct run_result {
     char name[32];
-    int64_t *latency_us; /* one per request that succeeded */
+    int64_t *latency_us; /* every request's, answered or failed: ok + timeouts + errors */
+    int64_t *failed_us;  /* the failed ones' alone: timeouts + errors */
     size_t ok, timeouts, errors, requests;
     double seconds;
     double calls_per_request;
@@ -116,6 +120,7 @@ void report_table(FILE *out, const run_result *runs, size_t n);
 void report_price(FILE *out, const run_result *runs, size_t n);
 void report_histogram(FILE *out, const run_result *runs, size_t n);
 int report_svg(const char *path, const run_result *runs, size_t n, const char *subtitle);
+/* Nearest rank over every request, the failed ones at their time. */
 int64_t percentile_us(const run_result *r, double p);
 
 /* ideal.c: what the model itself allows, with no runtime cost at all:

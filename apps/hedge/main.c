@@ -36,7 +36,8 @@ typedef struct driver {
     int64_t ask_timeout_ms;
     size_t total;
     atomic_size_t issued, done, ok, timeouts, errors;
-    int64_t *latency_us;
+    atomic_size_t answered, failed; /* the next free place in each array */
+    int64_t *latency_us, *failed_us;
     pthread_mutex_t lock;
     pthread_cond_t all_done;
 } driver;
@@ -76,17 +77,24 @@ static bool is_timeout(const ac_error *e)
     return true;
 }
 
+/* Every outcome is a latency: a failure's is the time its error came,
+ * which for a timeout is its deadline. */
+static void record(driver *d, const ac_error *error, int64_t us)
+{
+    d->latency_us[atomic_fetch_add(&d->answered, 1)] = us;
+    if (!error) {
+        atomic_fetch_add(&d->ok, 1);
+        return;
+    }
+    d->failed_us[atomic_fetch_add(&d->failed, 1)] = us;
+    atomic_fetch_add(is_timeout(error) ? &d->timeouts : &d->errors, 1);
+}
+
 static void on_answer(const ac_answer *a, void *user)
 {
     request *rq = user;
     driver *d = rq->d;
-    int64_t us = (int64_t)((now_ns() - rq->start_ns) / 1000);
-    if (!a->error)
-        d->latency_us[atomic_fetch_add(&d->ok, 1)] = us;
-    else if (is_timeout(a->error))
-        atomic_fetch_add(&d->timeouts, 1);
-    else
-        atomic_fetch_add(&d->errors, 1);
+    record(d, a->error, (int64_t)((now_ns() - rq->start_ns) / 1000));
     ac_future_release(rq->future);
     free(rq);
     issue_next(d);
@@ -170,6 +178,11 @@ static int run_strategy(ac_system *sys, replica_model *m, const options *o, cons
     }
     driver d = {.target = pool, .ask_timeout_ms = ask_timeout_ms, .total = o->requests};
     d.latency_us = calloc(o->requests, sizeof *d.latency_us);
+    d.failed_us = calloc(o->requests, sizeof *d.failed_us);
+    if (!d.latency_us || !d.failed_us) {
+        fprintf(stderr, "actorc-hedge: out of memory\n");
+        exit(1);
+    }
     pthread_mutex_init(&d.lock, NULL);
     pthread_cond_init(&d.all_done, NULL);
     uint64_t calls_before = calls_so_far(m, o);
@@ -185,6 +198,7 @@ static int run_strategy(ac_system *sys, replica_model *m, const options *o, cons
     pthread_cond_destroy(&d.all_done);
     *out = (run_result){
         .latency_us = d.latency_us,
+        .failed_us = d.failed_us,
         .ok = atomic_load(&d.ok),
         .timeouts = atomic_load(&d.timeouts),
         .errors = atomic_load(&d.errors),
@@ -470,8 +484,10 @@ int main(int argc, char **argv)
     if (o.breakers)
         planned += run_pass(sys, &m, &o, true, make_pool, &pools, runs, &n);
     report(&o, &m, runs, n, subtitle);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(runs[i].latency_us);
+        free(runs[i].failed_us);
+    }
     ac_system_terminate(sys);
     return n == planned ? 0 : 1;
 }
