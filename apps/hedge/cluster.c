@@ -3,9 +3,11 @@
  * as N actorc-node processes on loopback, each on a port probed free; this
  * process joins their cluster as one more node (role "client", so the
  * routers, which ask for role "replica", leave it out), waits until every
- * replica node is Up, and runs the load through the cluster routers:
- * round-robin, random, scatter/gather and hedged; with --breakers once
- * more, with a circuit breaker per member in front of each. With
+ * replica node is Up, and runs the load through the cluster routers of
+ * the strategies the demo runs in process (plans.c: round-robin, random,
+ * smallest-mailbox, scatter/gather, hedged at a fixed and at an adaptive
+ * delay), so that both print the same rows; with --breakers once more,
+ * with a circuit breaker per member in front of each. With
  * --dead-replica K, node K's replica never answers, though the node stays
  * Up: a member that only its breaker can route around. The work done per
  * request is read from the replicas themselves (HEDGE_CALLS_QUERY).
@@ -35,9 +37,6 @@
 #define MAX_NODES 16
 #define CLUSTER_NAME "hedge-demo"
 #define NODE_SYSTEM "replicas"
-/* The cluster routers a pass runs: round-robin, random, scatter/gather,
- * hedged. */
-#define CLUSTER_PLANS 4
 
 typedef struct cluster_run {
     int n;
@@ -46,6 +45,8 @@ typedef struct cluster_run {
     char addresses[MAX_NODES][64];
     ac_system *sys;
     ac_cluster *cluster;
+    const options *o;
+    replica_model *m;
 } cluster_run;
 
 /* For the signal handler: the children to end. */
@@ -310,44 +311,26 @@ static bool await_routees(ac_ref *router, void *user)
 
 /* ---- the demo --------------------------------------------------------- */
 
-/* Run every cluster router once, after runs[*n]; with breakers, one per
- * member in front of each (names ending in "+cb"). Returns how many were
- * planned. */
-static size_t run_plans(cluster_run *run, options *o, replica_model *m, bool breakers,
-                        run_result *runs, size_t *n)
+/* The cluster router of a plan, routing to the replica on every replica
+ * node; with breakers, one per member in front of it. */
+static ac_props *make_cluster_router(const plan *p, void *user)
 {
-    ac_breaker_options bo = demo_breaker_options(o, m);
+    cluster_run *run = user;
+    ac_breaker_options bo = demo_breaker_options(run->o, run->m);
     ac_cluster_router_options ro = {.path = "/user/replica", .role = "replica",
-                                    .breaker = breakers ? &bo : NULL};
-    ac_scatter_gather_options sg = {.timeout_ms = o->timeout_ms};
-    ac_hedged_options hedged = {.timeout_ms = o->timeout_ms, .delay_us = o->hedge_delay_us};
-    static char names[2][CLUSTER_PLANS][32];
-    const char *base[CLUSTER_PLANS] = {"round-robin", "random", "scatter-gather", NULL};
-    char hedged_name[32];
-    snprintf(hedged_name, sizeof hedged_name, "hedged-%gms", (double)o->hedge_delay_us / 1000);
-    base[3] = hedged_name;
-    for (size_t i = 0; i < CLUSTER_PLANS; i++)
-        snprintf(names[breakers][i], sizeof names[breakers][i], "%s%s", base[i],
-                 breakers ? "+cb" : "");
-    int64_t t = o->timeout_ms, gather_t = o->timeout_ms + 500;
-    struct {
-        ac_props *props;
-        int64_t ask_timeout;
-    } plans[CLUSTER_PLANS] = {
-        {ac_cluster_router_round_robin(run->cluster, &ro), t},
-        {ac_cluster_router_random(run->cluster, &ro), t},
-        {ac_cluster_router_scatter_gather_first_completed(run->cluster, &ro, &sg), gather_t},
-        {ac_cluster_router_hedged(run->cluster, &ro, &hedged), gather_t},
-    };
-    for (size_t i = 0; i < CLUSTER_PLANS; i++) {
-        if (!plans[i].props)
-            fprintf(stderr, "actorc-hedge: cannot make %s: %s\n", names[breakers][i],
-                    ac_last_error());
-        else if (run_strategy(run->sys, m, o, names[breakers][i], plans[i].props,
-                              plans[i].ask_timeout, &runs[*n]) == 0)
-            (*n)++;
+                                    .breaker = p->breakers ? &bo : NULL};
+    ac_cluster *c = run->cluster;
+    switch (p->kind) {
+    case STRATEGY_ROUND_ROBIN: return ac_cluster_router_round_robin(c, &ro);
+    case STRATEGY_RANDOM: return ac_cluster_router_random(c, &ro);
+    case STRATEGY_SMALLEST_MAILBOX: return ac_cluster_router_smallest_mailbox(c, &ro);
+    case STRATEGY_SCATTER_GATHER:
+        return ac_cluster_router_scatter_gather_first_completed(c, &ro, &p->sg);
+    case STRATEGY_HEDGED_FIXED:
+    case STRATEGY_HEDGED_ADAPTIVE: return ac_cluster_router_hedged(c, &ro, &p->hedged);
+    case STRATEGIES: break;
     }
-    return CLUSTER_PLANS;
+    return NULL;
 }
 
 int cluster_demo(options *o, replica_model *m, const char *argv0)
@@ -356,12 +339,13 @@ int cluster_demo(options *o, replica_model *m, const char *argv0)
         fprintf(stderr, "actorc-hedge: --nodes %d: at most %d\n", o->nodes, MAX_NODES);
         return 2;
     }
-    cluster_run run = {.n = o->nodes};
+    cluster_run run = {.n = o->nodes, .o = o, .m = m};
     catch_signals(&run);
     int rc = 1;
-    run_result runs[2 * CLUSTER_PLANS];
+    run_result runs[2 * STRATEGIES];
     size_t n = 0;
     if (start_nodes(&run, o, m, argv0) && join_as_client(&run)) {
+        o->replicas = o->nodes; /* one a node: the model's bound is over as many */
         o->count_calls = count_calls;
         o->count_user = &run;
         o->await_routees = await_routees;
@@ -374,14 +358,16 @@ int cluster_demo(options *o, replica_model *m, const char *argv0)
                  o->nodes, m->median_ms, m->sigma, m->tail_pct, m->tail_ms, m->error_pct,
                  m->dead_replica ? "; one dead replica node" : "", o->requests, o->concurrency);
         printf("actorc-hedge: %s\n\n", subtitle);
-        size_t planned = run_plans(&run, o, m, false, runs, &n);
+        size_t planned = run_pass(run.sys, m, o, false, make_cluster_router, &run, runs, &n);
         if (o->breakers)
-            planned += run_plans(&run, o, m, true, runs, &n);
+            planned += run_pass(run.sys, m, o, true, make_cluster_router, &run, runs, &n);
         report(o, m, runs, n, subtitle);
         rc = n == planned ? 0 : 1;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(runs[i].latency_us);
+        free(runs[i].failed_us);
+    }
     if (run.sys)
         ac_system_terminate(run.sys);
     stop_nodes(&run);

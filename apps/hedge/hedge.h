@@ -1,8 +1,9 @@
 /*
  * actorc-hedge: what hedged requests buy and cost, measured on this
- * machine. Shared declarations of the demo's three parts: the simulated
- * replicas (replica.c), the load driver (main.c) and the report
- * (report.c).
+ * machine. Shared declarations of the demo's parts: the simulated
+ * replicas (replica.c), the strategies (plans.c), the load driver
+ * (main.c), the replicas as cluster nodes (cluster.c) and the report
+ * (report.c, ideal.c).
  */
 #ifndef HEDGE_H
 #define HEDGE_H
@@ -35,10 +36,14 @@ int64_t replica_draw_us(uint64_t *rng, const replica_model *m);
  * replica processes). */
 #define HEDGE_CALLS_QUERY "actorc-hedge.calls"
 
-/* One strategy's results. */
+/* One strategy's results. A failed request is a latency too, as a
+ * latency objective counts it: the time its error came (a timeout: its
+ * deadline), so a strategy that fails requests cannot look fast by
+ * leaving them out of its percentiles. */
 typedef struct run_result {
-    const char *name;
-    int64_t *latency_us; /* one per request that succeeded */
+    char name[32];
+    int64_t *latency_us; /* every request's, answered or failed: ok + timeouts + errors */
+    int64_t *failed_us;  /* the failed ones' alone: timeouts + errors */
     size_t ok, timeouts, errors, requests;
     double seconds;
     double calls_per_request;
@@ -66,10 +71,39 @@ typedef struct options {
     void *await_user;
 } options;
 
-/* main.c: run one strategy's load through `props` (consumed), spawned in
- * `sys`; 0, or -1 when it could not start. */
-int run_strategy(ac_system *sys, replica_model *m, const options *o, const char *name,
-                 ac_props *props, int64_t ask_timeout_ms, run_result *out);
+/* The strategies every pass runs, in the table's order: the same rows
+ * whether the replicas run in this process or as nodes of a cluster. */
+typedef enum strategy_kind {
+    STRATEGY_ROUND_ROBIN,
+    STRATEGY_RANDOM,
+    STRATEGY_SMALLEST_MAILBOX,
+    STRATEGY_SCATTER_GATHER,
+    STRATEGY_HEDGED_FIXED,    /* the fixed delay */
+    STRATEGY_HEDGED_ADAPTIVE, /* the percentile of observed latency */
+    STRATEGIES
+} strategy_kind;
+
+/* One strategy of a pass: its row's name and what its router is made of. */
+typedef struct plan {
+    strategy_kind kind;
+    char name[32]; /* ending in "+cb" in a pass with breakers */
+    bool breakers;
+    int64_t ask_timeout_ms;       /* the caller's deadline */
+    ac_scatter_gather_options sg; /* STRATEGY_SCATTER_GATHER's */
+    ac_hedged_options hedged;     /* the hedged routers' */
+} plan;
+
+/* plans.c: a pass's plans, one per strategy, in order. */
+void plans_make(const options *o, bool breakers, plan out[STRATEGIES]);
+
+/* The router a plan runs through: props to spawn, or NULL with the last
+ * error. A pool in this process (main.c) or a cluster router (cluster.c). */
+typedef ac_props *(*router_factory)(const plan *p, void *user);
+
+/* main.c: every strategy once, through the routers `make` makes, into runs[*n]
+ * on (counted in *n); returns how many were planned. */
+size_t run_pass(ac_system *sys, replica_model *m, const options *o, bool breakers,
+                router_factory make, void *user, run_result *runs, size_t *n);
 /* The breaker of each replica with --breakers (in process and across
  * nodes alike). */
 ac_breaker_options demo_breaker_options(const options *o, const replica_model *m);
@@ -86,6 +120,7 @@ void report_table(FILE *out, const run_result *runs, size_t n);
 void report_price(FILE *out, const run_result *runs, size_t n);
 void report_histogram(FILE *out, const run_result *runs, size_t n);
 int report_svg(const char *path, const run_result *runs, size_t n, const char *subtitle);
+/* Nearest rank over every request, the failed ones at their time. */
 int64_t percentile_us(const run_result *r, double p);
 
 /* ideal.c: what the model itself allows, with no runtime cost at all:

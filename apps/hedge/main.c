@@ -36,7 +36,8 @@ typedef struct driver {
     int64_t ask_timeout_ms;
     size_t total;
     atomic_size_t issued, done, ok, timeouts, errors;
-    int64_t *latency_us;
+    atomic_size_t answered, failed; /* the next free place in each array */
+    int64_t *latency_us, *failed_us;
     pthread_mutex_t lock;
     pthread_cond_t all_done;
 } driver;
@@ -76,17 +77,24 @@ static bool is_timeout(const ac_error *e)
     return true;
 }
 
+/* Every outcome is a latency: a failure's is the time its error came,
+ * which for a timeout is its deadline. */
+static void record(driver *d, const ac_error *error, int64_t us)
+{
+    d->latency_us[atomic_fetch_add(&d->answered, 1)] = us;
+    if (!error) {
+        atomic_fetch_add(&d->ok, 1);
+        return;
+    }
+    d->failed_us[atomic_fetch_add(&d->failed, 1)] = us;
+    atomic_fetch_add(is_timeout(error) ? &d->timeouts : &d->errors, 1);
+}
+
 static void on_answer(const ac_answer *a, void *user)
 {
     request *rq = user;
     driver *d = rq->d;
-    int64_t us = (int64_t)((now_ns() - rq->start_ns) / 1000);
-    if (!a->error)
-        d->latency_us[atomic_fetch_add(&d->ok, 1)] = us;
-    else if (is_timeout(a->error))
-        atomic_fetch_add(&d->timeouts, 1);
-    else
-        atomic_fetch_add(&d->errors, 1);
+    record(d, a->error, (int64_t)((now_ns() - rq->start_ns) / 1000));
     ac_future_release(rq->future);
     free(rq);
     issue_next(d);
@@ -152,8 +160,10 @@ static uint64_t calls_so_far(replica_model *m, const options *o)
     return o->count_calls ? o->count_calls(o->count_user) : atomic_load(&m->calls);
 }
 
-int run_strategy(ac_system *sys, replica_model *m, const options *o, const char *name,
-                 ac_props *props, int64_t ask_timeout_ms, run_result *out)
+/* Run one strategy's load through `props` (consumed), spawned in `sys`;
+ * 0, or -1 when it could not start. */
+static int run_strategy(ac_system *sys, replica_model *m, const options *o, const char *name,
+                        ac_props *props, int64_t ask_timeout_ms, run_result *out)
 {
     ac_ref *pool = ac_spawn(sys, props, name);
     if (!pool) {
@@ -168,6 +178,11 @@ int run_strategy(ac_system *sys, replica_model *m, const options *o, const char 
     }
     driver d = {.target = pool, .ask_timeout_ms = ask_timeout_ms, .total = o->requests};
     d.latency_us = calloc(o->requests, sizeof *d.latency_us);
+    d.failed_us = calloc(o->requests, sizeof *d.failed_us);
+    if (!d.latency_us || !d.failed_us) {
+        fprintf(stderr, "actorc-hedge: out of memory\n");
+        exit(1);
+    }
     pthread_mutex_init(&d.lock, NULL);
     pthread_cond_init(&d.all_done, NULL);
     uint64_t calls_before = calls_so_far(m, o);
@@ -182,8 +197,8 @@ int run_strategy(ac_system *sys, replica_model *m, const options *o, const char 
     pthread_mutex_destroy(&d.lock);
     pthread_cond_destroy(&d.all_done);
     *out = (run_result){
-        .name = name,
         .latency_us = d.latency_us,
+        .failed_us = d.failed_us,
         .ok = atomic_load(&d.ok),
         .timeouts = atomic_load(&d.timeouts),
         .errors = atomic_load(&d.errors),
@@ -191,7 +206,25 @@ int run_strategy(ac_system *sys, replica_model *m, const options *o, const char 
         .seconds = seconds,
         .calls_per_request = (double)(calls_so_far(m, o) - calls_before) / (double)o->requests,
     };
+    snprintf(out->name, sizeof out->name, "%s", name);
     return 0;
+}
+
+size_t run_pass(ac_system *sys, replica_model *m, const options *o, bool breakers,
+                router_factory make, void *user, run_result *runs, size_t *n)
+{
+    plan plans[STRATEGIES];
+    plans_make(o, breakers, plans);
+    for (size_t i = 0; i < STRATEGIES; i++) {
+        ac_props *props = make(&plans[i], user);
+        if (!props)
+            fprintf(stderr, "actorc-hedge: cannot make %s: %s\n", plans[i].name,
+                    ac_last_error());
+        else if (run_strategy(sys, m, o, plans[i].name, props, plans[i].ask_timeout_ms,
+                              &runs[*n]) == 0)
+            (*n)++;
+    }
+    return STRATEGIES;
 }
 
 /* ---- flags ------------------------------------------------------------ */
@@ -225,8 +258,8 @@ static void usage(FILE *out)
             "  --seed N           random seed (default 42)\n"
             "  --nodes N          run the replicas as N actorc-node processes on this\n"
             "                     machine, joined in one cluster over loopback, and\n"
-            "                     route to them with the cluster routers (round-robin,\n"
-            "                     random, scatter/gather, hedged) from a client node\n"
+            "                     route to them with the cluster routers of the same\n"
+            "                     strategies from a client node\n"
             "  --node-program P   the actorc-node to run (default: the one built beside\n"
             "                     this program)\n"
             "  --quiet            no progress bar\n"
@@ -327,9 +360,6 @@ static int parse_args(int argc, char **argv, options *o, replica_model *m)
 
 /* ---- main ------------------------------------------------------------- */
 
-/* Strategies per pass: three pools, scatter/gather, two hedged routers. */
-#define PLANS 6
-
 /* A PNG beside the SVG, when an SVG renderer (rsvg-convert) is installed. */
 static void write_png(const char *svg)
 {
@@ -375,42 +405,29 @@ static ac_system *start_system(const options *o)
     return sys;
 }
 
-typedef struct plan {
-    const char *name;
-    ac_props *props;
-    int64_t ask_timeout;
-} plan;
+/* The replicas in this process: a pool of o->replicas per strategy. */
+typedef struct local_pools {
+    const options *o;
+    replica_model *m;
+} local_pools;
 
-/* Every strategy, with routee options `r`; a pass with breakers has names
- * ending in "+cb". The hedged routers' names are kept in `names`. */
-static void make_plans(const options *o, const ac_routee_options *r, bool cb,
-                       char names[2][32], plan out[PLANS])
+static ac_props *make_pool(const plan *p, void *user)
 {
-    ac_scatter_gather_options sg = {.timeout_ms = o->timeout_ms};
-    /* The fixed delay, and the adaptive one that starts from it. */
-    ac_hedged_options fixed = {.timeout_ms = o->timeout_ms, .delay_us = o->hedge_delay_us};
-    ac_hedged_options adaptive = {.timeout_ms = o->timeout_ms,
-                                  .delay_kind = AC_HEDGE_DELAY_ADAPTIVE,
-                                  .delay_us = o->hedge_delay_us,
-                                  .percentile = o->hedge_percentile};
-    snprintf(names[0], 32, "hedged-%gms%s", (double)o->hedge_delay_us / 1000, cb ? "+cb" : "");
-    snprintf(names[1], 32, "hedged-p%g%s", o->hedge_percentile, cb ? "+cb" : "");
-    int n = o->replicas;
-    /* A gathering router's caller waits longer than the router, so that a
-     * failed request reports its AggregateError rather than the caller's
-     * own timeout. */
-    int64_t t = o->timeout_ms, gather_t = o->timeout_ms + 500;
-    plan plans[PLANS] = {
-        {cb ? "round-robin+cb" : "round-robin", ac_router_round_robin(n, &hedge_replica, r), t},
-        {cb ? "random+cb" : "random", ac_router_random(n, &hedge_replica, r), t},
-        {cb ? "smallest-mailbox+cb" : "smallest-mailbox",
-         ac_router_smallest_mailbox(n, &hedge_replica, r), t},
-        {cb ? "scatter-gather+cb" : "scatter-gather",
-         ac_router_scatter_gather_first_completed(n, &hedge_replica, &sg, r), gather_t},
-        {names[0], ac_router_hedged(n, &hedge_replica, &fixed, r), gather_t},
-        {names[1], ac_router_hedged(n, &hedge_replica, &adaptive, r), gather_t},
-    };
-    memcpy(out, plans, sizeof plans);
+    const local_pools *lp = user;
+    ac_breaker_options bo = demo_breaker_options(lp->o, lp->m);
+    ac_routee_options r = {.user_data = lp->m, .breaker = p->breakers ? &bo : NULL};
+    int n = lp->o->replicas;
+    switch (p->kind) {
+    case STRATEGY_ROUND_ROBIN: return ac_router_round_robin(n, &hedge_replica, &r);
+    case STRATEGY_RANDOM: return ac_router_random(n, &hedge_replica, &r);
+    case STRATEGY_SMALLEST_MAILBOX: return ac_router_smallest_mailbox(n, &hedge_replica, &r);
+    case STRATEGY_SCATTER_GATHER:
+        return ac_router_scatter_gather_first_completed(n, &hedge_replica, &p->sg, &r);
+    case STRATEGY_HEDGED_FIXED:
+    case STRATEGY_HEDGED_ADAPTIVE: return ac_router_hedged(n, &hedge_replica, &p->hedged, &r);
+    case STRATEGIES: break;
+    }
+    return NULL;
 }
 
 ac_breaker_options demo_breaker_options(const options *o, const replica_model *m)
@@ -420,26 +437,6 @@ ac_breaker_options demo_breaker_options(const options *o, const replica_model *m
     return (ac_breaker_options){.max_failures = 5, .call_timeout_ms = o->timeout_ms,
                                 .reset_timeout_ms = 1000, .max_reset_timeout_ms = 10000,
                                 .random_factor = 0.2, .seed = m->seed};
-}
-
-/* Run every strategy once, after `runs[*n]`; returns how many were planned. */
-static size_t run_pass(ac_system *sys, replica_model *m, const options *o, bool breakers,
-                       run_result *runs, size_t *n)
-{
-    static char names[2][2][32];
-    ac_breaker_options bo = demo_breaker_options(o, m);
-    ac_routee_options ro = {.user_data = m, .breaker = breakers ? &bo : NULL};
-    plan plans[PLANS];
-    make_plans(o, &ro, breakers, names[breakers], plans);
-    for (size_t i = 0; i < PLANS; i++) {
-        if (!plans[i].props)
-            fprintf(stderr, "actorc-hedge: cannot make %s: %s\n", plans[i].name,
-                    ac_last_error());
-        else if (run_strategy(sys, m, o, plans[i].name, plans[i].props, plans[i].ask_timeout,
-                              &runs[*n]) == 0)
-            (*n)++;
-    }
-    return PLANS;
 }
 
 void report(const options *o, const replica_model *m, run_result *runs, size_t n,
@@ -481,13 +478,16 @@ int main(int argc, char **argv)
              o.replicas, m.median_ms, m.sigma, m.tail_pct, m.tail_ms, m.error_pct,
              m.dead_replica ? "; one dead replica" : "", o.requests, o.concurrency);
     printf("actorc-hedge: %s\n\n", subtitle);
-    run_result runs[2 * PLANS];
-    size_t n = 0, planned = run_pass(sys, &m, &o, false, runs, &n);
+    run_result runs[2 * STRATEGIES];
+    local_pools pools = {.o = &o, .m = &m};
+    size_t n = 0, planned = run_pass(sys, &m, &o, false, make_pool, &pools, runs, &n);
     if (o.breakers)
-        planned += run_pass(sys, &m, &o, true, runs, &n);
+        planned += run_pass(sys, &m, &o, true, make_pool, &pools, runs, &n);
     report(&o, &m, runs, n, subtitle);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(runs[i].latency_us);
+        free(runs[i].failed_us);
+    }
     ac_system_terminate(sys);
     return n == planned ? 0 : 1;
 }

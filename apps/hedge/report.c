@@ -4,6 +4,11 @@
  * the latency distribution of every strategy as an SVG chart, percentile
  * on a "nines" axis (50, 90, 99, 99.9 …) against latency on a log axis —
  * the tail is where strategies differ.
+ *
+ * Every figure of latency counts every request, a failed one at the time
+ * its error came (a timeout at its deadline), as a latency objective
+ * counts it: a strategy that times out a third of its requests has a p99
+ * at its deadline, not the p99 of the requests it happened to answer.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -17,18 +22,29 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Requests answered, with a reply or an error: latency_us's length. */
+static size_t answered(const run_result *r)
+{
+    return r->ok + r->timeouts + r->errors;
+}
+
+static size_t failed(const run_result *r)
+{
+    return r->timeouts + r->errors;
+}
+
 static void sort_once(const run_result *r)
 {
     /* Sorting in place is harmless: the order of samples carries nothing. */
-    qsort(r->latency_us, r->ok, sizeof *r->latency_us, cmp_i64);
+    qsort(r->latency_us, answered(r), sizeof *r->latency_us, cmp_i64);
 }
 
-/* Nearest rank over the successful requests. */
 int64_t percentile_us(const run_result *r, double p)
 {
-    if (r->ok == 0)
+    size_t n = answered(r);
+    if (n == 0)
         return -1;
-    size_t rank = (size_t)ceil(p / 100.0 * (double)r->ok);
+    size_t rank = (size_t)ceil(p / 100.0 * (double)n);
     if (rank < 1)
         rank = 1;
     return r->latency_us[rank - 1];
@@ -61,6 +77,9 @@ void report_table(FILE *out, const run_result *runs, size_t n)
         fprintf(out, " %9.0f %9zu %7zu %10.2f\n", (double)r->ok / r->seconds, r->timeouts,
                 r->errors, r->calls_per_request);
     }
+    fprintf(out, "p50 .. max count every request, a failed one at the time its error came (a\n"
+                 "  timeout at its deadline), as a latency objective would; req/s: successes a\n"
+                 "  second; calls/req: requests the replicas handled per request\n");
 }
 
 /* The run called `name` (with the same "+cb" suffix as `like`), or NULL. */
@@ -83,7 +102,7 @@ void report_price(FILE *out, const run_result *runs, size_t n)
     for (size_t i = 0; i < n; i++) {
         const run_result *h = &runs[i];
         const run_result *sg = find_run(runs, n, "scatter-gather", h->name);
-        if (strncmp(h->name, "hedged-", 7) != 0 || !sg || !h->ok || !sg->ok)
+        if (strncmp(h->name, "hedged-", 7) != 0 || !sg || !answered(h) || !answered(sg))
             continue;
         if (!header)
             fprintf(out, "\nthe tail and its price, beside scatter-gather:\n");
@@ -103,44 +122,60 @@ void report_price(FILE *out, const run_result *runs, size_t n)
 static const double bucket_ms[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, INFINITY};
 #define NBUCKETS (sizeof bucket_ms / sizeof bucket_ms[0])
 
+static void count_buckets(const int64_t *us, size_t n, size_t counts[NBUCKETS])
+{
+    for (size_t k = 0; k < n; k++) {
+        double ms = us[k] / 1000.0;
+        size_t b = 0;
+        while (ms >= bucket_ms[b])
+            b++;
+        counts[b]++;
+    }
+}
+
+static void bars(FILE *out, char c, double pct)
+{
+    for (int k = 0; k < (int)(pct / 2); k++)
+        fputc(c, out);
+}
+
+/* One strategy's buckets: # for its successes, x for its failures. */
+static void histogram_of(FILE *out, const run_result *r)
+{
+    size_t all[NBUCKETS] = {0}, fails[NBUCKETS] = {0};
+    count_buckets(r->latency_us, answered(r), all);
+    count_buckets(r->failed_us, failed(r), fails);
+    fprintf(out, "\n%s\n", r->name);
+    double lo = 0;
+    for (size_t b = 0; b < NBUCKETS; b++) {
+        char range[32];
+        if (isinf(bucket_ms[b]))
+            snprintf(range, sizeof range, ">= %g ms", lo);
+        else
+            snprintf(range, sizeof range, "%g-%g ms", lo, bucket_ms[b]);
+        lo = bucket_ms[b];
+        if (!all[b])
+            continue;
+        double ok = 100.0 * (double)(all[b] - fails[b]) / (double)r->requests;
+        double bad = 100.0 * (double)fails[b] / (double)r->requests;
+        fprintf(out, "  %12s %6.2f%% ", range, ok + bad);
+        bars(out, '#', ok);
+        bars(out, 'x', bad);
+        if ((int)(ok / 2) + (int)(bad / 2) == 0)
+            fputc('~', out);
+        fputc('\n', out);
+    }
+    if (failed(r))
+        fprintf(out, "  %12s %6.2f%% (the x above)\n", "failed",
+                100.0 * (double)failed(r) / (double)r->requests);
+}
+
 void report_histogram(FILE *out, const run_result *runs, size_t n)
 {
-    fprintf(out, "share of requests by latency (each # is 2%%; ~ less than 2%%)\n");
-    for (size_t i = 0; i < n; i++) {
-        const run_result *r = &runs[i];
-        size_t counts[NBUCKETS] = {0};
-        for (size_t k = 0; k < r->ok; k++) {
-            double ms = r->latency_us[k] / 1000.0;
-            size_t b = 0;
-            while (ms >= bucket_ms[b])
-                b++;
-            counts[b]++;
-        }
-        fprintf(out, "\n%s\n", r->name);
-        double lo = 0;
-        for (size_t b = 0; b < NBUCKETS; b++) {
-            char range[32];
-            if (isinf(bucket_ms[b]))
-                snprintf(range, sizeof range, ">= %g ms", lo);
-            else
-                snprintf(range, sizeof range, "%g-%g ms", lo, bucket_ms[b]);
-            lo = bucket_ms[b];
-            if (!counts[b])
-                continue;
-            double pct = 100.0 * (double)counts[b] / (double)r->requests;
-            int bars = (int)(pct / 2);
-            fprintf(out, "  %12s %6.2f%% ", range, pct);
-            for (int k = 0; k < bars; k++)
-                fputc('#', out);
-            if (bars == 0)
-                fputc('~', out);
-            fputc('\n', out);
-        }
-        size_t failed = r->timeouts + r->errors;
-        if (failed)
-            fprintf(out, "  %12s %6.2f%%\n", "failed",
-                    100.0 * (double)failed / (double)r->requests);
-    }
+    fprintf(out, "share of requests by latency, a failed one at the time its error came\n"
+                 "(each # is 2%% answered, each x 2%% failed; ~ less than 2%%)\n");
+    for (size_t i = 0; i < n; i++)
+        histogram_of(out, &runs[i]);
 }
 
 /* ---- SVG -------------------------------------------------------------- */
@@ -204,11 +239,12 @@ int report_svg(const char *path, const run_result *runs, size_t n, const char *s
     double xmin = 1e9, xmax = 0;
     size_t most = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!runs[i].ok)
+        size_t k = answered(&runs[i]);
+        if (!k)
             continue;
         xmin = fmin(xmin, percentile_us(&runs[i], 1) / 1000.0); /* the body, not outliers */
-        xmax = fmax(xmax, runs[i].latency_us[runs[i].ok - 1] / 1000.0);
-        most = runs[i].ok > most ? runs[i].ok : most;
+        xmax = fmax(xmax, runs[i].latency_us[k - 1] / 1000.0);
+        most = k > most ? k : most;
     }
     if (most == 0)
         return -1;
@@ -224,6 +260,9 @@ int report_svg(const char *path, const run_result *runs, size_t n, const char *s
     fprintf(f, "<text x='%d' y='28' font-size='18'>Latency by strategy: hedged requests cut the "
                "tail</text>\n<text x='%d' y='50' font-size='12' fill='#555'>%s</text>\n",
             ML, ML, subtitle);
+    fprintf(f, "<text x='%d' y='64' font-size='11' fill='#555'>Every request counts, a failed one "
+               "at the time its error came (a timeout at its deadline).</text>\n",
+            ML);
     axes(f, xmin, xmax, ymax);
     /* 44 px per strategy, closer when there are many: all stay inside */
     int legend_step = (H - MT - 40) / (int)n < 44 ? (H - MT - 40) / (int)n : 44;
@@ -231,8 +270,8 @@ int report_svg(const char *path, const run_result *runs, size_t n, const char *s
         const run_result *r = &runs[i];
         const char *color = colors[i % NCOLORS];
         fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2' points='", color);
-        size_t step = r->ok > 4000 ? r->ok / 4000 : 1;
-        for (size_t k = 0; k < r->ok; k += step) {
+        size_t samples = answered(r), step = samples > 4000 ? samples / 4000 : 1;
+        for (size_t k = 0; k < samples; k += step) {
             double p = (double)(k + 1) / (double)(r->requests + 1);
             double x = ML + (log10(fmax(r->latency_us[k] / 1000.0, xmin)) - log10(xmin)) /
                                 (log10(xmax) - log10(xmin)) * (W - ML - MR);
