@@ -692,8 +692,9 @@ static void peer_down_finish(ac_node *node, ac__peer *peer, const char *why)
 static void set_int(void *s, int opt, int v) { zmq_setsockopt(s, opt, &v, sizeof v); }
 
 /* Room for one more connection: at max_connections, close the oldest one
- * still waiting for its peer's hello (that peer is lost: what it had was
- * never answered). False when every one has said hello. */
+ * not yet made, or still waiting for its peer's hello (that peer is lost:
+ * what it had was never answered). False when every one is made and has
+ * said hello. */
 static bool conn_room(ac_node *node)
 {
     if (node->conn_count < node->options.max_connections)
@@ -701,7 +702,8 @@ static bool conn_room(ac_node *node)
     ac__peer *victim = NULL;
     for (size_t i = 0; i < node->conn_count; i++) {
         ac__peer *q = node->conns[i];
-        if (atomic_load_explicit(&q->state, memory_order_relaxed) == AC__PEER_CONNECTING &&
+        if ((!q->dealer_connected ||
+             atomic_load_explicit(&q->state, memory_order_relaxed) == AC__PEER_CONNECTING) &&
             (!victim || q->connect_deadline_ns < victim->connect_deadline_ns))
             victim = q;
     }
@@ -1313,9 +1315,16 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
     ac__peer *old = NULL, *p;
     pthread_mutex_lock(&node->lock);
     p = peer_by_address(node, (const char *)s->address.ptr, s->address.len);
-    if (p == node->self) { /* someone claims our address */
+    ac__peer *same = ac__ptab_by_inc(&node->peers, inc, node->self);
+    if (p == node->self || (same && same != p)) {
+        /* Someone claims our address, or an incarnation Up at one address
+         * names another: one connection must not make this node dial
+         * address after address. */
         pthread_mutex_unlock(&node->lock);
         COUNT(node, decode_errors, c_decode_errors, 1);
+        log_limited(node, &node->last_decode_log, "refused a hello naming %s: %s",
+                    p == node->self ? "this node's own address" : "a second address",
+                    p == node->self ? "someone claims it" : "its incarnation is known elsewhere");
         return;
     }
     const char *old_why = NULL;
@@ -1574,7 +1583,11 @@ static void drain_monitor(ac_node *node, ac__peer *p)
                 bool up = atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_UP;
                 p->refused = !up;
                 pthread_mutex_unlock(&node->lock);
-                const char *why = up ? open_dealer(node, p) : NULL;
+                const char *why = NULL;
+                if (up && p->redialled) /* its hello named an address that refuses us */
+                    why = "its address refused this node's connection";
+                else if (up)
+                    p->redialled = true, why = open_dealer(node, p);
                 if (why)
                     peer_down(node, p, why);
                 return;
@@ -1713,11 +1726,13 @@ static void housekeeping(ac_node *node)
 {
     ac__corr_sweep(node);
     int64_t t = now_ns();
-    /* Dialled and not answered in time. The connections are this
-     * thread's; a loss takes one out of the array, so look again there. */
+    /* Dialled and not connected, or not answered, in time. The
+     * connections are this thread's; a loss takes one out of the array,
+     * so look again there. */
     for (size_t i = 0; i < node->conn_count;) {
         ac__peer *p = node->conns[i];
-        if (atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING &&
+        if ((!p->dealer_connected ||
+             atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING) &&
             t > p->connect_deadline_ns) {
             ac__peer_retain(p);
             lose_late(node, p);

@@ -63,6 +63,7 @@ struct ac__peer {
      * its hello, or its connect deadline to lose it. Under the lock. */
     bool refused;
     bool dialled; /* a connect began: connect_deadline_ns runs (under the lock) */
+    bool redialled; /* dialled again after a refusal once Up (transport) */
     bool flush_mark; /* its backlog grew in this round of the queue */
     int64_t connect_deadline_ns; /* while CONNECTING */
     /* Frames its DEALER would not take yet (at its high-water mark), in

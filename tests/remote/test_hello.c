@@ -189,11 +189,46 @@ static void test_a_hello_that_does_not_know_this_node_starts_again(void **state)
     close_dealer(f, d3);
 }
 
+/* One connection, one incarnation, many addresses: a node that took each
+ * hello would dial address after address for one stranger. The first is
+ * the fake peer's own; the rest are refused and counted. */
+static void test_one_incarnation_names_one_address(void **state)
+{
+    fake *f = *state;
+    uint64_t known = 1;
+    size_t d = hello_from_fake(f, 0);
+    assert_true(next_hello(f, 10000, &known));
+    ac_node_stats before;
+    assert_int_equal(ac_node_stats_get(f->node, &before), AC_OK);
+    for (int i = 0; i < 50; i++) {
+        char addr[64];
+        snprintf(addr, sizeof addr, "127.0.7.%d:9", 1 + i);
+        ac__wire_env hello = {.kind = AC__WIRE_HELLO, .target_inc = ac_node_incarnation(f->node)};
+        hello.sender = (ac__wire_sender){.kind = AC__WIRE_SENDER_ACTOR, .system = ws_span("fake"),
+                                         .address = ws_span(addr), .incarnation = FAKE_INC};
+        uint8_t buf[512];
+        size_t n = ac__wire_encode(&hello, buf, sizeof buf);
+        assert_true(n > 0 && n <= sizeof buf);
+        assert_int_equal(zmq_send(f->dealers[d], buf, n, 0), (int)n);
+    }
+    ac_node_stats st;
+    int64_t end = now_ms() + 10000;
+    do {
+        assert_int_equal(ac_node_stats_get(f->node, &st), AC_OK);
+    } while (st.decode_errors < before.decode_errors + 50 && now_ms() < end);
+    assert_int_equal(st.decode_errors, before.decode_errors + 50);
+    assert_int_equal(st.peers, 1);
+    assert_int_equal(st.connections, 1);
+    assert_int_equal(st.nodes_down, before.nodes_down);
+    close_dealer(f, d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_hello_that_does_not_know_this_node_starts_again,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_incarnation_names_one_address, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
