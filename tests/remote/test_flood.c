@@ -27,6 +27,17 @@
 /* The issue's well-behaved peers ask with a 1 s timeout; sanitized builds
  * on a loaded machine get twice that. */
 #define ASK_TIMEOUT_MS 2000
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
 #define FLOOD_S 4.0
 #define FLOOD_MAX 40000
 
@@ -281,11 +292,17 @@ static void test_flood_of_sender_addresses(void **state)
     ac_ref_release(f.echo);
     assert_status(ac_system_terminate(f.sys), AC_OK);
     asker_stop(&old, "the peer connected before the floods");
-    if (rss1 > rss0 * 6 / 5)
-        fail_msg("the node's RSS is %ld kB after the floods, over 120 %% of its %ld kB baseline",
-                 rss1, rss0);
-    /* A second flood leaves no more behind than the first did. */
-    assert_true(rss1 <= first_after + first_after / 20);
+    /* Memory, where the allocator is malloc's: a sanitizer's keeps what is
+     * freed (ASan's quarantine) or maps its own way, and its leak check
+     * at the node's exit is the test there. */
+    if (!SANITIZED) {
+        if (rss1 > rss0 * 6 / 5)
+            fail_msg("the node's RSS is %ld kB after the floods, over 120 %% of its %ld kB "
+                     "baseline",
+                     rss1, rss0);
+        /* A second flood leaves no more behind than the first did. */
+        assert_true(rss1 <= first_after + first_after / 20);
+    }
     assert_true(fds1 <= fds0);
     close(port_fd);
     rt_end(&server, 0);
