@@ -8,6 +8,7 @@
  * flood, one that first connects in the middle of it. Both are answered
  * within the ask timeout, every time; after the flood the node's memory
  * is back within 20 % of its baseline and its descriptors at theirs.
+ * And node processes that come, ask and exit, 200 times over.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -308,10 +309,64 @@ static void test_flood_of_sender_addresses(void **state)
     rt_end(&server, 0);
 }
 
+static void echo_receive(ac_ctx *ctx, ac_msg *msg) { ac_reply(ctx, ac_msg_retain(msg)); }
+static const ac_actor_def echo_def = {.name = "Echo", .receive = echo_receive};
+
+/* Node processes that connect, ask this process's node and exit (by
+ * closing their input, and every third by SIGKILL), 200 times over; after
+ * each the node answers a standing peer. Closing the connection to one
+ * that left once hung a node's I/O for good. */
+static void test_processes_come_ask_and_exit(void **state)
+{
+    (void)state;
+    ac_system *srv_sys = ac_system_create("srv", &(ac_system_options){.workers = 1});
+    assert_non_null(srv_sys);
+    ac_node *srv = ac_node_start(srv_sys, &(ac_node_options){.bind = "tcp://127.0.0.1:0"});
+    assert_non_null(srv);
+    ac_ref_release(ts_spawn(srv_sys, &echo_def, NULL, "echo"));
+    char echo_path[256];
+    snprintf(echo_path, sizeof echo_path, "actorc://srv@%s/user/echo", ac_node_address(srv));
+
+    ac_system *cli_sys = ac_system_create("cli", &(ac_system_options){.workers = 1});
+    assert_non_null(cli_sys);
+    ac_node *cli = ac_node_start(cli_sys, &(ac_node_options){.bind = "tcp://127.0.0.1:0"});
+    assert_non_null(cli);
+    ac_ref *echo = ac_node_resolve(cli, echo_path);
+    assert_non_null(echo);
+
+    static const char *const args[] = {NULL};
+    long rounds = ts_env_long("ACTORC_TEST_PEER_ROUNDS", 200);
+    for (long i = 0; i < rounds; i++) {
+        rt_proc v;
+        assert_true(rt_start(&v, args));
+        char buf[256];
+        ac_ref *asker = ac_node_resolve(cli, rt_path(&v, "replicas", "/user/asker", buf, sizeof buf));
+        assert_non_null(asker);
+        ac_answer a;
+        ac_status st = ac_ask_wait(asker, ac_msg_str_new(echo_path), ASK_TIMEOUT_MS * 5, &a);
+        if (st != AC_OK || !ac_msg_is(a.reply, &ac_msg_type_str) ||
+            strncmp(ac_msg_str(a.reply), "ping|", 5) != 0)
+            fail_msg("round %ld: the visitor's ask of the node: %s", i,
+                     st == AC_OK ? ac_msg_str(a.reply) : ac_last_error());
+        ac_answer_release(&a);
+        ac_ref_release(asker);
+        rt_end(&v, i % 3 == 2 ? SIGKILL : 0);
+        st = ac_ask_wait(echo, ac_msg_str_new("still there?"), ASK_TIMEOUT_MS, &a);
+        if (st != AC_OK)
+            fail_msg("round %ld: after a visitor left, the node did not answer: %s", i,
+                     a.error ? ac_error_message(a.error) : ac_last_error());
+        ac_answer_release(&a);
+    }
+    ac_ref_release(echo);
+    assert_status(ac_system_terminate(cli_sys), AC_OK);
+    assert_status(ac_system_terminate(srv_sys), AC_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flood_of_sender_addresses),
+        cmocka_unit_test(test_processes_come_ask_and_exit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
