@@ -1359,6 +1359,9 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
         }
         if (!p) {
             pthread_mutex_unlock(&node->lock);
+            log_counted(node, &node->last_refuse_log, &node->refusals_unlogged,
+                        "refused the hello of %.*s: %s", (int)s->address.len,
+                        (const char *)s->address.ptr, ac_last_error());
             return;
         }
     }

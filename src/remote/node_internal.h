@@ -175,7 +175,7 @@ struct ac_node {
     /* When the transport thread last logged each kind of warning (a
      * line a second at most), and the lines left out since. */
     int64_t last_decode_log, last_stale_log, last_loss_log, last_refuse_log;
-    uint64_t losses_unlogged;
+    uint64_t losses_unlogged, refusals_unlogged;
 
     /* Peers with a DEALER (the transport thread's), max_connections at
      * most; and the poll set made of them. */
