@@ -4,7 +4,7 @@
 #ifndef AC_ASK_ASK_INTERNAL_H
 #define AC_ASK_ASK_INTERNAL_H
 
-#include "actorc.h"
+#include "actorc/ask.h"
 
 /* ac_ask's work, under the name `fn` of the call that asks, returning its
  * status (and recording it, with a message) so that callers need not read

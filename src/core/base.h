@@ -11,7 +11,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "actorc.h"
+/* The core's own public headers: not the umbrella, which would let every
+ * internal file see the layers above the core (ask, metrics, routers,
+ * breakers, remoting). A layer above includes its own. */
+#include "actorc/actor.h"
+#include "actorc/error.h"
+#include "actorc/export.h"
+#include "actorc/log.h"
+#include "actorc/msg.h"
+#include "actorc/status.h"
+#include "actorc/supervision.h"
+#include "actorc/system.h"
+#include "actorc/timer.h"
 
 #define AC__CACHELINE 64
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "actorc/metrics.h" /* the metrics option: the registry, on at creation */
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/core_msgs.h"

@@ -36,7 +36,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <actorc.h>
+#include "actorc/log.h"
+#include "actorc/metrics.h"
+#include "actorc/status.h"
+#include "actorc/system.h"
 
 #include "metrics/http_guard.h"
 

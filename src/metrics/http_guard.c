@@ -46,7 +46,10 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include <actorc.h>
+#include "actorc/log.h"
+#include "actorc/metrics.h"
+#include "actorc/status.h"
+#include "actorc/system.h"
 
 #include "core/sync.h"
 #include "metrics/http_guard.h"

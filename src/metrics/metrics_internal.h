@@ -4,6 +4,7 @@
 #ifndef AC_METRICS_INTERNAL_H
 #define AC_METRICS_INTERNAL_H
 
+#include "actorc/metrics.h"
 #include "core/clock.h"
 #include "core/hooks.h"
 #include "core/sync.h"

@@ -5,6 +5,9 @@
 #ifndef AC_PATTERNS_BREAKER_INTERNAL_H
 #define AC_PATTERNS_BREAKER_INTERNAL_H
 
+#include "actorc/ask.h"
+#include "actorc/breaker.h"
+#include "actorc/metrics.h"
 #include "core/alloc.h"
 #include "core/base.h"
 

@@ -14,6 +14,9 @@
 
 #include <pthread.h>
 
+#include "actorc/ask.h"
+#include "actorc/metrics.h"
+#include "actorc/remote.h"
 #include "ask/oneshot.h"
 #include "core/alloc.h"
 #include "core/extension.h"

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <actorc/remote.h>
+#include "actorc/remote.h"
 
 #include "core/base.h"
 

@@ -59,7 +59,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <actorc.h>
+#include "actorc/error.h"
+#include "actorc/msg.h"
 
 #define AC__WIRE_VERSION 1
 

@@ -10,6 +10,10 @@
 #ifndef AC_ROUTING_GATHER_H
 #define AC_ROUTING_GATHER_H
 
+#include "actorc/breaker.h"
+#include "actorc/hedge.h"
+#include "actorc/metrics.h"
+#include "actorc/scatter_gather.h"
 #include "ask/oneshot.h"
 #include "routing/hedge_budget.h"
 #include "routing/latency_window.h"

@@ -29,6 +29,10 @@
 #ifndef AC_ROUTING_MEMBER_GROUP_H
 #define AC_ROUTING_MEMBER_GROUP_H
 
+#include "actorc/breaker.h"
+#include "actorc/hedge.h"
+#include "actorc/router.h"
+#include "actorc/scatter_gather.h"
 #include "core/base.h"
 
 typedef struct ac__member_group_ops ac__member_group_ops;

@@ -11,6 +11,10 @@
 #ifndef AC_ROUTING_ROUTER_INTERNAL_H
 #define AC_ROUTING_ROUTER_INTERNAL_H
 
+#include "actorc/breaker.h"
+#include "actorc/hedge.h"
+#include "actorc/router.h"
+#include "actorc/scatter_gather.h"
 #include "core/clock.h"
 #include "core/props.h"
 #include "core/sync.h"
