@@ -395,9 +395,12 @@ static void test_timers_waking_many_actors(void **state)
 
 /* ---- a timer-woken actor queued behind a long turn -------------------- */
 
-enum { STRAND_ROUNDS = 5, LONG_TURN_MS = 60 };
+/* The long turn lasts until the quick actor has run, or LONG_TURN_MS: a
+ * quick actor stranded behind it shows as a turn that ran out. Not a
+ * latency bound: on a loaded machine another worker may wait for a core,
+ * but within seconds it steals. */
+enum { STRAND_ROUNDS = 5, LONG_TURN_MS = 3000 };
 #define STRAND_DELAY_US 500
-#define STRAND_BOUND_NS 30000000ll /* half the long turn */
 
 static const ac_msg_type ARM_PAIR = {.name = "test.ArmPair"};
 static const ac_msg_type PAIR_FIRED = {.name = "test.PairFired"}; /* {armed_ns} */
@@ -405,6 +408,7 @@ static const ac_msg_type PAIR_FIRED = {.name = "test.PairFired"}; /* {armed_ns} 
 typedef struct strand_data {
     ac_ref *slow, *quick;
     atomic_llong quick_fired, slow_fired, wrong;
+    atomic_llong stranded;      /* long turns that ran out waiting for the quick one */
     atomic_llong worst_late_ns; /* the quick one's */
 } strand_data;
 
@@ -425,9 +429,12 @@ static void slow_receive(ac_ctx *ctx, ac_msg *msg)
 {
     strand_data *d = ac_ctx_user_data(ctx);
     (void)msg;
+    long long round = atomic_load(&d->slow_fired) + 1;
     int64_t until = mono_ns() + LONG_TURN_MS * 1000000ll;
-    while (mono_ns() < until)
+    while (atomic_load(&d->quick_fired) < round && mono_ns() < until)
         ;
+    if (atomic_load(&d->quick_fired) < round)
+        atomic_fetch_add(&d->stranded, 1);
     atomic_fetch_add(&d->slow_fired, 1);
 }
 
@@ -465,9 +472,13 @@ static void test_timer_woken_actor_not_stranded(void **state)
         assert_eventually(ts_wait_eq(&d->quick_fired, r, TS_WAIT_S), "the quick one ran");
         ts_sleep_ms(5); /* let the workers park again */
     }
-    if (atomic_load(&d->worst_late_ns) > STRAND_BOUND_NS)
-        fail_msg("an actor its timer woke waited %.1f ms behind another's long turn",
+    if (atomic_load(&d->stranded))
+        fail_msg("%lld of %d times an actor its timer woke waited for another's long turn to "
+                 "end (%.1f ms late at worst)",
+                 atomic_load(&d->stranded), STRAND_ROUNDS,
                  (double)atomic_load(&d->worst_late_ns) / 1e6);
+    print_message("the quick one ran %.2f ms late at worst\n",
+                  (double)atomic_load(&d->worst_late_ns) / 1e6);
     assert_int_equal(atomic_load(&d->wrong), 0);
     ac_ref_release(armer);
     ac_ref_release(d->slow);
