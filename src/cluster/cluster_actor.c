@@ -187,7 +187,9 @@ static const char *kind_name(ac_member_event_kind k)
     }
 }
 
-/* Tell every active subscriber (one message, shared). */
+/* Tell every active subscriber (one message, shared). Called after the
+ * change is published: a subscriber that reads the members or the status
+ * when its event comes finds the change there already. */
 static void emit(ac_ctx *ctx, ac_cluster *c, ac_member_event_kind kind, const ac__member_rec *r,
                  const char *why)
 {
@@ -227,10 +229,10 @@ static void evaluate(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r)
     r->member = true;
     r->status = AC_MEMBER_UP;
     r->last_heard_ms = now_ms(c);
-    emit(ctx, c, AC_MEMBER_EVENT_UP, r, NULL);
     if (c->provider == AC_CLUSTER_STATIC && !is_joined(c))
         ac__cluster_provider_ok(c);
     ac__cluster_publish(c);
+    emit(ctx, c, AC_MEMBER_EVENT_UP, r, NULL);
 }
 
 /* No longer a member (Down told when it was one). */
@@ -240,8 +242,8 @@ static void member_down(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const cha
         return;
     r->member = false;
     r->status = AC_MEMBER_DOWN;
-    emit(ctx, c, AC_MEMBER_EVENT_DOWN, r, why);
     ac__cluster_publish(c);
+    emit(ctx, c, AC_MEMBER_EVENT_DOWN, r, why);
 }
 
 /* Forget the record: Down when a member; its incarnation tombstoned when
@@ -389,8 +391,8 @@ static void on_beat(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
         rec_set_card(r, &card);
     if (r->member && r->status == AC_MEMBER_UNREACHABLE) {
         r->status = AC_MEMBER_UP;
-        emit(ctx, c, AC_MEMBER_EVENT_REACHABLE, r, NULL);
         ac__cluster_publish(c);
+        emit(ctx, c, AC_MEMBER_EVENT_REACHABLE, r, NULL);
     }
     evaluate(ctx, c, r);
 }
@@ -405,8 +407,8 @@ static void check_silence(ac_ctx *ctx, ac_cluster *c, int64_t t)
         r->status = AC_MEMBER_UNREACHABLE;
         char why[96];
         snprintf(why, sizeof why, "silent for %" PRId64 " ms", t - r->last_heard_ms);
-        emit(ctx, c, AC_MEMBER_EVENT_UNREACHABLE, r, why);
         ac__cluster_publish(c);
+        emit(ctx, c, AC_MEMBER_EVENT_UNREACHABLE, r, why);
     }
 }
 

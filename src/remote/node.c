@@ -679,9 +679,8 @@ static void peer_down_finish(ac_node *node, ac__peer *peer, const char *why)
         log_counted(node, &node->last_loss_log, &node->losses_unlogged,
                     "lost node %s, which never said hello: %s", peer->address, why);
     ac_error *err = ac__node_down_error(peer, why);
-    size_t n = ac__corr_fail_peer(node, peer, err);
+    ac__corr_fail_peer(node, peer, err); /* counts them */
     ac_error_release(err);
-    COUNT(node, asks_failed_by_node_loss, c_asks_failed, n);
     ac__rref_peer_lost(node, peer);
     ac__node_hook_down(node, peer, why);
     ac__peer_release(peer); /* the table's */

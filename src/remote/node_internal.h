@@ -231,7 +231,9 @@ ac_ref *ac__corr_take(ac_node *node, uint64_t corr); /* takes the lock; the entr
  * without us). Takes the lock. */
 void ac__corr_sweep(ac_node *node);
 /* Fail every entry waiting on `peer` (NULL: on any) with err
- * (borrowed). Takes the lock. */
+ * (borrowed); returns how many. A lost peer's are counted in
+ * asks_failed_by_node_loss, each before it is told, so that a caller who
+ * sees its ask fail sees it counted. Takes the lock. */
 size_t ac__corr_fail_peer(ac_node *node, ac__peer *peer, ac_error *err);
 size_t ac__corr_count(ac_node *node);
 

@@ -670,6 +670,11 @@ size_t ac__corr_fail_peer(ac_node *node, ac__peer *peer, ac_error *err)
             ac_msg *m = ac_msg_error_new(ac_error_retain(err));
             if (!m)
                 ac__oom_abort("a NodeDownError reply");
+            if (peer) {
+                atomic_fetch_add_explicit(&node->m.asks_failed_by_node_loss, 1,
+                                          memory_order_relaxed);
+                ac_counter_inc(node->c_asks_failed);
+            }
             ac_tell(list->reply, m, NULL);
             n++;
         }

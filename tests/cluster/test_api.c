@@ -153,6 +153,57 @@ static void test_order(void **state)
     ts_rec_free(late);
 }
 
+/* ---- what a subscriber finds when its event comes ----------------------- */
+
+/* Records "<kind> <address> listed|missing": whether the member list,
+ * read in the subscriber's turn, already shows the change it is told. */
+static void checker_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    ts_recorder *rec = ac_ctx_user_data(ctx);
+    const ac_member_event *ev = ac_member_event_get(msg);
+    if (!ev || ev->kind == AC_MEMBER_EVENT_UNREACHABLE || ev->kind == AC_MEMBER_EVENT_REACHABLE)
+        return;
+    ac_member_list list;
+    bool listed = false;
+    if (ac_cluster_members(ac_system_cluster(ac_ctx_system(ctx)), &list) == AC_OK) {
+        for (size_t i = 0; i < list.count; i++)
+            listed = listed || strcmp(list.members[i].address, ev->member.address) == 0;
+        ac_member_list_free(&list);
+    }
+    bool up = ev->kind == AC_MEMBER_EVENT_UP;
+    ts_rec_add(rec, "%s %s %s", kind_name(ev->kind), ev->member.address,
+               listed == up ? "listed" : "missing");
+}
+static const ac_actor_def checker_def = {.name = "Checker", .receive = checker_receive};
+
+/* The list is changed before the event is told: a member told Up is
+ * listed, one told Down is not, whatever the threads' timing. */
+static void test_an_event_finds_the_list_changed(void **state)
+{
+    (void)state;
+    pair p;
+    ts_recorder *rec = ts_rec_new();
+    pair_start(&p);
+    ac_ref *s = ac_spawn(p.sys[0], ac_props_new(&checker_def, rec), NULL);
+    assert_non_null(s);
+    assert_int_equal(ac_cluster_subscribe(p.cluster[0], s), AC_OK);
+    char up_other[128], down_other[128];
+    snprintf(up_other, sizeof up_other, "up %s listed", p.addr[1]);
+    snprintf(down_other, sizeof down_other, "down %s listed", p.addr[1]);
+    bool up = ts_rec_wait_count(rec, 2, WAIT_S);
+    ac_system_terminate(p.sys[1]);
+    p.sys[1] = NULL;
+    bool down = up && ts_rec_wait_count(rec, 3, WAIT_S);
+    if (!up || !down || ts_rec_index_of(rec, up_other) < 0 ||
+        ts_rec_index_of(rec, down_other) < 0) {
+        ts_rec_dump(rec, "events and the list");
+        fail_msg("a subscriber found the list behind its events");
+    }
+    ac_ref_release(s);
+    pair_end(&p);
+    ts_rec_free(rec);
+}
+
 /* A stopped subscriber is dropped (subscribing it again is no longer
  * "subscribed already"); an unsubscribed one hears nothing more. */
 static void test_unsubscribe(void **state)
@@ -462,6 +513,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_order),
+        cmocka_unit_test(test_an_event_finds_the_list_changed),
         cmocka_unit_test(test_unsubscribe),
         cmocka_unit_test(test_members_roles_status),
         cmocka_unit_test(test_big_card),

@@ -159,6 +159,19 @@ static bool wait_routees(ac_ref *router, size_t want, double timeout_s)
     return false;
 }
 
+/* Wait until this node has `n` asks waiting on other members. */
+static bool wait_pending_asks(ac_system *sys, uint64_t n, double timeout_s)
+{
+    double end = ts_now() + timeout_s;
+    do {
+        ac_node_stats s;
+        if (ac_node_stats_get(ac_system_node(sys), &s) == AC_OK && s.pending_asks >= n)
+            return true;
+        sleep_ms(5);
+    } while (ts_now() < end);
+    return false;
+}
+
 static const char *member_path(cluster_fx *c, int i, char *buf, size_t cap)
 {
     return rt_path(&c->members[i], "routers", "/user/replica", buf, cap);
@@ -575,7 +588,9 @@ static void test_stop_mid_scatter_and_bare_tell(void **state)
                                                 "scattered",
                                  TS_WAIT_S));
     ac_future *f = ac_ask(sg, ac_msg_str_new("q"), ASK_MS);
-    sleep_ms(200);
+    /* The router scatters in its own turn: stopped before that, it would
+     * drop the ask unread. Out means three asks wait on the members. */
+    assert_eventually(wait_pending_asks(c.sys, 3, TS_WAIT_S), "the scatter to go out");
     double t0 = ts_now();
     ac_stop(sg);
     ac_answer a;

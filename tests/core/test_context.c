@@ -80,9 +80,12 @@ static const ac_actor_def acc_def = {
     .name = "Accessors", .pre_start = acc_pre_start, .receive = acc_receive,
 };
 
+/* Events come from several actors, each recording after its own call
+ * (ac_reply, ac_forward) returns: what the test waited for may be seen
+ * before them, so each is waited for too. */
 static void expect_event(ts_recorder *rec, const char *label)
 {
-    if (ts_rec_index_of(rec, label) < 0) {
+    if (!ts_rec_wait_for(rec, label, TS_WAIT_S)) {
         ts_rec_dump(rec, "events");
         fail_msg("missing event \"%s\"", label);
     }

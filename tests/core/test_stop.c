@@ -358,7 +358,10 @@ static void test_stop_subtree(void **state)
                       "grandchild started");
     assert_status(ac_tell(parent, ac_msg_int64_new(OP_STOP_CHILD), NULL), AC_OK);
     assert_eventually(ts_wait_eq(&d->post_stops, 2, TS_WAIT_S), "child and grandchild stopped");
-    idx(d->rec, "stop child:AC_OK");
+    /* The parent records ac_stop's status after the call returns, maybe
+     * after the subtree has stopped on other workers. */
+    assert_eventually(ts_rec_wait_for(d->rec, "stop child:AC_OK", TS_WAIT_S),
+                      "the parent's ac_stop to return");
     expect_before(d->rec, "post_stop:grandchild", "post_stop:child");
     assert_int_equal(ts_rec_index_of(d->rec, "post_stop:parent"), -1);
 

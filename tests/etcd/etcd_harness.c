@@ -385,6 +385,36 @@ void eh_destroy(eh_etcd *x)
     free(x);
 }
 
+/* ---- waiting for a keeper's or a watcher's thread ----------------------- */
+
+bool eh_wait_reg_state(struct ac__etcd_reg *reg, int state, unsigned long long failures,
+                       double timeout_s, struct ac__etcd_reg_info *out)
+{
+    double end = now_s() + timeout_s;
+    for (;;) {
+        bool ok = ac__etcd_reg_status(reg, out) == AC_OK;
+        if (ok && (int)out->state == state && out->failures >= failures)
+            return true;
+        if (!ok || now_s() > end)
+            return false;
+        sleep_ms(10);
+    }
+}
+
+bool eh_wait_watch_state(struct ac__etcd_watch *w, int state, unsigned long long failures,
+                         double timeout_s, struct ac__etcd_watch_info *out)
+{
+    double end = now_s() + timeout_s;
+    for (;;) {
+        bool ok = ac__etcd_watch_status(w, out) == AC_OK;
+        if (ok && (int)out->state == state && out->failures >= failures)
+            return true;
+        if (!ok || now_s() > end)
+            return false;
+        sleep_ms(10);
+    }
+}
+
 /* ---- the group fixture -------------------------------------------------- */
 
 struct ac__etcd *eh_client(const char *url, const struct ac__etcd_options *o)

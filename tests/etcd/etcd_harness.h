@@ -52,10 +52,26 @@ void eh_kill(eh_etcd *etcd);
 /* Kill it, remove its directory, free it. NULL is a no-op. */
 void eh_destroy(eh_etcd *etcd);
 
-/* ---- a fixture for a test group: one etcd and a client of it ---------- */
+/* ---- waiting for a keeper's or a watcher's thread ----------------------- */
 
 struct ac__etcd;
 struct ac__etcd_options;
+struct ac__etcd_reg;
+struct ac__etcd_reg_info;
+struct ac__etcd_watch;
+struct ac__etcd_watch_info;
+
+/* The keeper and the watcher change their state on threads of their own:
+ * a test that expects a state waits for it, with a deadline. Each polls
+ * the status until `state` (an ac__etcd_reg_state / ac__etcd_watch_state)
+ * shows, with at least `failures` failed attempts, and leaves the last
+ * status read in *out; false when timeout_s passed first. */
+bool eh_wait_reg_state(struct ac__etcd_reg *reg, int state, unsigned long long failures,
+                       double timeout_s, struct ac__etcd_reg_info *out);
+bool eh_wait_watch_state(struct ac__etcd_watch *w, int state, unsigned long long failures,
+                         double timeout_s, struct ac__etcd_watch_info *out);
+
+/* ---- a fixture for a test group: one etcd and a client of it ---------- */
 
 typedef struct eh_fixture {
     eh_etcd *etcd;

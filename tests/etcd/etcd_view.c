@@ -71,11 +71,13 @@ void ev_on_event(const ac__etcd_event *ev, void *user)
             v->items[at] = v->items[--v->n];
         atomic_fetch_add(&v->deletes, 1);
     }
-    pthread_mutex_unlock(&v->mu);
+    /* Recorded before the lock goes: a test that saw the view change
+     * (ev_wait_has, ev_wait_gone) finds the event in the record too. */
     if (ev->kind == AC__ETCD_PUT)
         ts_rec_add(v->rec, "PUT %.40s=%.40s", ev->key, ev->value);
     else
         ts_rec_add(v->rec, "DELETE %.40s", ev->key);
+    pthread_mutex_unlock(&v->mu);
 }
 
 bool ev_has(ev_view *v, const char *key, const char *value)

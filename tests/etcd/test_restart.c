@@ -15,32 +15,6 @@
 #include "etcd_harness.h"
 #include "etcd_view.h"
 
-static bool wait_reg_state(ac__etcd_reg *reg, ac__etcd_reg_state state, double timeout_s,
-                           ac__etcd_reg_info *out)
-{
-    double end = ts_now() + timeout_s;
-    for (;;) {
-        if (ac__etcd_reg_status(reg, out) == AC_OK && out->state == state)
-            return true;
-        if (ts_now() > end)
-            return false;
-        ts_sleep_ms(10);
-    }
-}
-
-static bool wait_watch_state(ac__etcd_watch *w, ac__etcd_watch_state state, double timeout_s,
-                             ac__etcd_watch_info *out)
-{
-    double end = ts_now() + timeout_s;
-    for (;;) {
-        if (ac__etcd_watch_status(w, out) == AC_OK && out->state == state)
-            return true;
-        if (ts_now() > end)
-            return false;
-        ts_sleep_ms(10);
-    }
-}
-
 static void one_outage(eh_etcd *etcd, ac__etcd *e, ac__etcd_reg *reg, ac__etcd_watch *w,
                        ev_view *v, int round)
 {
@@ -60,13 +34,13 @@ static void one_outage(eh_etcd *etcd, ac__etcd *e, ac__etcd_reg *reg, ac__etcd_w
 
     eh_kill(etcd);
     ac__etcd_reg_info ri;
-    assert_eventually(wait_reg_state(reg, AC__ETCD_REG_RETRYING, TS_WAIT_S, &ri),
+    assert_eventually(eh_wait_reg_state(reg, AC__ETCD_REG_RETRYING, 0, TS_WAIT_S, &ri),
                       "the keeper to notice");
     if (!strstr(ri.why, "retrying") || !strstr(ri.why, "no endpoint answered") ||
         !strstr(ri.why, etcd->url))
         fail_msg("the keeper's status says: %s", ri.why);
     ac__etcd_watch_info wi;
-    assert_eventually(wait_watch_state(w, AC__ETCD_WATCH_RETRYING, TS_WAIT_S, &wi),
+    assert_eventually(eh_wait_watch_state(w, AC__ETCD_WATCH_RETRYING, 0, TS_WAIT_S, &wi),
                       "the watcher to notice");
     print_message("while etcd is down:\n  keeper: %s\n  watcher: %s\n", ri.why, wi.why);
     ts_sleep_ms(600); /* a few retries */
@@ -76,14 +50,14 @@ static void one_outage(eh_etcd *etcd, ac__etcd *e, ac__etcd_reg *reg, ac__etcd_w
     assert_status(ac__etcd_delete(e, gone, NULL), AC_OK);
     assert_status(ac__etcd_put(e, added, "a", 1, 0), AC_OK);
 
-    assert_eventually(wait_reg_state(reg, AC__ETCD_REG_REGISTERED, 20.0, &ri),
+    assert_eventually(eh_wait_reg_state(reg, AC__ETCD_REG_REGISTERED, 0, 20.0, &ri),
                       "the keeper to register again");
     assert_true(ev_etcd_has(e, "cluster/self", NULL, 0));
     assert_eventually(ev_wait_gone(v, gone, 20.0), "the deleted key's DELETE");
     assert_eventually(ev_wait_has(v, added, "a", 20.0), "the added key's PUT");
     assert_eventually(ev_wait_gone(v, mortal, 20.0), "the abandoned lease's expiry");
     assert_eventually(ev_wait_matches(v, e, "cluster/", 20.0), "the view to match etcd");
-    assert_eventually(wait_watch_state(w, AC__ETCD_WATCH_WATCHING, 20.0, &wi), "watching");
+    assert_eventually(eh_wait_watch_state(w, AC__ETCD_WATCH_WATCHING, 0, 20.0, &wi), "watching");
     assert_true(wi.lists > before.lists);
     assert_true(wi.failures > before.failures);
     assert_int_equal(atomic_load(&v->anomalies), 0);

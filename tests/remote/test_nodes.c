@@ -436,6 +436,7 @@ static void test_kill_fails_pending_asks_fast(void **state)
     uint64_t dead = ac_dead_letter_count(f->sys);
     ac_tell(echo, ac_msg_str_new("x"), NULL);
     assert_int_equal(ac_dead_letter_count(f->sys), dead + 1);
+    /* Counted before the asks were failed: seen as soon as they are. */
     ac_node_stats s;
     ac_node_stats_get(f->node, &s);
     assert_true(s.nodes_down >= 1);

@@ -1,14 +1,19 @@
 /*
  * Concurrency: the router's handler fires the asks and returns, so
  * scatters overlap freely — 10,000 of them over routees that each take
- * 50 ms finish in well under a second, and a scatter nobody answers holds
- * up no other caller.
+ * 50 ms finish in a small part of the 500 s they would take one after
+ * another (well under a second on an idle machine; how fast is for
+ * bench/), and a scatter nobody answers holds up no other caller.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include "sg_support.h"
 
 #define SCATTERS 10000
+/* A small part of the 500 s the scatters would take one after another:
+ * proof that they overlap, with room for a loaded machine and sanitizers
+ * (each ask times out then too). */
+#define OVERLAP_BOUND_S 20.0
 
 /* 10,000 concurrent scatters, each routee taking 50 ms (a schedule to
  * itself, not a blocked worker): one after another that would be 500 s. */
@@ -27,11 +32,11 @@ static void test_ten_thousand_concurrent_scatters(void **state)
     for (int i = 0; i < SCATTERS; i++) {
         char key[32];
         snprintf(key, sizeof key, "%d", i);
-        f[i] = ac_ask(router, sg_key_new(key, i), 20000);
+        f[i] = ac_ask(router, sg_key_new(key, i), (int64_t)(OVERLAP_BOUND_S * 1000));
         assert_non_null(f[i]);
     }
     double sent = ts_now() - t0;
-    double deadline = t0 + TS_WAIT_S;
+    double deadline = t0 + OVERLAP_BOUND_S;
     for (int i = 0; i < SCATTERS; i++) {
         ac_answer a;
         int64_t left_ms = (int64_t)((deadline - ts_now()) * 1000);
@@ -55,7 +60,7 @@ static void test_ten_thousand_concurrent_scatters(void **state)
     print_message("%d scatters over 3 routees taking 50 ms each: all sent in %.1f ms, "
                   "all answered in %.1f ms\n",
                   SCATTERS, sent * 1000, elapsed * 1000);
-    if (elapsed >= 3.0) {
+    if (elapsed >= OVERLAP_BOUND_S) {
         fail_msg("%d concurrent scatters took %.3f s", SCATTERS, elapsed);
     }
     for (int i = 0; i < SCATTERS; i++) {
