@@ -1406,9 +1406,39 @@ static void drain_zap(ac_node *node)
 
 /* ---- the transport thread: the loop ------------------------------------ */
 
+/* Take out of the table the peers nobody uses: heard of (a resolved
+ * path, a sender's address) but never sent to, so without a DEALER, and
+ * held by the table alone. Nothing was said to them and nothing waits
+ * on them, so they go quietly; the next mention makes a new one. Every
+ * retain of a peer only the table holds is under the lock, as this is. */
+static ac__peer *unused_peers_unlink(ac_node *node)
+{
+    ac__peer *out = NULL;
+    pthread_mutex_lock(&node->lock);
+    for (ac__peer **pp = &node->peers; *pp;) {
+        ac__peer *p = *pp;
+        /* Acquire: pairs with the release of the last other holder. */
+        if (p != node->self && !p->dealer &&
+            atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING &&
+            atomic_load_explicit(&p->refs, memory_order_acquire) == 1) {
+            *pp = p->next;
+            p->next = out;
+            out = p;
+        } else {
+            pp = &p->next;
+        }
+    }
+    pthread_mutex_unlock(&node->lock);
+    return out;
+}
+
 static void housekeeping(ac_node *node)
 {
     ac__corr_sweep(node);
+    for (ac__peer *p = unused_peers_unlink(node), *next; p; p = next) {
+        next = p->next;
+        ac__peer_release(p); /* the table's */
+    }
     int64_t t = now_ns();
     for (;;) {
         ac__peer *late = NULL;
