@@ -10,7 +10,9 @@
  *    accept queue is full): the echo's reply makes the server connect
  *    there, the connect times out, and closing that connection must not
  *    stall the server's network I/O;
- *  - ordinary peers that connect, ask and leave, 200 times over.
+ *  - ordinary peers that connect, ask and leave, 200 times over;
+ *  - senders named at addresses the server never answers: the peers they
+ *    made do not stay in its table.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -28,6 +30,14 @@
 static void echo_receive(ac_ctx *ctx, ac_msg *msg) { ac_reply(ctx, ac_msg_retain(msg)); }
 
 static const ac_actor_def echo_def = {.name = "Echo", .receive = echo_receive};
+
+static void sink_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+static const ac_actor_def sink_def = {.name = "Sink", .receive = sink_receive};
 
 typedef struct pair {
     ac_system *srv_sys, *cli_sys;
@@ -252,6 +262,61 @@ static void test_peers_come_and_go(void **state)
     pair_stop(&p);
 }
 
+static size_t peers_of(ac_node *n)
+{
+    ac_node_stats s;
+    assert_status(ac_node_stats_get(n, &s), AC_OK);
+    return (size_t)s.peers;
+}
+
+static bool peers_become(ac_node *n, size_t want)
+{
+    double end = ts_now() + TS_WAIT_S;
+    while (peers_of(n) != want && ts_now() < end)
+        ts_sleep_ms(5);
+    return peers_of(n) == want;
+}
+
+/* Tells whose senders name addresses nobody ever sends to (the server's
+ * sink keeps quiet): each address made a peer in the server's table, and
+ * none went away, so a stranger could grow the table without end. A
+ * peer never sent to and no longer referred to is forgotten, on both
+ * sides; one still referred to stays. */
+static void test_senders_never_answered_leave_no_peers(void **state)
+{
+    (void)state;
+    pair p;
+    pair_start(&p, NULL, NULL);
+    ac_ref *sink = ts_spawn(p.srv_sys, &sink_def, NULL, "sink");
+    ac_ref_release(sink);
+    char path[256];
+    snprintf(path, sizeof path, "actorc://srv@%s/user/sink", ac_node_address(p.srv));
+    ac_ref *remote_sink = ac_node_resolve(p.cli, path);
+    assert_non_null(remote_sink);
+    assert_answers(p.echo, "before");
+    for (int i = 0; i < 50; i++) {
+        char ghost_path[128];
+        snprintf(ghost_path, sizeof ghost_path, "actorc://ghost@127.0.0.%d:%d/user/g", 2 + i,
+                 1 + i);
+        ac_ref *ghost = ac_node_resolve(p.cli, ghost_path);
+        assert_non_null(ghost);
+        assert_status(ac_tell(remote_sink, ac_msg_str_new("from a ghost"), ghost), AC_OK);
+        ac_ref_release(ghost);
+    }
+    assert_answers(p.echo, "after the ghosts' tells"); /* they came before the ask */
+    assert_eventually(peers_become(p.srv, 1), "the server to forget the ghosts");
+    assert_eventually(peers_become(p.cli, 1), "the client to forget the ghosts");
+    /* A ref still held keeps its peer. */
+    ac_ref *kept = ac_node_resolve(p.cli, "actorc://ghost@127.0.0.2:1/user/g");
+    assert_non_null(kept);
+    ts_sleep_ms(100); /* housekeeping runs every 20 ms */
+    assert_int_equal(peers_of(p.cli), 2);
+    ac_ref_release(kept);
+    assert_eventually(peers_become(p.cli, 1), "the client to forget the last ghost");
+    ac_ref_release(remote_sink);
+    pair_stop(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_curve_node_refuses_zmtp1),
         cmocka_unit_test(test_silent_sender_address_does_not_stop_the_node),
         cmocka_unit_test(test_peers_come_and_go),
+        cmocka_unit_test(test_senders_never_answered_leave_no_peers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
