@@ -1765,8 +1765,14 @@ static ac_status bind_router(ac_node *node, const ac_node_options *o)
     if (maxmsg < (int64_t)AC__WIRE_BATCH_MAX)
         maxmsg = (int64_t)AC__WIRE_BATCH_MAX;
     zmq_setsockopt(node->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-    set_int(node->router, ZMQ_HEARTBEAT_IVL, node->options.heartbeat_ivl_ms);
-    set_int(node->router, ZMQ_HEARTBEAT_TIMEOUT, node->options.heartbeat_timeout_ms);
+    /* No heartbeats of its own: peers' DEALERs ping it with a time to
+     * live (heartbeat_timeout_ms), which drops their connections when
+     * the pings stop, and the node watches liveness on its DEALERs. A
+     * ROUTER that pings aborts the process in libzmq 4.3.4 (an assertion
+     * in its I/O thread) when a connection whose routing id another one
+     * took over sends and then closes: the next ping goes out on a
+     * connection libzmq has marked failed. Any peer can do that. */
+    set_int(node->router, ZMQ_HEARTBEAT_IVL, 0);
     if (node->curve) {
         node->zap = zmq_socket(node->zctx, ZMQ_REP);
         if (!node->zap || zmq_bind(node->zap, "inproc://zeromq.zap.01") != 0)
