@@ -139,6 +139,17 @@ static const seed seeds[] = {
          FN_ADDR_FAKE_A, FN_SYS_FAKE, 0,
          FN_OP_FRAMES, 1, FN_RID_LONG, 0, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
          ENV(AC__WIRE_ASK, FN_PATH_ECHO)),
+    /* What the fuzzer found first as a crash that needed many inputs
+     * before it: a DEALER whose routing id is srv's incarnation, which
+     * srv's own DEALER takes over when srv dials itself; what the peer's
+     * DEALER sends then, and its close, made libzmq 4.3.4 abort srv's
+     * process on the ROUTER's next heartbeat. */
+    SEED("srv-takes-over-a-routing-id", FN_OP_RAW, 0, FN_RID_SRV, 0, 1, 0xff, FN_OP_SETTLE, 0,
+         FN_OP_RESOLVE, 0, 0, FN_SYS_FAKE, 1, FN_ADDR_SRV_BY_NAME, FN_PATH_ECHO,
+         FN_OP_TELL, FN_TARGET_REF0, STR_HI, FN_SENDER_NONE, FN_OP_SETTLE, 2,
+         FN_OP_RAW, 0, 0, 1, 0xfe, FN_OP_SETTLE, 1, FN_OP_CLOSE, 0,
+         FN_OP_SETTLE, 7, FN_OP_SETTLE, 7, FN_OP_SETTLE, 7, FN_OP_SETTLE, 7, FN_OP_SETTLE, 7,
+         FN_OP_SETTLE, 7, FN_OP_SETTLE, 7),
 };
 
 #define SEED_COUNT (sizeof seeds / sizeof seeds[0])

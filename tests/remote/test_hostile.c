@@ -12,7 +12,10 @@
  *    stall the server's network I/O;
  *  - ordinary peers that connect, ask and leave, 200 times over;
  *  - senders named at addresses the server never answers: the peers they
- *    made do not stay in its table.
+ *    made do not stay in its table;
+ *  - a connection whose routing id a second one took over, which speaks
+ *    and then closes: libzmq 4.3.4 aborted the whole process on the
+ *    server's next heartbeat.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -24,6 +27,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <zmq.h>
 
 #define ASK_TIMEOUT_MS 1000
 
@@ -317,6 +322,62 @@ static void test_senders_never_answered_leave_no_peers(void **state)
     pair_stop(&p);
 }
 
+static void zset_int(void *s, int opt, int v) { assert_int_equal(zmq_setsockopt(s, opt, &v, sizeof v), 0); }
+
+/* A DEALER of routing id "twin" connected to the node at `address`. */
+static void *twin_dealer(void *zctx, const char *address)
+{
+    void *d = zmq_socket(zctx, ZMQ_DEALER);
+    assert_non_null(d);
+    zset_int(d, ZMQ_LINGER, 0);
+    assert_int_equal(zmq_setsockopt(d, ZMQ_ROUTING_ID, "twin", 4), 0);
+    char endpoint[96];
+    snprintf(endpoint, sizeof endpoint, "tcp://%s", address);
+    assert_int_equal(zmq_connect(d, endpoint), 0);
+    return d;
+}
+
+/* One malformed byte from d, and the node has counted it. */
+static void junk_taken(ac_node *n, void *d)
+{
+    uint64_t before = decode_errors(n);
+    assert_int_equal(zmq_send(d, "x", 1, 0), 1);
+    double end = ts_now() + TS_WAIT_S;
+    while (decode_errors(n) == before && ts_now() < end)
+        ts_sleep_ms(1);
+    assert_true(decode_errors(n) > before);
+}
+
+/* Two connections of one routing id: the node's ROUTER hands the id
+ * over to the second, and the first's session is left without a pipe.
+ * What the first sends then stops its input; when it closes, libzmq
+ * 4.3.4 marks the connection failed, and the ROUTER's next heartbeat
+ * on it hit an assertion in libzmq's I/O thread that aborted the
+ * process (zeromq/libzmq#4364). The node's ROUTER no longer sends
+ * heartbeats of its own (its peers' carry a time to live). */
+static void test_a_routing_id_taken_over_does_not_abort_the_node(void **state)
+{
+    (void)state;
+    pair p;
+    pair_start(&p, NULL, NULL);
+    void *zctx = zmq_ctx_new();
+    assert_non_null(zctx);
+    for (int round = 0; round < 3; round++) {
+        void *first = twin_dealer(zctx, ac_node_address(p.srv));
+        junk_taken(p.srv, first);
+        void *second = twin_dealer(zctx, ac_node_address(p.srv));
+        junk_taken(p.srv, second);
+        assert_int_equal(zmq_send(first, "y", 1, 0), 1);
+        ts_sleep_ms(20);
+        zmq_close(first);
+        ts_sleep_ms(500); /* beyond two heartbeat intervals */
+        assert_answers(p.echo, "after a routing id was taken over");
+        zmq_close(second);
+    }
+    zmq_ctx_term(zctx);
+    pair_stop(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -325,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_silent_sender_address_does_not_stop_the_node),
         cmocka_unit_test(test_peers_come_and_go),
         cmocka_unit_test(test_senders_never_answered_leave_no_peers),
+        cmocka_unit_test(test_a_routing_id_taken_over_does_not_abort_the_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
