@@ -848,13 +848,18 @@ static void act_settle(fn_in *in)
 
 /* ---- after each input ---------------------------------------------------- */
 
+static void dump_peers(ac_node *n);
+
 static void check_serving(void)
 {
     ac_answer a;
     ac_status st = ac_ask_wait(H.probe_echo, ac_msg_str_new("still there?"), SERVE_MS, &a);
-    if (st != AC_OK || !a.reply || strcmp(ac_msg_str(a.reply), "still there?") != 0)
+    if (st != AC_OK || !a.reply || strcmp(ac_msg_str(a.reply), "still there?") != 0) {
+        dump_peers(H.srv);
+        dump_peers(H.probe);
         die("srv did not answer the probe's ask: %s: %s", ac_status_name(st),
             a.error ? ac_error_message(a.error) : ac_last_error());
+    }
     ac_answer_release(&a);
 }
 
@@ -948,21 +953,28 @@ static void fakes_leave(void)
     }
 }
 
-static void dump_peers(void)
+static void dump_peers(ac_node *n)
 {
-    pthread_mutex_lock(&H.srv->lock);
-    for (ac__peer *p = H.srv->peers; p; p = p->next)
+    ac_node_stats st;
+    ac_node_stats_get(n, &st);
+    fprintf(stderr,
+            "  node %s: frames in %" PRIu64 ", out %" PRIu64 ", decode errors %" PRIu64
+            ", stale %" PRIu64 ", nodes down %" PRIu64 "\n",
+            n->address, st.frames_in, st.frames_out, st.decode_errors, st.dropped_stale,
+            st.nodes_down);
+    pthread_mutex_lock(&n->lock);
+    for (ac__peer *p = n->peers; p; p = p->next)
         fprintf(stderr,
                 "  peer %s%s: state %d, incarnation %016" PRIx64
                 ", refs %u, dealer %s%s%s, backlog %s\n",
-                p->address, p == H.srv->self ? " (srv)" : "",
+                p->address, p == n->self ? " (itself)" : "",
                 atomic_load_explicit(&p->state, memory_order_relaxed), p->incarnation,
                 atomic_load_explicit(&p->refs, memory_order_relaxed), p->dealer ? "open" : "none",
                 p->dealer_connected ? ", connected" : "", p->dealer_refused ? ", refused" : "",
                 p->backlog_head ? "waiting" : "empty");
-    fprintf(stderr, "  interned remote refs %zu (at start %zu), pending asks %zu\n",
-            H.srv->rref_count, H.base_rrefs, H.srv->corr_count);
-    pthread_mutex_unlock(&H.srv->lock);
+    fprintf(stderr, "  interned remote refs %zu, pending asks %zu\n", n->rref_count,
+            n->corr_count);
+    pthread_mutex_unlock(&n->lock);
 }
 
 static size_t srv_rrefs(void)
@@ -986,9 +998,11 @@ static void check_clean(void)
     double end = now_s() + CLEAN_MS / 1000.0;
     while (!srv_clean()) {
         if (now_s() > end) {
-            fprintf(stderr, "fuzz_node: srv's tables did not come back within %d ms:\n",
-                    CLEAN_MS);
-            dump_peers();
+            fprintf(stderr,
+                    "fuzz_node: srv's tables did not come back within %d ms (%zu interned "
+                    "refs at the start):\n",
+                    CLEAN_MS, H.base_rrefs);
+            dump_peers(H.srv);
             die("state grows from input to input");
         }
         sleep_ms(2);
@@ -1081,6 +1095,9 @@ static void harness_up(void)
     H.zctx = zmq_ctx_new();
     if (!H.zctx)
         die("zmq_ctx_new");
+    /* The peer's I/O thread is "9/ZMQbg/IO/0" in a debugger, the nodes'
+     * are "ZMQbg/IO/0". */
+    zmq_ctx_set(H.zctx, ZMQ_THREAD_NAME_PREFIX, 9);
     refused_open();
     silent_open();
     fake_open(0);
