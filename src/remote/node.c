@@ -1432,6 +1432,18 @@ static ac__peer *unused_peers_unlink(ac_node *node)
     return out;
 }
 
+/* Is p's connect deadline past while it has not said hello, or while its
+ * DEALER has not connected? A hello comes on the peer's own connection:
+ * an address that refuses ours, or never answers, left a peer that said
+ * hello up for good, with asks to it waiting out their timeouts.
+ * Transport thread. */
+static bool peer_late(const ac__peer *p, int64_t t)
+{
+    return p->dealer && t > p->connect_deadline_ns &&
+           (atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING ||
+            !p->dealer_connected);
+}
+
 static void housekeeping(ac_node *node)
 {
     ac__corr_sweep(node);
@@ -1443,19 +1455,23 @@ static void housekeeping(ac_node *node)
     for (;;) {
         ac__peer *late = NULL;
         pthread_mutex_lock(&node->lock);
-        for (ac__peer *p = node->peers; p; p = p->next)
-            if (p != node->self && p->dealer &&
-                atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING &&
-                t > p->connect_deadline_ns) {
-                late = p;
-                break;
-            }
+        for (ac__peer *p = node->peers; p && !late; p = p->next)
+            if (p != node->self && peer_late(p, t))
+                late = ac__peer_retain(p);
         pthread_mutex_unlock(&node->lock);
         if (!late)
             break;
-        char why[96];
-        snprintf(why, sizeof why, "it did not answer within %d ms", node->options.connect_timeout_ms);
-        peer_down(node, late, why);
+        drain_monitor(node, late); /* a connection made, not yet read of */
+        bool up = atomic_load_explicit(&late->state, memory_order_relaxed) == AC__PEER_UP;
+        if (atomic_load_explicit(&late->state, memory_order_relaxed) != AC__PEER_DOWN &&
+            peer_late(late, t)) {
+            char why[96];
+            snprintf(why, sizeof why, up ? "its address took no connection within %d ms"
+                                         : "it did not answer within %d ms",
+                     node->options.connect_timeout_ms);
+            peer_down(node, late, why);
+        }
+        ac__peer_release(late);
     }
 }
 
