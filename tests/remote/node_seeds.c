@@ -150,6 +150,11 @@ static const seed seeds[] = {
          FN_OP_RAW, 0, 0, 1, 0xfe, FN_OP_SETTLE, 1, FN_OP_CLOSE, 0,
          FN_OP_SETTLE, 7, FN_OP_SETTLE, 7, FN_OP_SETTLE, 7, FN_OP_SETTLE, 7, FN_OP_SETTLE, 7,
          FN_OP_SETTLE, 7, FN_OP_SETTLE, 7),
+    /* A HELLO naming an address that refuses srv's connection, or never
+     * answers it, from a DEALER that then goes: srv kept the peer up for
+     * good. */
+    SEED("hello-naming-a-refused-port-then-gone", HELLO_A_AT(FN_ADDR_REFUSED), FN_OP_CLOSE, 0),
+    SEED("hello-naming-a-silent-port-then-gone", HELLO_A_AT(FN_ADDR_SILENT), FN_OP_CLOSE, 0),
 };
 
 #define SEED_COUNT (sizeof seeds / sizeof seeds[0])
