@@ -68,6 +68,7 @@
 #define SETTLE_MS 10000   /* an ask settles after its timeout */
 #define CLEAN_MS 10000    /* srv's tables are back */
 #define CONNECT_TIMEOUT_MS 200
+#define HEARTBEAT_TIMEOUT_MS 10000
 #define MAX_FRAME 4096    /* small, so that inputs reach it */
 #define MAX_MSG 16384     /* what srv's ROUTER takes (AC__WIRE_BATCH_MAX) */
 #define MAX_ACTIONS 24
@@ -149,22 +150,46 @@ static struct {
     uint8_t buf[MAX_MSG];  /* a message being put together */
 } H;
 
+/* The nodes' last warnings, printed when a check fails: what they saw
+ * tells a lost connection from a slow node. Every line is printed as it
+ * comes with ACTORC_FUZZ_LOG set. */
+#define LOG_LINES 32
+static struct {
+    pthread_mutex_t lock;
+    char lines[LOG_LINES][320];
+    unsigned next;
+    bool verbose;
+} L = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
 static void log_sink(void *user, ac_log_level level, const char *system, const char *path,
                      const char *text)
 {
     (void)user;
-    fprintf(stderr, "[%s] %s%s%s: %s\n", ac_log_level_name(level), system, path ? " " : "",
-            path ? path : "", text);
+    if (L.verbose)
+        fprintf(stderr, "[%s] %s%s%s: %s\n", ac_log_level_name(level), system, path ? " " : "",
+                path ? path : "", text);
+    pthread_mutex_lock(&L.lock);
+    snprintf(L.lines[L.next++ % LOG_LINES], sizeof L.lines[0], "[%s] %s: %s",
+             ac_log_level_name(level), system, text);
+    pthread_mutex_unlock(&L.lock);
+}
+
+static void log_dump(void)
+{
+    pthread_mutex_lock(&L.lock);
+    unsigned first = L.next > LOG_LINES ? L.next - LOG_LINES : 0;
+    for (unsigned i = first; i < L.next; i++)
+        fprintf(stderr, "  %s\n", L.lines[i % LOG_LINES]);
+    pthread_mutex_unlock(&L.lock);
 }
 
 static ac_system *system_new(const char *name)
 {
-    /* Lines only when asked for: a fuzzer's inputs make thousands. */
-    bool verbose = getenv("ACTORC_FUZZ_LOG") != NULL;
+    L.verbose = getenv("ACTORC_FUZZ_LOG") != NULL;
     ac_system_options o = {.workers = 1,
-                           .log_level = verbose ? AC_LOG_INFO : AC_LOG_OFF,
+                           .log_level = L.verbose ? AC_LOG_INFO : AC_LOG_WARN,
                            .log_sink = log_sink,
-                           .dead_letter_log_per_s = verbose ? 10 : -1};
+                           .dead_letter_log_per_s = L.verbose ? 10 : -1};
     ac_system *s = ac_system_create(name, &o);
     if (!s)
         die("ac_system_create: %s", ac_last_error());
@@ -656,10 +681,10 @@ static void act_hello(fn_in *in)
 {
     slot *s = take_slot(in);
     ac__wire_env hello = {.kind = AC__WIRE_HELLO, .target_inc = take_inc(in)};
-    hello.sender = (ac__wire_sender){.kind = AC__WIRE_SENDER_ACTOR,
-                                     .address = take_address(in),
-                                     .system = take_system(in),
-                                     .incarnation = slot_inc(s)};
+    /* One operand after the other (an initializer list's order is not). */
+    hello.sender = (ac__wire_sender){.kind = AC__WIRE_SENDER_ACTOR, .incarnation = slot_inc(s)};
+    hello.sender.address = take_address(in);
+    hello.sender.system = take_system(in);
     unsigned flags = u8(in);
     if (flags & FN_HELLO_OTHER_INC)
         hello.sender.incarnation = take_inc(in);
@@ -1080,8 +1105,12 @@ static void silent_open(void)
 
 static ac_node *node_start(ac_system *sys)
 {
+    /* Heartbeats time out after HEARTBEAT_TIMEOUT_MS, not a second: a
+     * sanitizer build on a busy machine starves ZeroMQ's threads for
+     * that long, and the probe would lose srv for no fault of srv's. */
     ac_node_options o = {.bind = "tcp://127.0.0.1:0",
                          .connect_timeout_ms = CONNECT_TIMEOUT_MS,
+                         .heartbeat_timeout_ms = HEARTBEAT_TIMEOUT_MS,
                          .max_frame = MAX_FRAME};
     ac_node *n = ac_node_start(sys, &o);
     if (!n)
@@ -1149,6 +1178,10 @@ static void die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    if (H.up) {
+        fprintf(stderr, "fuzz_node: the nodes' last warnings:\n");
+        log_dump();
+    }
     fprintf(stderr, "fuzz_node: ");
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
