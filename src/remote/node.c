@@ -11,11 +11,11 @@
  * connection, their heartbeats a silent peer).
  *
  * Rules. A peer is lost for good when its DEALER's connection drops, its
- * heartbeats time out, its handshake fails, it does not say hello within
- * the connect timeout, it says it leaves, a hello from a new incarnation
- * at its address arrives, or it says hello again without knowing this
- * node's incarnation (it lost this node; a new connection is a new start
- * with a new peer). A lost peer's pending asks fail with
+ * heartbeats time out, its handshake fails, it does not say hello (or its
+ * DEALER does not connect) within the connect timeout, it says it leaves,
+ * a hello from a new incarnation at its address arrives, or it says hello
+ * again without knowing this node's incarnation (it lost this node; a new
+ * connection is a new start with a new peer). A lost peer's pending asks fail with
  * NodeDownError at once, its watched actors' watchers get Terminated
  * flagged node-lost, and what is sent to its refs is a dead letter. A
  * malformed frame is dropped (counted, logged at most once a second) and
@@ -23,7 +23,8 @@
  * from an unknown routing id, or meant for an earlier incarnation of this
  * node, is dropped too (an ask among them is answered undeliverable).
  * Backpressure: at most max_queue frames wait for one peer; a send beyond
- * that is refused (AC_EFAILED) and its message is a dead letter.
+ * that is refused (AC_EFAILED) and its message is a dead letter. A peer
+ * never sent to (no DEALER) that only the table holds is forgotten.
  */
 #include <errno.h>
 #include <inttypes.h>
