@@ -185,7 +185,6 @@ static void log_dump(void)
 
 static ac_system *system_new(const char *name)
 {
-    L.verbose = getenv("ACTORC_FUZZ_LOG") != NULL;
     ac_system_options o = {.workers = 1,
                            .log_level = L.verbose ? AC_LOG_INFO : AC_LOG_WARN,
                            .log_sink = log_sink,
@@ -1121,6 +1120,7 @@ static ac_node *node_start(ac_system *sys)
 static void harness_up(void)
 {
     H.confined = confined();
+    L.verbose = getenv("ACTORC_FUZZ_LOG") != NULL; /* before any thread reads it */
     H.zctx = zmq_ctx_new();
     if (!H.zctx)
         die("zmq_ctx_new");
