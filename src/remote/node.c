@@ -1056,6 +1056,27 @@ static ac__peer *peer_by_routing_id(ac_node *node, const void *id, size_t len)
     return found;
 }
 
+/* This node's own hello came back: a DEALER it opened for the peer of
+ * incarnation `inc` reached this node, under an address that is not
+ * literally its own ("localhost:<port>" for "127.0.0.1:<port>"). That peer
+ * is this node: its frames would come back here and be dropped, asks
+ * wait out their timeouts, and it would stay up for good. Lost. (A peer
+ * not up yet names no incarnation and times out on its own.) */
+static void lose_self_dialled(ac_node *node, uint64_t inc)
+{
+    ac__peer *found = NULL;
+    pthread_mutex_lock(&node->lock);
+    for (ac__peer *p = node->peers; p && inc && !found; p = p->next)
+        if (p != node->self && p->incarnation == inc &&
+            atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_UP)
+            found = ac__peer_retain(p);
+    pthread_mutex_unlock(&node->lock);
+    if (!found)
+        return;
+    peer_down(node, found, "its address is this node's own");
+    ac__peer_release(found);
+}
+
 static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id, size_t id_len)
 {
     const ac__wire_sender *s = &env->sender;
@@ -1068,6 +1089,8 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
     memcpy(&inc, id, sizeof inc);
     if (inc != s->incarnation || inc == node->incarnation) {
         COUNT(node, decode_errors, c_decode_errors, 1);
+        if (inc == node->incarnation && s->incarnation == inc)
+            lose_self_dialled(node, env->target_inc);
         return;
     }
     ac__peer *old = NULL, *p;
