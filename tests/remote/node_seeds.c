@@ -155,6 +155,10 @@ static const seed seeds[] = {
      * good. */
     SEED("hello-naming-a-refused-port-then-gone", HELLO_A_AT(FN_ADDR_REFUSED), FN_OP_CLOSE, 0),
     SEED("hello-naming-a-silent-port-then-gone", HELLO_A_AT(FN_ADDR_SILENT), FN_OP_CLOSE, 0),
+    /* A HELLO naming srv itself as "localhost:<port>": srv dialled itself
+     * and kept the peer up for good. */
+    SEED("hello-naming-srv-by-another-name-then-gone", HELLO_A_AT(FN_ADDR_SRV_BY_NAME),
+         FN_OP_CLOSE, 0),
 };
 
 #define SEED_COUNT (sizeof seeds / sizeof seeds[0])

@@ -6,7 +6,8 @@
  * connection and starts a new one, answered with a new HELLO; one that
  * knows it changes nothing. A hello that names an address the node cannot
  * reach (refused, or never answered) is lost after the connect timeout,
- * and asks to it fail then instead of waiting out their own timeouts.
+ * and asks to it fail then instead of waiting out their own timeouts; so
+ * is one that names the node itself under another name.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -297,12 +298,46 @@ static void test_a_hello_from_an_address_the_node_cannot_reach_is_lost(void **st
     }
 }
 
+/* A hello naming the node itself under another name ("localhost:<port>"
+ * for "127.0.0.1:<port>"): the node dials it, and its own hello comes
+ * back to it. The peer stayed up for good, every frame to it coming back
+ * to the node to be dropped, every ask to it waiting out its timeout. */
+static void test_a_hello_naming_the_node_under_another_name_is_lost(void **state)
+{
+    fake *f = *state;
+    const char *port = strrchr(ac_node_address(f->node), ':');
+    assert_non_null(port);
+    char alias[64], path[128];
+    snprintf(alias, sizeof alias, "localhost%s", port);
+    size_t d = hello_naming(f, alias);
+    snprintf(path, sizeof path, "actorc://ghost@%s/user/x", alias);
+    int64_t end = now_ms() + 10000;
+    while (peers(f) == 0 && now_ms() < end)
+        nap();
+    ac_ref *ghost = ac_node_resolve(f->node, path);
+    assert_non_null(ghost);
+    ac_answer a;
+    int64_t start = now_ms();
+    assert_int_equal(ac_ask_wait(ghost, ac_msg_str_new("me?"), 20000, &a), AC_EFAILED);
+    assert_true(ac_error_is(a.error, AC_NODE_DOWN_ERROR));
+    assert_true(now_ms() - start < 10000);
+    ac_answer_release(&a);
+    ac_ref_release(ghost);
+    end = now_ms() + 10000;
+    while (peers(f) != 0 && now_ms() < end)
+        nap();
+    assert_int_equal(peers(f), 0);
+    close_dealer(f, d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_a_hello_that_does_not_know_this_node_starts_again,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_hello_from_an_address_the_node_cannot_reach_is_lost,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_hello_naming_the_node_under_another_name_is_lost,
                                         setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
