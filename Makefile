@@ -1,7 +1,10 @@
 # Convenience targets around CMake. See README.md.
 
 # Debian packages needed to build, test and benchmark (scripts/deps.sh
-# installs the missing ones when run as root). clang is not needed yet.
+# installs the missing ones when run as root). clang and libclang-rt-dev
+# (its sanitizer and libFuzzer runtimes): the fuzz configuration and
+# `make fuzz`; iproute2: `ip`, which brings loopback up in the fuzzer's
+# network namespace.
 # libmicrohttpd-dev: actorc_http, the metrics endpoint, which the tests and
 # the demo use (libactorc itself builds without it); prometheus: promtool,
 # which the metrics tests use to validate the exposition; valgrind: the
@@ -11,7 +14,8 @@
 # cluster membership; etcd-server: the etcd its tests start.
 DEBIAN_PACKAGES := cmake make gcc libc6-dev pkg-config libcmocka-dev python3 \
                    libmicrohttpd-dev prometheus valgrind libzmq3-dev libcbor-dev \
-                   libcurl4-openssl-dev libjansson-dev etcd-server
+                   libcurl4-openssl-dev libjansson-dev etcd-server \
+                   clang libclang-rt-dev iproute2
 
 BUILD_ROOT  ?= build
 RELEASE_DIR := $(BUILD_ROOT)/release
@@ -35,11 +39,15 @@ SOAK_BIN    ?= $(RELEASE_DIR)/apps/soak/actorc-soak
 DURATION    ?= 3m
 # Configurations `make test` builds and tests, in order (scripts/build.sh).
 TEST_CONFIGS ?= release asan tsan
+# What `make fuzz` runs: the inbound-path fuzzer for FUZZ_TIME seconds, in
+# a network namespace of its own, its findings into FUZZ_OUT.
+FUZZ_TIME   ?= 60
+FUZZ_OUT    ?= $(BUILD_ROOT)/fuzz/corpus-node-new
 
 export BUILD_ROOT JOBS CMAKE
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all help deps build test demo demo-cluster bench soak compare install clean
+.PHONY: all help deps build test fuzz demo demo-cluster bench soak compare install clean
 
 all: build
 
@@ -47,6 +55,7 @@ help:
 	@echo "make deps     install missing Debian packages (as root) or print the apt-get line"
 	@echo "make build    configure and build $(RELEASE_DIR)"
 	@echo "make test     build and test: $(TEST_CONFIGS)"
+	@echo "make fuzz     build the fuzzers (clang) and fuzz a node's inbound path for FUZZ_TIME=$(FUZZ_TIME) s"
 	@echo "make demo     build and run $(DEMO_BIN)"
 	@echo "make demo-cluster  the same demo over three actorc-node processes"
 	@echo "make bench    build and run the benchmark suite"
@@ -63,6 +72,12 @@ build: deps
 
 test: deps
 	@bash scripts/test.sh $(TEST_CONFIGS)
+
+fuzz: deps
+	@bash scripts/build.sh fuzz
+	@mkdir -p $(FUZZ_OUT)
+	unshare -rn sh -c 'ip link set lo up && exec $(BUILD_ROOT)/fuzz/tests/remote/fuzz_node \
+		-max_total_time=$(FUZZ_TIME) -timeout=60 -jobs=1 $(FUZZ_OUT) tests/remote/corpus-node'
 
 demo: build
 	$(DEMO_BIN) $(DEMO_ARGS)

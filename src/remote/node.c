@@ -11,11 +11,11 @@
  * connection, their heartbeats a silent peer).
  *
  * Rules. A peer is lost for good when its DEALER's connection drops, its
- * heartbeats time out, its handshake fails, it does not say hello within
- * the connect timeout, it says it leaves, a hello from a new incarnation
- * at its address arrives, or it says hello again without knowing this
- * node's incarnation (it lost this node; a new connection is a new start
- * with a new peer). A lost peer's pending asks fail with
+ * heartbeats time out, its handshake fails, it does not say hello (or its
+ * DEALER does not connect) within the connect timeout, it says it leaves,
+ * a hello from a new incarnation at its address arrives, or it says hello
+ * again without knowing this node's incarnation (it lost this node; a new
+ * connection is a new start with a new peer). A lost peer's pending asks fail with
  * NodeDownError at once, its watched actors' watchers get Terminated
  * flagged node-lost, and what is sent to its refs is a dead letter. A
  * malformed frame is dropped (counted, logged at most once a second) and
@@ -23,7 +23,8 @@
  * from an unknown routing id, or meant for an earlier incarnation of this
  * node, is dropped too (an ask among them is answered undeliverable).
  * Backpressure: at most max_queue frames wait for one peer; a send beyond
- * that is refused (AC_EFAILED) and its message is a dead letter.
+ * that is refused (AC_EFAILED) and its message is a dead letter. A peer
+ * never sent to (no DEALER) that only the table holds is forgotten.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -1297,6 +1298,25 @@ static ac__peer *peer_by_routing_id(ac_node *node, const void *id, size_t len)
     return found;
 }
 
+/* This node's own hello came back: a DEALER it opened for the peer of
+ * incarnation `inc` reached this node, under an address that is not
+ * literally its own ("localhost:<port>" for "127.0.0.1:<port>"). That peer
+ * is this node: its frames would come back here and be dropped, asks
+ * wait out their timeouts, and it would stay up for good. Lost. (A peer
+ * not up yet names no incarnation and times out on its own.) */
+static void lose_self_dialled(ac_node *node, uint64_t inc)
+{
+    pthread_mutex_lock(&node->lock);
+    ac__peer *found = ac__ptab_by_inc(&node->peers, inc, node->self);
+    if (found)
+        ac__peer_retain(found);
+    pthread_mutex_unlock(&node->lock);
+    if (!found)
+        return;
+    peer_down(node, found, "its address is this node's own");
+    ac__peer_release(found);
+}
+
 static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id, size_t id_len)
 {
     const ac__wire_sender *s = &env->sender;
@@ -1309,6 +1329,8 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
     memcpy(&inc, id, sizeof inc);
     if (inc != s->incarnation || inc == node->incarnation) {
         COUNT(node, decode_errors, c_decode_errors, 1);
+        if (inc == node->incarnation && s->incarnation == inc)
+            lose_self_dialled(node, env->target_inc);
         return;
     }
     ac__peer *old = NULL, *p;
@@ -1687,11 +1709,33 @@ static void trim_heap(void)
 #endif
 }
 
-/* Lose a peer that did not say hello within the connect timeout. */
-static void lose_late(ac_node *node, ac__peer *p)
+/* Is p's connect deadline past while it has not said hello, or while its
+ * DEALER has not connected? A hello comes on the peer's own connection:
+ * an address that refuses ours, or never answers, would leave a peer that
+ * said hello up for good, with asks to it waiting out their timeouts.
+ * Transport thread. */
+static bool peer_late(const ac__peer *p, int64_t t)
 {
+    return p->dialled && t > p->connect_deadline_ns &&
+           (atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING ||
+            (p->dealer && !p->dealer_connected));
+}
+
+/* Lose a peer whose connection was not made, or which did not say hello,
+ * within the connect timeout; a connection made but not yet read of (its
+ * monitor's event waiting) first has its say. */
+static void lose_late(ac_node *node, ac__peer *p, int64_t t)
+{
+    if (p->monitor)
+        drain_monitor(node, p);
+    int state = atomic_load_explicit(&p->state, memory_order_relaxed);
+    if (state == AC__PEER_DOWN || !peer_late(p, t))
+        return;
     char why[96];
-    snprintf(why, sizeof why, "it did not answer within %d ms", node->options.connect_timeout_ms);
+    snprintf(why, sizeof why,
+             state == AC__PEER_UP ? "its address took no connection within %d ms"
+                                  : "it did not answer within %d ms",
+             node->options.connect_timeout_ms);
     peer_down(node, p, why);
 }
 
@@ -1718,7 +1762,7 @@ static void sweep(ac_node *node, int64_t t)
         }
         pthread_mutex_unlock(&node->lock);
         for (size_t i = 0; i < nlate; i++) {
-            lose_late(node, late[i]);
+            lose_late(node, late[i], t);
             ac__peer_release(late[i]);
         }
     } while (nlate == BATCH);
@@ -1733,12 +1777,13 @@ static void housekeeping(ac_node *node)
      * so look again there. */
     for (size_t i = 0; i < node->conn_count;) {
         ac__peer *p = node->conns[i];
-        if ((!p->dealer_connected ||
-             atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING) &&
-            t > p->connect_deadline_ns) {
+        if (peer_late(p, t)) {
             ac__peer_retain(p);
-            lose_late(node, p);
+            lose_late(node, p, t);
+            bool kept = i < node->conn_count && node->conns[i] == p;
             ac__peer_release(p);
+            if (kept)
+                i++; /* its connection was made after all */
         } else {
             i++;
         }
@@ -2101,8 +2146,14 @@ static ac_status bind_router(ac_node *node, const ac_node_options *o)
     if (maxmsg < (int64_t)AC__WIRE_BATCH_MAX)
         maxmsg = (int64_t)AC__WIRE_BATCH_MAX;
     zmq_setsockopt(node->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-    set_int(node->router, ZMQ_HEARTBEAT_IVL, node->options.heartbeat_ivl_ms);
-    set_int(node->router, ZMQ_HEARTBEAT_TIMEOUT, node->options.heartbeat_timeout_ms);
+    /* No heartbeats of its own: peers' DEALERs ping it with a time to
+     * live (heartbeat_timeout_ms), which drops their connections when
+     * the pings stop, and the node watches liveness on its DEALERs. A
+     * ROUTER that pings aborts the process in libzmq 4.3.4 (an assertion
+     * in its I/O thread) when a connection whose routing id another one
+     * took over sends and then closes: the next ping goes out on a
+     * connection libzmq has marked failed. Any peer can do that. */
+    set_int(node->router, ZMQ_HEARTBEAT_IVL, 0);
     if (node->curve) {
         node->zap = zmq_socket(node->zctx, ZMQ_REP);
         if (!node->zap || zmq_bind(node->zap, "inproc://zeromq.zap.01") != 0)

@@ -15,6 +15,11 @@
  *    limits: the peer table and the connections stay within them, the
  *    warnings come a line a second with a count, and a new peer is served;
  *  - the limits' options, checked.
+ *  - senders named at addresses the server never answers: the peers they
+ *    made do not stay in its table;
+ *  - a connection whose routing id a second one took over, which speaks
+ *    and then closes: libzmq 4.3.4 aborted the whole process on the
+ *    server's next heartbeat.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -27,11 +32,21 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <zmq.h>
+
 #define ASK_TIMEOUT_MS 1000
 
 static void echo_receive(ac_ctx *ctx, ac_msg *msg) { ac_reply(ctx, ac_msg_retain(msg)); }
 
 static const ac_actor_def echo_def = {.name = "Echo", .receive = echo_receive};
+
+static void sink_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+static const ac_actor_def sink_def = {.name = "Sink", .receive = sink_receive};
 
 typedef struct pair {
     ac_system *srv_sys, *cli_sys;
@@ -376,6 +391,117 @@ static void test_limit_options_are_checked(void **state)
     assert_status(ac_system_terminate(sys), AC_OK);
 }
 
+static size_t peers_of(ac_node *n)
+{
+    ac_node_stats s;
+    assert_status(ac_node_stats_get(n, &s), AC_OK);
+    return (size_t)s.peers;
+}
+
+static bool peers_become(ac_node *n, size_t want)
+{
+    double end = ts_now() + TS_WAIT_S;
+    while (peers_of(n) != want && ts_now() < end)
+        ts_sleep_ms(5);
+    return peers_of(n) == want;
+}
+
+/* Tells whose senders name addresses nobody ever sends to (the server's
+ * sink keeps quiet): each address made a peer in the server's table, and
+ * none went away, so a stranger could grow the table without end. A
+ * peer never sent to and no longer referred to is forgotten, on both
+ * sides; one still referred to stays. */
+static void test_senders_never_answered_leave_no_peers(void **state)
+{
+    (void)state;
+    pair p;
+    pair_start(&p, NULL, NULL);
+    ac_ref *sink = ts_spawn(p.srv_sys, &sink_def, NULL, "sink");
+    ac_ref_release(sink);
+    char path[256];
+    snprintf(path, sizeof path, "actorc://srv@%s/user/sink", ac_node_address(p.srv));
+    ac_ref *remote_sink = ac_node_resolve(p.cli, path);
+    assert_non_null(remote_sink);
+    assert_answers(p.echo, "before");
+    for (int i = 0; i < 50; i++) {
+        char ghost_path[128];
+        snprintf(ghost_path, sizeof ghost_path, "actorc://ghost@127.0.0.%d:%d/user/g", 2 + i,
+                 1 + i);
+        ac_ref *ghost = ac_node_resolve(p.cli, ghost_path);
+        assert_non_null(ghost);
+        assert_status(ac_tell(remote_sink, ac_msg_str_new("from a ghost"), ghost), AC_OK);
+        ac_ref_release(ghost);
+    }
+    assert_answers(p.echo, "after the ghosts' tells"); /* they came before the ask */
+    assert_eventually(peers_become(p.srv, 1), "the server to forget the ghosts");
+    assert_eventually(peers_become(p.cli, 1), "the client to forget the ghosts");
+    /* A ref still held keeps its peer. */
+    ac_ref *kept = ac_node_resolve(p.cli, "actorc://ghost@127.0.0.2:1/user/g");
+    assert_non_null(kept);
+    ts_sleep_ms(100); /* housekeeping runs every 20 ms */
+    assert_int_equal(peers_of(p.cli), 2);
+    ac_ref_release(kept);
+    assert_eventually(peers_become(p.cli, 1), "the client to forget the last ghost");
+    ac_ref_release(remote_sink);
+    pair_stop(&p);
+}
+
+static void zset_int(void *s, int opt, int v) { assert_int_equal(zmq_setsockopt(s, opt, &v, sizeof v), 0); }
+
+/* A DEALER of routing id "twin" connected to the node at `address`. */
+static void *twin_dealer(void *zctx, const char *address)
+{
+    void *d = zmq_socket(zctx, ZMQ_DEALER);
+    assert_non_null(d);
+    zset_int(d, ZMQ_LINGER, 0);
+    assert_int_equal(zmq_setsockopt(d, ZMQ_ROUTING_ID, "twin", 4), 0);
+    char endpoint[96];
+    snprintf(endpoint, sizeof endpoint, "tcp://%s", address);
+    assert_int_equal(zmq_connect(d, endpoint), 0);
+    return d;
+}
+
+/* One malformed byte from d, and the node has counted it. */
+static void junk_taken(ac_node *n, void *d)
+{
+    uint64_t before = decode_errors(n);
+    assert_int_equal(zmq_send(d, "x", 1, 0), 1);
+    double end = ts_now() + TS_WAIT_S;
+    while (decode_errors(n) == before && ts_now() < end)
+        ts_sleep_ms(1);
+    assert_true(decode_errors(n) > before);
+}
+
+/* Two connections of one routing id: the node's ROUTER hands the id
+ * over to the second, and the first's session is left without a pipe.
+ * What the first sends then stops its input; when it closes, libzmq
+ * 4.3.4 marks the connection failed, and the ROUTER's next heartbeat
+ * on it hit an assertion in libzmq's I/O thread that aborted the
+ * process (zeromq/libzmq#4364). The node's ROUTER no longer sends
+ * heartbeats of its own (its peers' carry a time to live). */
+static void test_a_routing_id_taken_over_does_not_abort_the_node(void **state)
+{
+    (void)state;
+    pair p;
+    pair_start(&p, NULL, NULL);
+    void *zctx = zmq_ctx_new();
+    assert_non_null(zctx);
+    for (int round = 0; round < 3; round++) {
+        void *first = twin_dealer(zctx, ac_node_address(p.srv));
+        junk_taken(p.srv, first);
+        void *second = twin_dealer(zctx, ac_node_address(p.srv));
+        junk_taken(p.srv, second);
+        assert_int_equal(zmq_send(first, "y", 1, 0), 1);
+        ts_sleep_ms(20);
+        zmq_close(first);
+        ts_sleep_ms(500); /* beyond two heartbeat intervals */
+        assert_answers(p.echo, "after a routing id was taken over");
+        zmq_close(second);
+    }
+    zmq_ctx_term(zctx);
+    pair_stop(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +511,8 @@ int main(void)
         cmocka_unit_test(test_peers_come_and_go),
         cmocka_unit_test(test_strangers_stay_within_the_limits),
         cmocka_unit_test(test_limit_options_are_checked),
+        cmocka_unit_test(test_senders_never_answered_leave_no_peers),
+        cmocka_unit_test(test_a_routing_id_taken_over_does_not_abort_the_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
