@@ -40,7 +40,7 @@ DURATION    ?= 3m
 # Configurations `make test` builds and tests, in order (scripts/build.sh).
 TEST_CONFIGS ?= release asan tsan
 # What `make fuzz` runs: the inbound-path fuzzer for FUZZ_TIME seconds, in
-# a network namespace of its own, its findings into FUZZ_OUT.
+# a network namespace of its own, the inputs it keeps into FUZZ_OUT.
 FUZZ_TIME   ?= 60
 FUZZ_OUT    ?= $(BUILD_ROOT)/fuzz/corpus-node-new
 
@@ -76,8 +76,9 @@ test: deps
 fuzz: deps
 	@bash scripts/build.sh fuzz
 	@mkdir -p $(FUZZ_OUT)
-	unshare -rn sh -c 'ip link set lo up && exec $(BUILD_ROOT)/fuzz/tests/remote/fuzz_node \
-		-max_total_time=$(FUZZ_TIME) -timeout=60 -jobs=1 $(FUZZ_OUT) tests/remote/corpus-node'
+	cd $(BUILD_ROOT)/fuzz && unshare -rn sh -c 'ip link set lo up && exec tests/remote/fuzz_node \
+		-max_total_time=$(FUZZ_TIME) -timeout=60 -jobs=1 $(abspath $(FUZZ_OUT)) $(CURDIR)/tests/remote/corpus-node'
+	@echo "fuzz: its log is $(BUILD_ROOT)/fuzz/fuzz-0.log; findings (crash-*, timeout-*) land in $(BUILD_ROOT)/fuzz"
 
 demo: build
 	$(DEMO_BIN) $(DEMO_ARGS)

@@ -481,7 +481,10 @@ static void slot_open(slot *s)
     void *d = zmq_socket(H.zctx, ZMQ_DEALER);
     if (!d)
         die("zmq_socket: %s", zmq_strerror(zmq_errno()));
-    set_int(d, ZMQ_LINGER, 1000);
+    /* Closed at once: what it sent was taken before (sync_srv), and a
+     * closed DEALER that lingers could still connect later and take its
+     * routing id over from the next DEALER that has it. */
+    set_int(d, ZMQ_LINGER, 0);
     set_int(d, ZMQ_SNDTIMEO, TAKE_MS);
     if (zmq_setsockopt(d, ZMQ_ROUTING_ID, s->id, s->id_len) != 0)
         die("ZMQ_ROUTING_ID: %s", zmq_strerror(zmq_errno()));

@@ -4,8 +4,9 @@
  * what the fuzzer found, run once against the target's node, in every
  * build and under its sanitizers. An input that hangs the node, crashes
  * it, leaks, or leaves its tables bigger than it found them aborts, as
- * it does in the fuzzer. Each input takes milliseconds; the whole replay
- * is bounded by the target's own bounds per input.
+ * it does in the fuzzer. An input takes milliseconds, or a connect
+ * timeout (200 ms) where it names an address that never answers; the
+ * whole replay is bounded by the target's own bounds per input.
  *
  * Here the network is the machine's own: the target rewrites every
  * address a fuzzed field names to one of its own loopback sockets before
