@@ -41,9 +41,16 @@ for run in 1 2; do
         { tail -20 "$dir/verbose$run"; echo "FAIL: the replay run $run failed"; exit 1; }
     grep -E '^soak: (spawn|stop) ' "$dir/verbose$run" | head -30 >"$dir/schedule$run" || true
 done
-[ "$(wc -l <"$dir/schedule1")" -ge 20 ] || { echo "FAIL: too few chaos actions"; exit 1; }
-diff "$dir/schedule1" "$dir/schedule2" || { echo "FAIL: seed 0xabc did not replay"; exit 1; }
-echo "the first $(wc -l <"$dir/schedule1") spawns and stops are the same in both runs"
+# The actions come from one generator in order; how many fit in the run
+# is the machine's doing (a loaded one fits fewer), so the runs are
+# compared as far as both got.
+n1=$(wc -l <"$dir/schedule1")
+n2=$(wc -l <"$dir/schedule2")
+n=$((n1 < n2 ? n1 : n2))
+[ "$n" -ge 10 ] || { echo "FAIL: too few chaos actions ($n1 and $n2)"; exit 1; }
+diff <(head -n "$n" "$dir/schedule1") <(head -n "$n" "$dir/schedule2") ||
+    { echo "FAIL: seed 0xabc did not replay"; exit 1; }
+echo "the first $n spawns and stops are the same in both runs"
 
 echo "== allocation failures"
 set +e
