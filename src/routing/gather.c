@@ -74,7 +74,7 @@
 #include "routing/gather.h"
 #include "routing/quorum.h"
 
-const ac__gather_style ac__scatter_gather_style = {
+const ac__gather_names ac__scatter_gather_names = {
     .title = "Scatter/gather router",
     .noun = "scatter",
     .send_to = "scatter to",
@@ -86,7 +86,7 @@ const ac__gather_style ac__scatter_gather_style = {
     .latency_help = "Seconds from scattering a message to answering its caller.",
 };
 
-const ac__gather_style ac__hedged_style = {
+const ac__gather_names ac__hedged_names = {
     .title = "Hedged router",
     .noun = "request",
     .send_to = "send to",
@@ -96,7 +96,10 @@ const ac__gather_style ac__hedged_style = {
     .resolved_help = "Hedged router messages resolved, by outcome.",
     .latency = "router_hedged_latency_seconds",
     .latency_help = "Seconds from a hedged router's first request to answering its caller.",
-    .hedges = true,
+    .hedges_sent = "router_hedges_sent_total",
+    .hedges_sent_help = "Requests a hedged router sent beyond the first per message.",
+    .hedges_won = "router_hedges_won_total",
+    .hedges_won_help = "Messages a hedged router's later request won.",
 };
 
 uint64_t ac__gather_now_ns(const ac_system *sys)
@@ -108,7 +111,7 @@ uint64_t ac__gather_now_ns(const ac_system *sys)
 
 /* ---- shared ----------------------------------------------------------- */
 
-ac__gather_shared *ac__gather_shared_create(const ac__gather_style *style, int pool_size,
+ac__gather_shared *ac__gather_shared_create(const ac__gather_names *names, int pool_size,
                                             const char *fn)
 {
     ac__gather_shared *sh = ac__calloc(1, sizeof *sh);
@@ -120,7 +123,7 @@ ac__gather_shared *ac__gather_shared_create(const ac__gather_style *style, int p
     }
     atomic_init(&sh->refs, 1);
     atomic_init(&sh->metrics, NULL);
-    sh->style = style;
+    sh->names = names;
     sh->pool_size = pool_size;
     sh->quorum = 1;
     return sh;
@@ -145,7 +148,7 @@ void ac__gather_shared_release_void(void *sh) { ac__gather_shared_release(sh); }
 /* The router's path: its cell, retained by sh, holds it. */
 const char *ac__gather_router_path(const ac__gather_shared *sh) { return ac_ref_path(sh->router); }
 
-ac_error *ac__gather_must_have(ac_error *err, const char *what)
+ac_error *ac__gather_error_or_abort(ac_error *err, const char *what)
 {
     if (AC__UNLIKELY(!err))
         ac__oom_abort(what);
@@ -288,7 +291,7 @@ static ac_error *failed_error(ac__gather *g, ac_error **members, uint32_t m, uin
                               bool all_timeouts)
 {
     const ac__gather_shared *sh = g->shared;
-    const char *t = sh->style->title, *path = ac__gather_router_path(sh);
+    const char *t = sh->names->title, *path = ac__gather_router_path(sh);
     ac_error *err;
     if (g->quorum > 1)
         err = ac_error_aggregate(members, m,
@@ -306,7 +309,7 @@ static ac_error *failed_error(ac__gather *g, ac_error **members, uint32_t m, uin
         err = ac_error_aggregate(members, m, "%s %s: all %u routees failed", t, path, asked);
     if (err)
         return err;
-    return ac__gather_must_have(ac_error_new(AC_AGGREGATE_ERROR,
+    return ac__gather_error_or_abort(ac_error_new(AC_AGGREGATE_ERROR,
                                              "%s %s: %u of %u routees failed (their errors "
                                              "could not be gathered)",
                                              t, path, m, asked),
@@ -428,7 +431,7 @@ static ac_error *member_error(ac_error *err)
 {
     if (ac_error_depth(err) < AC_ERROR_MAX_DEPTH)
         return err;
-    ac_error *stand_in = ac__gather_must_have(
+    ac_error *stand_in = ac__gather_error_or_abort(
         ac_error_new(ac_error_name(err),
                      "%s (its members and causes are left out: it nests %zu deep, too deep for "
                      "an AggregateError to hold)",
@@ -445,7 +448,7 @@ static void win_first(ac__gather_slot *s, ac_msg *reply, ac_ref *sender)
     if (settle(g)) {
         atomic_store_explicit(&s->outcome, AC__SLOT_WON, memory_order_relaxed);
         ac__gather_count_outcome(g->shared, g->system, AC__GATHER_FIRST, g->start_ns);
-        if (s != &g->slots[0] && g->shared->style->hedges)
+        if (s != &g->slots[0] && g->shared->hedged)
             ac__gather_count_hedge_won(g->shared, g->system);
         ac_tell(g->caller, reply, sender); /* the winner, as the sender */
     } else {
@@ -713,19 +716,19 @@ void ac__gather_answer_no_memory(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *cal
 {
     ac__gather_tell_error(
         caller,
-        ac__gather_must_have(ac_error_new("RouterError", "%s %s: out of memory for a %s to %zu "
+        ac__gather_error_or_abort(ac_error_new("RouterError", "%s %s: out of memory for a %s to %zu "
                                                          "routees",
-                                          sh->style->title, ac__gather_router_path(sh),
-                                          sh->style->noun, n),
+                                          sh->names->title, ac__gather_router_path(sh),
+                                          sh->names->noun, n),
                              "a gathering router's answer"),
         ac_self(ctx));
 }
 
 void ac__gather_answer_empty(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *caller)
 {
-    ac_error *err = ac__gather_must_have(
-        ac_error_aggregate(NULL, 0, "%s %s has no routees left to %s", sh->style->title,
-                           ac__gather_router_path(sh), sh->style->send_to),
+    ac_error *err = ac__gather_error_or_abort(
+        ac_error_aggregate(NULL, 0, "%s %s has no routees left to %s", sh->names->title,
+                           ac__gather_router_path(sh), sh->names->send_to),
         "a gathering router's answer");
     ac__gather_count_outcome(sh, ac_ctx_system(ctx), AC__GATHER_ALL_FAILED,
                              ac__now_ns()); /* answered at once */
@@ -736,16 +739,16 @@ void ac__gather_drop_unanswerable(ac_ctx *ctx, ac__gather_shared *sh, ac_msg *ms
 {
     ac__gather_count_outcome(sh, ac_ctx_system(ctx), AC__GATHER_NO_REPLY_TARGET, 0);
     ac_log_warn(ctx, "%s %s: dropped a message (%s) without a sender: no reply target, nothing %s",
-                sh->style->title, ac__gather_router_path(sh), ac_msg_type_name(msg),
-                sh->style->sent);
+                sh->names->title, ac__gather_router_path(sh), ac_msg_type_name(msg),
+                sh->names->sent);
 }
 
 void ac__gather_answer_all_open(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *caller,
                                 ac_error **refusals, uint32_t n)
 {
-    ac_error *err = ac__gather_must_have(
+    ac_error *err = ac__gather_error_or_abort(
         ac_error_aggregate(refusals, n, "%s %s: the circuit breakers of all %u routees are open",
-                           sh->style->title, ac__gather_router_path(sh), n),
+                           sh->names->title, ac__gather_router_path(sh), n),
         "a gathering router's answer");
     ac__gather_count_outcome(sh, ac_ctx_system(ctx), AC__GATHER_ALL_FAILED,
                              ac__now_ns()); /* answered at once */
@@ -755,7 +758,7 @@ void ac__gather_answer_all_open(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *call
 void ac__gather_answer_short(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *caller,
                              ac_error **refusals, uint32_t n, uint32_t asked)
 {
-    const char *t = sh->style->title, *path = ac__gather_router_path(sh);
+    const char *t = sh->names->title, *path = ac__gather_router_path(sh);
     ac_error *err =
         n == 0 ? ac_error_aggregate(NULL, 0, "%s %s has %u routees left, fewer than its quorum "
                                              "of %u",
@@ -766,7 +769,7 @@ void ac__gather_answer_short(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *caller,
                                     t, path, n, asked, sh->quorum);
     ac__gather_count_outcome(sh, ac_ctx_system(ctx), AC__GATHER_ALL_FAILED,
                              ac__now_ns()); /* answered at once */
-    ac__gather_tell_error(caller, ac__gather_must_have(err, "a gathering router's answer"),
+    ac__gather_tell_error(caller, ac__gather_error_or_abort(err, "a gathering router's answer"),
                           ac_self(ctx));
 }
 
@@ -801,11 +804,11 @@ void ac__gather_on_stop(ac_ctx *ctx, ac__router_cfg *cfg)
             return;
         if (settle(g)) {
             ac__gather_count_outcome(sh, g->system, AC__GATHER_STOPPED, g->start_ns);
-            fail_caller(g, ac__gather_must_have(
+            fail_caller(g, ac__gather_error_or_abort(
                                ac_error_aggregate(NULL, 0, "%s %s stopped while the %s was still "
                                                            "open",
-                                                  sh->style->title, ac__gather_router_path(sh),
-                                                  sh->style->noun),
+                                                  sh->names->title, ac__gather_router_path(sh),
+                                                  sh->names->noun),
                                "a gathering router's answer"));
         }
         ac__gather_unref(g);

@@ -28,8 +28,9 @@ typedef enum ac__gather_outcome {
     AC__GATHER_OUTCOMES
 } ac__gather_outcome;
 
-/* What differs between the two kinds in words and metric names. */
-typedef struct ac__gather_style {
+/* What differs between the gathering kinds in words and metric names;
+ * nothing here changes what a router does. */
+typedef struct ac__gather_names {
     const char *title;    /* "Scatter/gather router": starts every message */
     const char *noun;     /* "scatter": "stopped while the <noun> was still open" */
     const char *send_to;  /* "scatter to": "has no routees left to <send_to>" */
@@ -39,11 +40,14 @@ typedef struct ac__gather_style {
     const char *resolved_help;
     const char *latency;
     const char *latency_help;
-    bool hedges; /* counts hedges sent and won */
-} ac__gather_style;
+    /* The counters of requests sent beyond a message's first and of
+     * messages such a request won; NULL: the kind has none. */
+    const char *hedges_sent, *hedges_sent_help;
+    const char *hedges_won, *hedges_won_help;
+} ac__gather_names;
 
-extern const ac__gather_style ac__scatter_gather_style;
-extern const ac__gather_style ac__hedged_style;
+extern const ac__gather_names ac__scatter_gather_names;
+extern const ac__gather_names ac__hedged_names;
 
 /* The hedge delay of a hedged router. */
 typedef struct ac__hedge_delay {
@@ -60,7 +64,7 @@ typedef struct ac__gather_shared {
     ac__gather *open; /* under lock */
     ac_ref *router;   /* retained once, at start: the sender of failures; its
                        * path names the router in messages */
-    const ac__gather_style *style;
+    const ac__gather_names *names;
     uint32_t timeout_ms;
     uint32_t quorum;      /* successes needed, >= 1 */
     uint32_t max_attempts; /* hedged: most routees asked; 0: all */
@@ -77,7 +81,7 @@ typedef struct ac__gather_shared {
 /* ---- the shared state ---- */
 
 /* A shared state with one reference; NULL with the error recorded. */
-ac__gather_shared *ac__gather_shared_create(const ac__gather_style *style, int pool_size,
+ac__gather_shared *ac__gather_shared_create(const ac__gather_names *names, int pool_size,
                                             const char *fn);
 void ac__gather_shared_release(ac__gather_shared *sh);
 void ac__gather_shared_release_void(void *sh);
@@ -106,9 +110,9 @@ void ac__gather_hedge(ac__gather *g);
 
 /* The promised answer: an error message to `caller` (err consumed). */
 void ac__gather_tell_error(ac_ref *caller, ac_error *err, ac_ref *sender);
-/* An error that is part of an answer promised to a caller: NULL means
- * memory ran out, which the out-of-memory rule makes an abort. */
-ac_error *ac__gather_must_have(ac_error *err, const char *what);
+/* `err`, an error that is part of an answer promised to a caller; NULL
+ * (memory ran out) aborts, as the out-of-memory rule says. */
+ac_error *ac__gather_error_or_abort(ac_error *err, const char *what);
 void ac__gather_answer_no_memory(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *caller, size_t n);
 void ac__gather_answer_empty(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *caller);
 /* A message without a sender: dropped with a warning. */

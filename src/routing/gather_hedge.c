@@ -129,7 +129,7 @@ static bool send_attempt(ac__gather *g, uint32_t i)
             refusal = ac_error_new(AC_CIRCUIT_BREAKER_OPEN_ERROR, "Circuit breaker %s is open",
                                    ac_breaker_name(at->breaker));
         if (ac__oneshot_claim(&s->ref))
-            ac__gather_slot_failed(s, ac__gather_must_have(refusal, "a breaker's refusal"),
+            ac__gather_slot_failed(s, ac__gather_error_or_abort(refusal, "a breaker's refusal"),
                                    AC__SLOT_FAILED, false);
         else
             ac_error_release(refusal); /* the deadline came first */

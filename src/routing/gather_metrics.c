@@ -72,22 +72,22 @@ static ac_counter *plain_counter(ac_system *sys, const char *name, const char *h
 }
 
 static bool resolution_families(ac__gather_metrics *m, ac_system *sys,
-                                const ac__gather_style *style)
+                                const ac__gather_names *names)
 {
     static const char *const outcome_label[] = {"outcome"};
     ac_metric_options resolved = {
-        .help = style->resolved_help, .label_names = outcome_label, .label_count = 1};
-    ac_metric_options latency = {.help = style->latency_help};
-    ac_metric_family *f = ac_metrics_counter(sys, style->resolved, &resolved);
+        .help = names->resolved_help, .label_names = outcome_label, .label_count = 1};
+    ac_metric_options latency = {.help = names->latency_help};
+    ac_metric_family *f = ac_metrics_counter(sys, names->resolved, &resolved);
     for (int o = 0; f && o < AC__GATHER_OUTCOMES; o++)
         if (!(m->resolved[o] = ac_counter_series(f, &outcome_names[o])))
             f = NULL;
     if (f)
-        f = ac_metrics_histogram(sys, style->latency, &latency);
+        f = ac_metrics_histogram(sys, names->latency, &latency);
     return f && (m->latency = ac_histogram_series(f, NULL));
 }
 
-static bool shared_families(gather_extras *e, ac_system *sys, const ac__gather_style *style)
+static bool shared_families(gather_extras *e, ac_system *sys, const ac__gather_names *names)
 {
     static const char *const routee_labels[] = {"router", "routee", "outcome"};
     ac_metric_options routee = {
@@ -99,19 +99,17 @@ static bool shared_families(gather_extras *e, ac_system *sys, const ac__gather_s
     e->budget_exhausted = router_counter(
         sys, "router_hedge_budget_exhausted_total",
         "Messages sent to fewer routees than wanted because the hedge budget was spent.",
-        style->label);
+        names->label);
     e->cancelled = router_counter(sys, "router_losers_cancelled_total",
                                   "Requests dropped unhandled at routees after the answer.",
-                                  style->label);
+                                  names->label);
     e->routee_family = ac_metrics_counter(sys, "router_routee_outcomes_total", &routee);
     if (!e->budget_exhausted || !e->cancelled || !e->routee_family)
         return false;
-    if (!style->hedges)
+    if (!names->hedges_sent)
         return true;
-    e->hedges_sent = plain_counter(sys, "router_hedges_sent_total",
-                                   "Requests a hedged router sent beyond the first per message.");
-    e->hedges_won = plain_counter(sys, "router_hedges_won_total",
-                                  "Messages a hedged router's later request won.");
+    e->hedges_sent = plain_counter(sys, names->hedges_sent, names->hedges_sent_help);
+    e->hedges_won = plain_counter(sys, names->hedges_won, names->hedges_won_help);
     return e->hedges_sent && e->hedges_won;
 }
 
@@ -121,11 +119,11 @@ static gather_extras *extras_create(ac__gather_shared *sh, ac_system *sys)
     gather_extras *e = ac__calloc(1, sizeof *e + slots * sizeof e->routee[0]);
     if (!e)
         return NULL;
-    e->label = sh->style->label;
+    e->label = sh->names->label;
     e->pool_size = sh->pool_size;
     for (size_t i = 0; i < slots; i++)
         atomic_init(&e->routee[i], NULL);
-    if (shared_families(e, sys, sh->style))
+    if (shared_families(e, sys, sh->names))
         return e;
     free(e);
     return NULL;
@@ -137,7 +135,7 @@ static ac__gather_metrics *metrics_create(ac__gather_shared *sh, ac_system *sys)
     if (!m)
         return NULL;
     atomic_init(&m->extras, NULL);
-    if (resolution_families(m, sys, sh->style))
+    if (resolution_families(m, sys, sh->names))
         return m;
     free(m);
     return NULL;
@@ -186,7 +184,7 @@ ac__gather_metrics *ac__gather_metrics_of(ac__gather_shared *sh, ac_system *sys)
         ac__gather_metrics_free(fresh); /* the same series, published by another thread */
         return m;
     }
-    if (sh->style->hedges) /* the hedged router's families are there from the start */
+    if (sh->names->hedges_sent) /* the hedged router's families are there from the start */
         (void)extras_of(sh, fresh, sys);
     return fresh;
 }

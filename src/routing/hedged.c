@@ -235,7 +235,7 @@ static ac_status check_options(const char *fn, int size, const ac_hedged_options
 static ac__gather_shared *shared_of(const char *fn, int size, const ac_hedged_options *o,
                                     const hedged_config *c)
 {
-    ac__gather_shared *sh = ac__gather_shared_create(&ac__hedged_style, size, fn);
+    ac__gather_shared *sh = ac__gather_shared_create(&ac__hedged_names, size, fn);
     if (!sh)
         return NULL;
     sh->hedged = true;

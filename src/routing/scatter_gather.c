@@ -189,7 +189,7 @@ ac_status ac__scatter_gather_setup(ac__router_cfg *cfg, const ac_scatter_gather_
     if (ac__gather_check_timeout(fn, timeout, "timeout_ms") != AC_OK ||
         check_options(fn, size, options) != AC_OK)
         return ac_last_status();
-    ac__gather_shared *sh = ac__gather_shared_create(&ac__scatter_gather_style, pool_size, fn);
+    ac__gather_shared *sh = ac__gather_shared_create(&ac__scatter_gather_names, pool_size, fn);
     if (!sh)
         return ac_last_status();
     sh->timeout_ms = (uint32_t)(timeout ? timeout : AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
@@ -218,7 +218,7 @@ ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def 
         ac__router_check(fn, size, routee_def, routee_opts) != AC_OK ||
         check_options(fn, size, options) != AC_OK)
         return NULL;
-    ac__gather_shared *sh = ac__gather_shared_create(&ac__scatter_gather_style, size, fn);
+    ac__gather_shared *sh = ac__gather_shared_create(&ac__scatter_gather_names, size, fn);
     if (!sh)
         return NULL;
     sh->timeout_ms = (uint32_t)(timeout ? timeout : AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
