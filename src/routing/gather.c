@@ -8,7 +8,7 @@
  * asked, in one allocation (with room for a quorum's successes after the
  * slots). Each slot is a one-shot reply ref (ask/oneshot.h) used as the
  * sender of the request to its routee. The first thing to reach a slot
- * claims it (CAS on `claimed`): a reply, an error reply, the news that
+ * claims it (CAS on its state word): a reply, an error reply, the news that
  * the routee had stopped, a breaker's refusal, the gather's single
  * deadline timer, or (cancel_losers) the routee's turn dropping the
  * request. So every slot that was sent ends with exactly one outcome.
@@ -327,7 +327,7 @@ static void answer_failed(ac__gather *g, uint32_t asked)
         const ac__gather_slot *s = &g->slots[i];
         /* Acquire pairs with the release store of the slot's outcome: its
          * error is written. */
-        int o = atomic_load_explicit(&s->outcome, memory_order_acquire);
+        int o = atomic_load_explicit(&s->state, memory_order_acquire);
         if (o == AC__SLOT_FAILED || o == AC__SLOT_TIMEOUT)
             members[m++] = s->error;
     }
@@ -368,7 +368,7 @@ static void answer_quorum(ac__gather *g)
         ac__oom_abort("a scatter/gather's Quorum answer");
     for (uint32_t i = 0; i < g->quorum; i++) {
         ac__gather_success *w = &g->successes[i];
-        atomic_store_explicit(&g->slots[w->slot].outcome, AC__SLOT_WON, memory_order_relaxed);
+        atomic_store_explicit(&g->slots[w->slot].state, AC__SLOT_WON, memory_order_relaxed);
         ac__quorum_put(m, i, w->reply, w->sender);
         w->reply = NULL;
         w->sender = NULL;
@@ -394,16 +394,15 @@ static void slot_done(ac__gather_slot *s)
 static void mark_failing(ac__gather_slot *s, unsigned char failing)
 {
     ac__gather_shared *sh = s->g->shared;
-    uint32_t k = sh->failing ? ac__gather_routee_index(s->routee, sh->pool_size) : 0;
-    if (k)
-        atomic_store_explicit(&sh->failing[k], failing, memory_order_relaxed);
+    if (sh->failing && s->number)
+        atomic_store_explicit(&sh->failing[s->number], failing, memory_order_relaxed);
 }
 
 static void record_failure(ac__gather_slot *s, ac_error *err, ac__slot_outcome outcome)
 {
     s->error = err;
     /* Release: the error before the outcome (answer_failed reads both). */
-    atomic_store_explicit(&s->outcome, (int)outcome, memory_order_release);
+    atomic_store_explicit(&s->state, (int)outcome, memory_order_release);
     if (outcome == AC__SLOT_CANCELLED)
         return;
     mark_failing(s, 1);
@@ -446,7 +445,7 @@ static void win_first(ac__gather_slot *s, ac_msg *reply, ac_ref *sender)
 {
     ac__gather *g = s->g;
     if (settle(g)) {
-        atomic_store_explicit(&s->outcome, AC__SLOT_WON, memory_order_relaxed);
+        atomic_store_explicit(&s->state, AC__SLOT_WON, memory_order_relaxed);
         ac__gather_count_outcome(g->shared, g->system, AC__GATHER_FIRST, g->start_ns);
         if (s != &g->slots[0] && g->shared->hedged)
             ac__gather_count_hedge_won(g->shared, g->system);
@@ -487,7 +486,7 @@ static void slot_succeeded(ac__gather_slot *s, ac_msg *reply, ac_ref *sender)
     ac__gather *g = s->g;
     if (g->shared->hedged)
         note_success(s);
-    atomic_store_explicit(&s->outcome, AC__SLOT_OK, memory_order_release);
+    atomic_store_explicit(&s->state, AC__SLOT_OK, memory_order_release);
     if (g->quorum == 1) {
         win_first(s, reply, sender); /* the settle's CAS picks the winner */
         slot_done(s);
@@ -550,7 +549,7 @@ static const ac__oneshot_ops slot_ops = {
             .cancelled = slot_cancelled,
             .settled = ac__oneshot_settled,
             .undeliverable = ac__oneshot_undeliverable},
-    .claim_offset = offsetof(ac__gather_slot, claimed),
+    .claim_offset = offsetof(ac__gather_slot, state),
     .settle = slot_settle,
     .target = slot_target,
 };
@@ -598,30 +597,21 @@ static const ac__timer_ops deadline_ops = {.fire = deadline_fire, .discard = dea
 
 /* ---- the router side -------------------------------------------------- */
 
-uint32_t ac__gather_routee_index(const ac_ref *routee, int max)
-{
-    const char *name = ac_ref_name(routee);
-    if (strncmp(name, "routee-", 7) != 0)
-        return 0;
-    char *end;
-    long k = strtol(name + 7, &end, 10);
-    return *end == '\0' && k >= 1 && k <= max ? (uint32_t)k : 0;
-}
-
-static void slot_init(ac__gather *g, uint32_t i, ac_ref *routee)
+static void slot_init(ac__gather *g, uint32_t i, const ac__router_state *st, size_t at)
 {
     ac__gather_slot *s = &g->slots[i];
     ac__ref_init(&s->ref, &slot_ops.ref, g->system);
     atomic_init(&s->ref.refs, 2); /* its own hold and the router's (see the top) */
     s->g = g;
-    s->routee = ac_ref_retain(routee);
+    s->routee = ac_ref_retain(st->routees[at]);
     s->error = NULL;
-    atomic_init(&s->claimed, 0);
-    atomic_init(&s->outcome, AC__SLOT_OPEN);
+    atomic_init(&s->state, AC__SLOT_OPEN);
+    s->number = st->numbers ? st->numbers[at] : 0;
 }
 
 /* A hedged gather's part, after the slots and successes. */
-static void hedge_part_init(ac__gather *g, void *at, ac_breaker *const *breakers, ac_msg *msg)
+static void hedge_part_init(ac__gather *g, void *at, const ac__router_state *st,
+                            const uint32_t *picks, ac_msg *msg)
 {
     ac__gather_hedging *h = at;
     h->g = g;
@@ -633,7 +623,8 @@ static void hedge_part_init(ac__gather *g, void *at, ac_breaker *const *breakers
     h->request = ac_msg_retain(msg);
     for (uint32_t i = 0; i < g->n; i++)
         h->attempts[i] = (ac__gather_attempt){
-            .breaker = breakers && breakers[i] ? ac_breaker_retain(breakers[i]) : NULL};
+            .breaker = st->breakers ? ac_breaker_retain(st->breakers[picks ? picks[i] : i])
+                                    : NULL};
     g->hedge = h;
 }
 
@@ -648,8 +639,8 @@ static void gather_counters_init(ac__gather *g, uint32_t n)
     atomic_init(&g->failed, 0);
 }
 
-ac__gather *ac__gather_new(ac__gather_shared *sh, ac_ref *const *routees,
-                           ac_breaker *const *breakers, uint32_t n, ac_ref *caller, ac_msg *msg,
+ac__gather *ac__gather_new(ac__gather_shared *sh, const ac__router_state *st,
+                           const uint32_t *picks, uint32_t n, ac_ref *caller, ac_msg *msg,
                            ac_system *sys)
 {
     ac__gather *g = ac__malloc(gather_size(n, sh->quorum, sh->hedged));
@@ -676,9 +667,9 @@ ac__gather *ac__gather_new(ac__gather_shared *sh, ac_ref *const *routees,
     }
     g->hedge = NULL;
     if (sh->hedged)
-        hedge_part_init(g, after, breakers, msg);
+        hedge_part_init(g, after, st, picks, msg);
     for (uint32_t i = 0; i < n; i++)
-        slot_init(g, i, routees[i]);
+        slot_init(g, i, st, picks ? picks[i] : i);
     pthread_mutex_lock(&sh->lock);
     g->next = sh->open;
     if (sh->open)

@@ -74,7 +74,7 @@ typedef struct ac__gather_shared {
     ac__hedge_budget budget;
     bool hedged;
     ac__hedge_delay delay;      /* hedged */
-    atomic_uchar *failing;      /* hedged, by routee index 1..pool_size */
+    atomic_uchar *failing;      /* hedged, by routee number 1..pool_size */
     _Atomic(ac__gather_metrics *) metrics; /* see ac__gather_metrics_of */
 } ac__gather_shared;
 
@@ -89,14 +89,16 @@ const char *ac__gather_router_path(const ac__gather_shared *sh);
 
 /* ---- one gather ---- */
 
-/* A gather over `routees` (borrowed; retained) in the order they will be
- * asked, answering `caller`. A hedged router's also keeps `msg` (borrowed)
- * and the routees' `breakers` (NULL: none; retained) for the requests it
- * sends later; scatter/gather passes NULL for both. NULL when out of
- * memory. It starts with one reference for the creator, which
- * ac__gather_scatter and ac__gather_hedge consume. In the router's turn. */
-ac__gather *ac__gather_new(ac__gather_shared *sh, ac_ref *const *routees,
-                           ac_breaker *const *breakers, uint32_t n, ac_ref *caller, ac_msg *msg,
+/* A gather over n routees of the router's set `st`, asked in the order
+ * of `picks` (their places in the set; NULL: the set's first n, in its
+ * order), answering `caller`. Each slot retains its routee and carries
+ * its number. A hedged router's gather also keeps `msg` (borrowed) and
+ * the routees' breakers (retained) for the requests it sends later. NULL
+ * when out of memory. It starts with one reference for the creator,
+ * which ac__gather_scatter and ac__gather_hedge consume. In the router's
+ * turn. */
+ac__gather *ac__gather_new(ac__gather_shared *sh, const ac__router_state *st,
+                           const uint32_t *picks, uint32_t n, ac_ref *caller, ac_msg *msg,
                            ac_system *sys);
 /* Arm the deadline and send every slot's request: plain tells, or
  * (breakers non-NULL) each through its routee's breaker with its permit. */
@@ -143,9 +145,12 @@ void ac__gather_on_spawn(ac_system *system, ac__router_cfg *cfg);
 
 /* ---- internals shared with gather_hedge.c ---- */
 
-/* A slot: the reply ref one routee answers to. */
+/* A slot: the reply ref one routee answers to. Its state word is the
+ * one-shot's claim word (ask/oneshot.h: 0 until claimed, then 1), to
+ * which the claimer writes the slot's outcome. */
 typedef enum ac__slot_outcome {
     AC__SLOT_OPEN = 0, /* not claimed yet, or never sent */
+    AC__SLOT_CLAIMED,  /* claimed, no outcome yet (or let go at teardown) */
     AC__SLOT_OK,       /* a reply that did not answer the caller: a loss */
     AC__SLOT_WON,      /* a reply that did (written by the settler) */
     AC__SLOT_FAILED,   /* an error reply, a stopped routee, a breaker's refusal */
@@ -157,9 +162,11 @@ typedef struct ac__gather_slot {
     ac_ref ref; /* first: the reply ref the routee answers to */
     ac__gather *g;
     ac_ref *routee;  /* retained */
-    ac_error *error; /* written by the claimer before `outcome` */
-    atomic_int claimed;
-    atomic_int outcome; /* ac__slot_outcome, published with release */
+    ac_error *error; /* written by the claimer before its outcome */
+    atomic_int state; /* ac__slot_outcome: claimed by CAS, the outcome
+                       * published with release */
+    uint32_t number;  /* the routee's number in its pool (routee-K's K);
+                       * 0: it has none (a group's) */
 } ac__gather_slot;
 
 /* What a hedged gather keeps beyond a scatter's, after the slots (and a
@@ -229,8 +236,6 @@ static inline bool ac__gather_settled(ac__gather *g)
     /* Acquire pairs with settle's CAS. */
     return atomic_load_explicit(&g->settled, memory_order_acquire) != 0;
 }
-/* routee-K's K, when it is 1..max; else 0. */
-uint32_t ac__gather_routee_index(const ac_ref *routee, int max);
 /* The clock of the router's system in ns: the manual clock when it has
  * one, so that tests measure latencies exactly. */
 uint64_t ac__gather_now_ns(const ac_system *sys);

@@ -257,7 +257,7 @@ static ac_counter *routee_counter(gather_extras *e, uint32_t index, int outcome)
 
 static int routee_outcome_of(const ac__gather_slot *s)
 {
-    switch (atomic_load_explicit(&s->outcome, memory_order_relaxed)) {
+    switch (atomic_load_explicit(&s->state, memory_order_relaxed)) {
     case AC__SLOT_WON:
         return ROUTEE_WIN;
     case AC__SLOT_OK:
@@ -269,7 +269,7 @@ static int routee_outcome_of(const ac__gather_slot *s)
     case AC__SLOT_TIMEOUT:
         return ROUTEE_TIMEOUT;
     default:
-        return -1; /* never sent, or let go at teardown */
+        return -1; /* never sent, no outcome yet, or let go at teardown */
     }
 }
 
@@ -285,8 +285,7 @@ void ac__gather_count_slots(const ac__gather *g)
     for (uint32_t i = 0; i < g->n; i++) {
         const ac__gather_slot *s = &g->slots[i];
         int outcome = routee_outcome_of(s);
-        uint32_t k = outcome >= 0 ? ac__gather_routee_index(s->routee, e->pool_size) : 0;
-        if (k)
-            ac_counter_inc(routee_counter(e, k, outcome));
+        if (outcome >= 0 && s->number && s->number <= (uint32_t)e->pool_size)
+            ac_counter_inc(routee_counter(e, s->number, outcome));
     }
 }

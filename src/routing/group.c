@@ -111,6 +111,12 @@ bool ac__router_make_room(ac__router_state *st)
             return false;
         st->breakers = breakers;
     }
+    if (st->numbers) {
+        uint32_t *numbers = ac__realloc(st->numbers, cap * sizeof *numbers);
+        if (!numbers)
+            return false;
+        st->numbers = numbers;
+    }
     st->cap = cap;
     return true;
 }
@@ -381,7 +387,7 @@ ac_props *ac_router_group_scatter_gather_first_completed(ac_ref *const *routees,
     ac__router_cfg *cfg = group_cfg_new(fn, &ac__scatter_gather_kind, routees, n);
     if (!cfg)
         return NULL;
-    if (ac__scatter_gather_setup(cfg, options, fn, (int)n, (int)n) != AC_OK) {
+    if (ac__scatter_gather_setup(cfg, options, fn, (int)n, 0) != AC_OK) {
         ac__router_cfg_free(cfg);
         return NULL;
     }

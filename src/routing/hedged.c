@@ -22,18 +22,18 @@ static bool known_failing(const ac__gather_shared *sh, const ac__router_state *s
 {
     if (st->breakers && ac_breaker_state_of(st->breakers[i]) == AC_BREAKER_OPEN)
         return true;
-    uint32_t k = ac__gather_routee_index(st->routees[i], sh->pool_size);
+    uint32_t k = st->numbers && sh->failing ? st->numbers[i] : 0;
     return k && atomic_load_explicit(&sh->failing[k], memory_order_relaxed);
 }
 
-/* The first m routees to try, into st->scratch (and their breakers):
+/* The places in the set of the first m routees to try, into `picks`:
  * round-robin from the router's index, those not known to be failing
  * first. Whether a routee is failing is read once per routee: other
  * threads change it as slots fail, and a routee read as failing in one
  * pass and as healthy in another would be left out of both, leaving
  * places unfilled. */
-static void order_attempts(const ac__gather_shared *sh, ac__router_state *st, uint32_t m,
-                           ac_breaker **breakers)
+static void order_attempts(const ac__gather_shared *sh, const ac__router_state *st, uint32_t m,
+                           uint32_t *picks)
 {
     size_t start = (size_t)(st->index % st->n);
     uint32_t k = 0, back = 0;
@@ -47,15 +47,10 @@ static void order_attempts(const ac__gather_shared *sh, ac__router_state *st, ui
             idx[back++] = i;
             continue;
         }
-        if (breakers)
-            breakers[k] = st->breakers[i];
-        st->scratch[k++] = st->routees[i];
+        picks[k++] = (uint32_t)i;
     }
-    for (uint32_t b = 0; b < back && k < m; b++) {
-        if (breakers)
-            breakers[k] = st->breakers[idx[b]];
-        st->scratch[k++] = st->routees[idx[b]];
-    }
+    for (uint32_t b = 0; b < back && k < m; b++)
+        picks[k++] = (uint32_t)idx[b];
     if (idx != idx_small)
         free(idx);
     AC__ASSERT(k == m);
@@ -77,17 +72,15 @@ static void route_hedged(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
         ac__hedge_budget_deposit(&sh->budget);
     uint32_t m = sh->max_attempts && sh->max_attempts < st->n ? sh->max_attempts
                                                               : (uint32_t)st->n;
-    ac_breaker *small[8];
-    ac_breaker **breakers = !st->breakers ? NULL
-                            : m <= 8      ? small
-                                          : ac__malloc(m * sizeof *breakers);
+    uint32_t small[16];
+    uint32_t *picks = m <= 16 ? small : ac__malloc(m * sizeof *picks);
     ac__gather *g = NULL;
-    if (!st->breakers || breakers) {
-        order_attempts(sh, st, m, breakers);
-        g = ac__gather_new(sh, st->scratch, breakers, m, caller, msg, ac_ctx_system(ctx));
+    if (picks) {
+        order_attempts(sh, st, m, picks);
+        g = ac__gather_new(sh, st, picks, m, caller, msg, ac_ctx_system(ctx));
     }
-    if (breakers != small)
-        free(breakers);
+    if (picks != small)
+        free(picks);
     if (!g) {
         ac__gather_answer_no_memory(ctx, sh, caller, m);
         return;

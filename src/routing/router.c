@@ -96,6 +96,8 @@ static void router_init(ac_ctx *ctx, void *state)
     st->scratch = ac__calloc(st->cap, sizeof *st->scratch);
     if (cfg->breaker)
         st->breakers = ac__calloc(st->cap, sizeof *st->breakers);
+    if (!cfg->is_group)
+        st->numbers = ac__calloc(st->cap, sizeof *st->numbers);
     if (cfg->members)
         st->keys = ac__calloc(st->cap, sizeof *st->keys);
 }
@@ -172,7 +174,7 @@ static void router_pre_start(ac_ctx *ctx)
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
     ac__router_state *st = ac_ctx_state(ctx);
     if (!st->routees || !st->scratch || (cfg->breaker && !st->breakers) ||
-        (cfg->members && !st->keys)) {
+        (cfg->members && !st->keys) || (!cfg->is_group && !st->numbers)) {
         fail_start(ctx, ac_error_new("RouterError", "out of memory for %zu routees", st->cap));
         return;
     }
@@ -198,6 +200,7 @@ static void router_pre_start(ac_ctx *ctx)
             ac_ref_release(r);
             return;
         }
+        st->numbers[st->n] = (uint32_t)i;
         st->routees[st->n++] = r; /* the spawn's reference */
     }
 }
@@ -223,6 +226,7 @@ static void router_post_stop(ac_ctx *ctx)
     free(st->scratch);
     free(st->breakers);
     free(st->keys);
+    free(st->numbers);
     memset(st, 0, sizeof *st);
 }
 
@@ -238,6 +242,8 @@ void ac__router_drop(ac__router_state *st, size_t i)
         free(st->keys[i]);
         memmove(&st->keys[i], &st->keys[i + 1], (st->n - i - 1) * sizeof *st->keys);
     }
+    if (st->numbers)
+        memmove(&st->numbers[i], &st->numbers[i + 1], (st->n - i - 1) * sizeof *st->numbers);
     st->n--;
 }
 

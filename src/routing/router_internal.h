@@ -33,6 +33,10 @@ typedef struct ac__router_state {
     bool warned_empty;
     ac_ref **scratch; /* custom strategy output */
     ac_breaker **breakers; /* one per routee, same order; NULL: none */
+    /* A pool's routee numbers, same order: routee-K's K, which names its
+     * per-routee metric series and outlives the pruning of the routees
+     * before it; NULL for a group, whose routees have none. */
+    uint32_t *numbers;
     /* A member group's routees' identities (owned copies), same order,
      * which is theirs, sorted; NULL for every other router. */
     char **keys;
@@ -103,9 +107,9 @@ ac_status ac__router_check(const char *fn, int n, const ac_actor_def *def,
                            const ac_routee_options *routee_opts);
 /* Make `cfg` a scatter/gather router's (kind and shared state) after
  * checking `options` (NULL: defaults) against a set of `size` routees;
- * per-routee series are counted for routee-1 .. routee-<pool_size> (0:
- * none). AC_EINVAL naming the option, AC_ENOMEM. On failure cfg is as it
- * was. */
+ * per-routee series are counted for a pool's routee-1 ..
+ * routee-<pool_size> (0: none). AC_EINVAL naming the option, AC_ENOMEM.
+ * On failure cfg is as it was. */
 ac_status ac__scatter_gather_setup(ac__router_cfg *cfg, const ac_scatter_gather_options *options,
                                    const char *fn, int size, int pool_size);
 /* The same for a hedged group (hedged.c); it counts no per-routee series

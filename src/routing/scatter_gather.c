@@ -42,14 +42,15 @@ typedef struct guard_scratch {
     ac_breaker_permit permits[8];
     ac_breaker *breakers[8];
     ac_error *refusals[8];
+    uint32_t picks[8];
 } guard_scratch;
 
 /* Up to `asked` routees whose breakers admit the message, in ring order
- * from `start`, into st->scratch with their breakers and permits; the
- * refusals' errors (the caller's references) into `refusals`, counted in
- * *refused. Returns how many were admitted. */
-static uint32_t admit_routees(ac__router_state *st, size_t start, uint32_t asked,
-                              ac_breaker **breakers, ac_breaker_permit *permits,
+ * from `start`: their places in the set into `picks`, their breakers and
+ * permits; the refusals' errors (the caller's references) into
+ * `refusals`, counted in *refused. Returns how many were admitted. */
+static uint32_t admit_routees(const ac__router_state *st, size_t start, uint32_t asked,
+                              uint32_t *picks, ac_breaker **breakers, ac_breaker_permit *permits,
                               ac_error **refusals, uint32_t *refused)
 {
     uint32_t admitted = 0;
@@ -63,17 +64,16 @@ static uint32_t admit_routees(ac__router_state *st, size_t start, uint32_t asked
             continue;
         }
         breakers[admitted] = st->breakers[i];
-        st->scratch[admitted++] = st->routees[i];
+        picks[admitted++] = (uint32_t)i;
     }
     return admitted;
 }
 
 static void scatter_admitted(ac_ctx *ctx, ac__gather_shared *sh, ac__router_state *st,
-                             ac_msg *msg, ac_ref *caller, ac_breaker **breakers,
-                             ac_breaker_permit *permits, uint32_t admitted)
+                             ac_msg *msg, ac_ref *caller, const uint32_t *picks,
+                             ac_breaker **breakers, ac_breaker_permit *permits, uint32_t admitted)
 {
-    ac__gather *g = ac__gather_new(sh, st->scratch, NULL, admitted, caller, NULL,
-                                   ac_ctx_system(ctx));
+    ac__gather *g = ac__gather_new(sh, st, picks, admitted, caller, NULL, ac_ctx_system(ctx));
     if (g) {
         ac__gather_scatter(g, msg, breakers, permits);
         return;
@@ -91,12 +91,14 @@ static void scatter_guarded(ac_ctx *ctx, ac__gather_shared *sh, ac__router_state
     ac_breaker_permit *permits = big ? ac__malloc(st->n * sizeof *permits) : small.permits;
     ac_breaker **breakers = big ? ac__malloc(st->n * sizeof *breakers) : small.breakers;
     ac_error **refusals = big ? ac__malloc(st->n * sizeof *refusals) : small.refusals;
+    uint32_t *picks = big ? ac__malloc(st->n * sizeof *picks) : small.picks;
     uint32_t refused = 0;
-    if (!permits || !breakers || !refusals) {
+    if (!permits || !breakers || !refusals || !picks) {
         ac__gather_answer_no_memory(ctx, sh, caller, st->n);
         goto out;
     }
-    uint32_t admitted = admit_routees(st, start, asked, breakers, permits, refusals, &refused);
+    uint32_t admitted =
+        admit_routees(st, start, asked, picks, breakers, permits, refusals, &refused);
     if (admitted == 0) {
         ac__gather_answer_all_open(ctx, sh, caller, refusals, refused);
     } else if (admitted < sh->quorum) {
@@ -104,7 +106,7 @@ static void scatter_guarded(ac_ctx *ctx, ac__gather_shared *sh, ac__router_state
             ac_breaker_cancel(breakers[i], &permits[i]);
         ac__gather_answer_short(ctx, sh, caller, refusals, refused, (uint32_t)st->n);
     } else {
-        scatter_admitted(ctx, sh, st, msg, caller, breakers, permits, admitted);
+        scatter_admitted(ctx, sh, st, msg, caller, picks, breakers, permits, admitted);
     }
     for (uint32_t i = 0; i < refused; i++)
         ac_error_release(refusals[i]);
@@ -113,6 +115,7 @@ out:
         free(permits);
         free(breakers);
         free(refusals);
+        free(picks);
     }
 }
 
@@ -138,13 +141,18 @@ static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
         scatter_guarded(ctx, sh, st, msg, caller, start, asked);
         return;
     }
-    ac_ref **routees = st->routees; /* all of them, in pool order */
+    uint32_t small[16];
+    uint32_t *picks = NULL; /* all of them, in pool order */
     if (asked < st->n) {
-        for (uint32_t i = 0; i < asked; i++)
-            st->scratch[i] = st->routees[(start + i) % st->n];
-        routees = st->scratch;
+        picks = asked <= 16 ? small : ac__malloc(asked * sizeof *picks);
+        for (uint32_t i = 0; picks && i < asked; i++)
+            picks[i] = (uint32_t)((start + i) % st->n);
     }
-    ac__gather *g = ac__gather_new(sh, routees, NULL, asked, caller, NULL, ac_ctx_system(ctx));
+    ac__gather *g = !picks && asked < st->n
+                        ? NULL
+                        : ac__gather_new(sh, st, picks, asked, caller, NULL, ac_ctx_system(ctx));
+    if (picks != small)
+        free(picks);
     if (!g) {
         ac__gather_answer_no_memory(ctx, sh, caller, asked);
         return;
