@@ -127,6 +127,22 @@ void ac__gather_answer_all_open(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *call
 void ac__gather_answer_short(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *caller,
                              ac_error **refusals, uint32_t n, uint32_t asked);
 
+/* ---- the gathering kinds (scatter_gather.c, hedged.c) ---- */
+
+extern const ac__router_kind ac__scatter_gather_kind;
+extern const ac__router_kind ac__hedged_kind;
+/* Make `cfg` a scatter/gather router's (kind and shared state) after
+ * checking `options` (NULL: defaults) against a set of `size` routees
+ * (-1: a member group's, of any size); per-routee series are counted for
+ * a pool's routee-1 .. routee-<pool_size> (0: none). AC_EINVAL naming the
+ * option, AC_ENOMEM. On failure cfg is as it was. */
+ac_status ac__scatter_gather_setup(ac__router_cfg *cfg, const ac_scatter_gather_options *options,
+                                   const char *fn, int size, int pool_size);
+/* The same for a hedged group (hedged.c); it counts no per-routee series
+ * and remembers no failing routees. */
+ac_status ac__hedged_setup(ac__router_cfg *cfg, const ac_hedged_options *options, const char *fn,
+                           int size);
+
 /* ---- factories ---- */
 
 /* Props for a router of `kind` (a gathering one) over `sh` (consumed,

@@ -298,3 +298,18 @@ ac_status ac__hedged_setup(ac__router_cfg *cfg, const ac_hedged_options *options
     cfg->skip_cancelled = sh->cancel_losers;
     return AC_OK;
 }
+
+ac_props *ac_router_group_hedged(ac_ref *const *routees, size_t n,
+                                 const ac_hedged_options *options)
+{
+    ac__clear_status();
+    static const char fn[] = "ac_router_group_hedged";
+    ac__router_cfg *cfg = ac__router_group_cfg_new(fn, &ac__hedged_kind, routees, n);
+    if (!cfg)
+        return NULL;
+    if (ac__hedged_setup(cfg, options, fn, (int)n) != AC_OK) {
+        ac__router_cfg_free(cfg);
+        return NULL;
+    }
+    return ac__router_props(cfg, NULL, fn);
+}

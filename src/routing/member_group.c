@@ -16,8 +16,8 @@
 
 #include "core/alloc.h"
 #include "core/last_error.h"
+#include "routing/gather.h"
 #include "routing/member_group.h"
-#include "routing/router_internal.h"
 
 /* The first place whose key is not below `key` (binary search). */
 static size_t sorted_place(const ac__router_state *st, const char *key)

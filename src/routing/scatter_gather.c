@@ -239,3 +239,18 @@ ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def 
     }
     return ac__gather_props(fn, &ac__scatter_gather_kind, sh, size, routee_def, routee_opts);
 }
+
+ac_props *ac_router_group_scatter_gather_first_completed(ac_ref *const *routees, size_t n,
+                                                         const ac_scatter_gather_options *options)
+{
+    ac__clear_status();
+    static const char fn[] = "ac_router_group_scatter_gather_first_completed";
+    ac__router_cfg *cfg = ac__router_group_cfg_new(fn, &ac__scatter_gather_kind, routees, n);
+    if (!cfg)
+        return NULL;
+    if (ac__scatter_gather_setup(cfg, options, fn, (int)n, 0) != AC_OK) {
+        ac__router_cfg_free(cfg);
+        return NULL;
+    }
+    return ac__router_props(cfg, NULL, fn);
+}
