@@ -35,12 +35,12 @@ static const char *const outcome_names[AC__GATHER_OUTCOMES] = {
     [AC__GATHER_NO_REPLY_TARGET] = "no-reply-target",
 };
 
-/* The families both kinds share and the hedged router's own counters:
- * registered on first use (a scatter/gather router's exposition starts
- * with the spec's two families alone), at spawn for the hedged router. */
+/* The families every kind shares and the hedge counters of a kind that
+ * names them (ac__gather_names): registered on first use (a
+ * scatter/gather router's exposition starts with the spec's two families
+ * alone), at spawn for a kind with hedge counters. */
 typedef struct gather_extras {
-    ac_counter *budget_exhausted, *cancelled;
-    ac_counter *hedges_sent, *hedges_won; /* NULL for scatter/gather */
+    ac_counter *events[AC__GATHER_EVENTS]; /* the hedges' NULL for a kind without */
     const char *label;
     ac_metric_family *routee_family;
     int pool_size;
@@ -96,21 +96,22 @@ static bool shared_families(gather_extras *e, ac_system *sys, const ac__gather_n
         .label_count = 3,
         .max_series = 65536,
     };
-    e->budget_exhausted = router_counter(
+    ac_counter **ev = e->events;
+    ev[AC__GATHER_BUDGET_EXHAUSTED] = router_counter(
         sys, "router_hedge_budget_exhausted_total",
         "Messages sent to fewer routees than wanted because the hedge budget was spent.",
         names->label);
-    e->cancelled = router_counter(sys, "router_losers_cancelled_total",
-                                  "Requests dropped unhandled at routees after the answer.",
-                                  names->label);
+    ev[AC__GATHER_CANCELLED] = router_counter(
+        sys, "router_losers_cancelled_total",
+        "Requests dropped unhandled at routees after the answer.", names->label);
     e->routee_family = ac_metrics_counter(sys, "router_routee_outcomes_total", &routee);
-    if (!e->budget_exhausted || !e->cancelled || !e->routee_family)
+    if (!ev[AC__GATHER_BUDGET_EXHAUSTED] || !ev[AC__GATHER_CANCELLED] || !e->routee_family)
         return false;
     if (!names->hedges_sent)
         return true;
-    e->hedges_sent = plain_counter(sys, names->hedges_sent, names->hedges_sent_help);
-    e->hedges_won = plain_counter(sys, names->hedges_won, names->hedges_won_help);
-    return e->hedges_sent && e->hedges_won;
+    ev[AC__GATHER_HEDGE_SENT] = plain_counter(sys, names->hedges_sent, names->hedges_sent_help);
+    ev[AC__GATHER_HEDGE_WON] = plain_counter(sys, names->hedges_won, names->hedges_won_help);
+    return ev[AC__GATHER_HEDGE_SENT] && ev[AC__GATHER_HEDGE_WON];
 }
 
 static gather_extras *extras_create(ac__gather_shared *sh, ac_system *sys)
@@ -184,7 +185,7 @@ ac__gather_metrics *ac__gather_metrics_of(ac__gather_shared *sh, ac_system *sys)
         ac__gather_metrics_free(fresh); /* the same series, published by another thread */
         return m;
     }
-    if (sh->names->hedges_sent) /* the hedged router's families are there from the start */
+    if (sh->names->hedges_sent) /* a hedging kind's families are there from the start */
         (void)extras_of(sh, fresh, sys);
     return fresh;
 }
@@ -209,32 +210,11 @@ static gather_extras *extras_now(ac__gather_shared *sh, ac_system *sys)
     return AC__LIKELY(m == NULL) ? NULL : extras_of(sh, m, sys);
 }
 
-void ac__gather_count_hedge_sent(ac__gather_shared *sh, ac_system *sys)
+void ac__gather_count_event(ac__gather_shared *sh, ac_system *sys, ac__gather_event event)
 {
     gather_extras *e = extras_now(sh, sys);
-    if (e)
-        ac_counter_inc(e->hedges_sent);
-}
-
-void ac__gather_count_hedge_won(ac__gather_shared *sh, ac_system *sys)
-{
-    gather_extras *e = extras_now(sh, sys);
-    if (e)
-        ac_counter_inc(e->hedges_won);
-}
-
-void ac__gather_count_budget_exhausted(ac__gather_shared *sh, ac_system *sys)
-{
-    gather_extras *e = extras_now(sh, sys);
-    if (e)
-        ac_counter_inc(e->budget_exhausted);
-}
-
-void ac__gather_count_cancelled(ac__gather_shared *sh, ac_system *sys)
-{
-    gather_extras *e = extras_now(sh, sys);
-    if (e)
-        ac_counter_inc(e->cancelled);
+    if (e && e->events[event])
+        ac_counter_inc(e->events[event]);
 }
 
 /* The series of routee-`index`'s `outcome`, made on first use; NULL when
