@@ -140,7 +140,9 @@ AC_API ac_props *ac_router_scatter_gather_first_completed(int size,
  * Stopping the router fails its open scatters ("stopped while the scatter
  * was still open") and leaves the routees running: their replies to those
  * scatters are discarded. A scatter that asked a routee later removed
- * (RemoveRoutee) waits for it as for any other. Any thread. */
+ * (RemoveRoutee) waits for it as for any other. The per-routee outcome
+ * series (hedge.h) are a pool's: a group's routees have no bounded
+ * names, so a group counts none. Any thread. */
 AC_API ac_props *ac_router_group_scatter_gather_first_completed(
     ac_ref *const *routees, size_t n, const ac_scatter_gather_options *options);
 /* ---- the Quorum answer ------------------------------------------------- */

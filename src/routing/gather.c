@@ -1,22 +1,25 @@
 /*
  * Gathers: one message asked of several routees, answered once `quorum`
  * of them have succeeded (1 for the first reply), or failed as soon as
- * that can no longer happen. Scatter/gather and the hedged router are two
- * ways of sending a gather's requests; everything after the send is here.
+ * that can no longer happen. How the requests go out is the gathering
+ * policy's (gather.h); everything that follows is here, the same for
+ * every policy, which it tells what happens through its hooks.
  *
  * One gather per message: a header and one slot per routee that may be
  * asked, in one allocation (with room for a quorum's successes after the
  * slots). Each slot is a one-shot reply ref (ask/oneshot.h) used as the
  * sender of the request to its routee. The first thing to reach a slot
- * claims it (CAS on `claimed`): a reply, an error reply, the news that
+ * claims it (CAS on its state word): a reply, an error reply, the news that
  * the routee had stopped, a breaker's refusal, the gather's single
  * deadline timer, or (cancel_losers) the routee's turn dropping the
  * request. So every slot that was sent ends with exactly one outcome.
  *
  *   - `launched` counts the requests sent; SEALED says no more will be
- *     (a scatter is sealed from the start; a hedged gather when its last
- *     attempt goes out, when its budget refuses a hedge, at the deadline,
- *     or when it is settled). Slots never sent are let go at the seal.
+ *     (a policy that sends everything at once seals from the start; one
+ *     that sends one by one when its last request goes out, when it
+ *     stops for its own reasons, at the deadline, or when the gather is
+ *     settled). Slots never sent are let go at the seal, and the policy
+ *     is told (its `sealed` hook).
  *   - With a quorum of 1, the first success CAS-settles the gather and is
  *     told to the caller with the winning routee as sender. With a quorum
  *     of K, a success takes the next place in `succeeded`, which is
@@ -25,7 +28,7 @@
  *     settles and tells the caller one Quorum message, sent by the
  *     router. Later successes vanish silently (a loser of a settled
  *     gather learns it from one load, without the lock).
- *   - A failure publishes its slot's error (release on `outcome`) and
+ *   - A failure publishes its slot's error (release on its state) and
  *     counts in `failed`; whoever sees failed + quorum above what can
  *     still be sent (seq_cst on `failed` and `launched`, so that a failure
  *     and a seal racing each other cannot both miss it) settles the gather
@@ -48,8 +51,8 @@
  * References to a gather: one per slot ref still alive (a slot ref lives
  * until it is claimed and the routee's envelope has let go of it, or
  * until the seal for a slot never sent), one for the armed deadline timer,
- * one for the armed hedge timer, one while listed as open, and the
- * creator's until the first requests are out. A slot ref starts with two
+ * one for each timer of the policy's that is armed, one while listed as
+ * open, and the creator's until the first requests are out. A slot ref starts with two
  * references: its own hold until claimed, and the router's until the
  * request carrying it has been told — the timer is armed before the
  * requests go out, and may claim a slot while they are still being told,
@@ -61,43 +64,15 @@
  *
  * The router's handler only creates the gather, arms the timer and sends
  * the first requests; every answer is sent from the thread that completes
- * it, outside the router's turn, so gathers overlap freely.
+ * it, outside the router's turn, so gathers overlap freely. The policy's
+ * hooks are called outside every lock of the core's (gather.h has their
+ * thread rules).
  */
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
-#include "core/last_error.h"
-#include "core/sync.h"
 #include "routing/gather.h"
-#include "routing/quorum.h"
-
-const ac__gather_style ac__scatter_gather_style = {
-    .title = "Scatter/gather router",
-    .noun = "scatter",
-    .send_to = "scatter to",
-    .sent = "scattered",
-    .label = "scatter-gather",
-    .resolved = "router_scatter_gather_resolved_total",
-    .resolved_help = "Scatter/gather messages resolved, by outcome.",
-    .latency = "router_scatter_gather_latency_seconds",
-    .latency_help = "Seconds from scattering a message to answering its caller.",
-};
-
-const ac__gather_style ac__hedged_style = {
-    .title = "Hedged router",
-    .noun = "request",
-    .send_to = "send to",
-    .sent = "sent",
-    .label = "hedged",
-    .resolved = "router_hedged_resolved_total",
-    .resolved_help = "Hedged router messages resolved, by outcome.",
-    .latency = "router_hedged_latency_seconds",
-    .latency_help = "Seconds from a hedged router's first request to answering its caller.",
-    .hedges = true,
-};
 
 uint64_t ac__gather_now_ns(const ac_system *sys)
 {
@@ -106,70 +81,17 @@ uint64_t ac__gather_now_ns(const ac_system *sys)
     return ac__now_ns();
 }
 
-/* ---- shared ----------------------------------------------------------- */
-
-ac__gather_shared *ac__gather_shared_create(const ac__gather_style *style, int pool_size,
-                                            const char *fn)
-{
-    ac__gather_shared *sh = ac__calloc(1, sizeof *sh);
-    if (!sh)
-        return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
-    if (ac__mutex_init_hot(&sh->lock, "a gathering router's lock") != AC_OK) {
-        free(sh);
-        return NULL;
-    }
-    atomic_init(&sh->refs, 1);
-    atomic_init(&sh->metrics, NULL);
-    sh->style = style;
-    sh->pool_size = pool_size;
-    sh->quorum = 1;
-    return sh;
-}
-
-void ac__gather_shared_release(ac__gather_shared *sh)
-{
-    /* acq_rel: every other holder's uses happen before the free. */
-    if (atomic_fetch_sub_explicit(&sh->refs, 1, memory_order_acq_rel) != 1)
-        return;
-    pthread_mutex_destroy(&sh->lock);
-    ac__gather_metrics_free(atomic_load_explicit(&sh->metrics, memory_order_relaxed));
-    if (sh->delay.adaptive)
-        ac__latency_window_fini(&sh->delay.window);
-    free(sh->failing);
-    ac_ref_release(sh->router);
-    free(sh);
-}
-
-void ac__gather_shared_release_void(void *sh) { ac__gather_shared_release(sh); }
-
-/* The router's path: its cell, retained by sh, holds it. */
-const char *ac__gather_router_path(const ac__gather_shared *sh) { return ac_ref_path(sh->router); }
-
-ac_error *ac__gather_must_have(ac_error *err, const char *what)
-{
-    if (AC__UNLIKELY(!err))
-        ac__oom_abort(what);
-    return err;
-}
-
 /* ---- gather lifetime -------------------------------------------------- */
 
-/* The gather, its slots, a quorum's successes, a hedged gather's part. */
-static size_t gather_size(uint32_t n, uint32_t quorum, bool hedged)
+/* The gather, its slots, a quorum's successes, the policy's part. */
+static size_t gather_size(const ac__gather_shared *sh, uint32_t n)
 {
     size_t size = sizeof(ac__gather) + n * sizeof(ac__gather_slot);
-    if (quorum > 1)
-        size += quorum * sizeof(ac__gather_success);
-    if (hedged)
-        size += sizeof(ac__gather_hedging) + n * sizeof(ac__gather_attempt);
+    if (sh->quorum > 1)
+        size += sh->quorum * sizeof(ac__gather_success);
+    if (sh->policy->part_size)
+        size += sh->policy->part_size(n);
     return size;
-}
-
-static void hedge_part_free(ac__gather_hedging *h, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++)
-        ac_breaker_release(h->attempts[i].breaker);
-    ac_msg_release(h->request);
 }
 
 static void gather_free(ac__gather *g)
@@ -186,8 +108,8 @@ static void gather_free(ac__gather *g)
         ac_msg_release(g->successes[i].reply);
         ac_ref_release(g->successes[i].sender);
     }
-    if (g->hedge)
-        hedge_part_free(g->hedge, g->n);
+    if (g->part)
+        g->shared->policy->part_fini(g);
     ac_ref_release(g->caller);
     ac__gather_shared_release(g->shared);
     free(g);
@@ -209,7 +131,7 @@ static void finish(ac__gather *g)
 
 uint32_t ac__gather_seal(ac__gather *g)
 {
-    /* A scatter is sealed from the start: no write for it. seq_cst: pairs
+    /* Sealed from the start (a scatter): no write for it. seq_cst: pairs
      * with slot_done's increment and check_failure's loads (see the top of
      * the file). */
     uint32_t w = atomic_load_explicit(&g->launched, memory_order_seq_cst);
@@ -221,8 +143,8 @@ uint32_t ac__gather_seal(ac__gather *g)
         return count;
     for (uint32_t i = count; i < g->n; i++)
         ac__ref_release_n(&g->slots[i].ref, 2); /* never sent: both holds */
-    if (g->shared->hedged)
-        ac__gather_hedge_stop(g);
+    if (g->shared->policy->sealed)
+        g->shared->policy->sealed(g);
     if (atomic_load_explicit(&g->claimed, memory_order_seq_cst) == count)
         finish(g);
     return count;
@@ -257,86 +179,7 @@ static bool settle(ac__gather *g)
     return true;
 }
 
-/* ---- answers ---------------------------------------------------------- */
-
-/* A fresh message travels in its own envelope, so the tell itself
- * allocates nothing. */
-void ac__gather_tell_error(ac_ref *caller, ac_error *err, ac_ref *sender)
-{
-    ac_msg *m = ac_msg_error_new(err);
-    if (AC__UNLIKELY(!m))
-        ac__oom_abort("a gathering router's error answer");
-    ac_tell(caller, m, sender);
-}
-
-static void fail_caller(ac__gather *g, ac_error *err)
-{
-    ac__gather_tell_error(g->caller, err, g->shared->router);
-}
-
-static bool all_are(ac_error *const *members, uint32_t m, const char *name)
-{
-    for (uint32_t i = 0; i < m; i++)
-        if (!ac_error_is(members[i], name))
-            return false;
-    return m > 0;
-}
-
-/* The AggregateError of a gather nobody won (N = `asked`); when it cannot
- * hold its members, the same error without them. */
-static ac_error *failed_error(ac__gather *g, ac_error **members, uint32_t m, uint32_t asked,
-                              bool all_timeouts)
-{
-    const ac__gather_shared *sh = g->shared;
-    const char *t = sh->style->title, *path = ac__gather_router_path(sh);
-    ac_error *err;
-    if (g->quorum > 1)
-        err = ac_error_aggregate(members, m,
-                                 "%s %s: %u of %u routees failed; a quorum of %u can no longer "
-                                 "be reached",
-                                 t, path, m, asked, g->quorum);
-    else if (all_timeouts)
-        err = ac_error_aggregate(members, m, "%s %s: none of %u routees replied within %ums", t,
-                                 path, asked, sh->timeout_ms);
-    else if (all_are(members, m, AC_CIRCUIT_BREAKER_OPEN_ERROR))
-        err = ac_error_aggregate(members, m,
-                                 "%s %s: the circuit breakers of all %u routees are open", t, path,
-                                 asked);
-    else
-        err = ac_error_aggregate(members, m, "%s %s: all %u routees failed", t, path, asked);
-    if (err)
-        return err;
-    return ac__gather_must_have(ac_error_new(AC_AGGREGATE_ERROR,
-                                             "%s %s: %u of %u routees failed (their errors "
-                                             "could not be gathered)",
-                                             t, path, m, asked),
-                                "a gathering router's AggregateError");
-}
-
-static void answer_failed(ac__gather *g, uint32_t asked)
-{
-    ac_error *small[8];
-    ac_error **members = asked <= 8 ? small : ac__malloc(asked * sizeof *members);
-    if (!members)
-        ac__oom_abort("the members of a gathering router's AggregateError");
-    uint32_t m = 0;
-    for (uint32_t i = 0; i < asked; i++) {
-        const ac__gather_slot *s = &g->slots[i];
-        /* Acquire pairs with the release store of the slot's outcome: its
-         * error is written. */
-        int o = atomic_load_explicit(&s->outcome, memory_order_acquire);
-        if (o == AC__SLOT_FAILED || o == AC__SLOT_TIMEOUT)
-            members[m++] = s->error;
-    }
-    bool all_timeouts = all_are(members, m, AC_ASK_TIMEOUT_ERROR);
-    ac_error *err = failed_error(g, members, m, asked, all_timeouts);
-    if (members != small)
-        free(members);
-    ac__gather_count_outcome(g->shared, g->system,
-                             all_timeouts ? AC__GATHER_TIMEOUT : AC__GATHER_ALL_FAILED,
-                             g->start_ns);
-    fail_caller(g, err);
-}
+/* ---- the verdict ------------------------------------------------------ */
 
 /* Can the quorum still be reached? If not, the gather fails now. */
 static void check_failure(ac__gather *g)
@@ -352,27 +195,10 @@ static void check_failure(ac__gather *g)
     if (ac__ref_is_stopping(g->shared->router))
         return; /* post_stop answers "stopped" */
     if (settle(g))
-        answer_failed(g, possible);
+        ac__gather_answer_failed(g, possible);
 }
 
 void ac__gather_check_failure(ac__gather *g) { check_failure(g); }
-
-/* The quorum is complete: one Quorum message, sent by the router. */
-static void answer_quorum(ac__gather *g)
-{
-    ac_msg *m = ac__quorum_new(g->quorum);
-    if (AC__UNLIKELY(!m))
-        ac__oom_abort("a scatter/gather's Quorum answer");
-    for (uint32_t i = 0; i < g->quorum; i++) {
-        ac__gather_success *w = &g->successes[i];
-        atomic_store_explicit(&g->slots[w->slot].outcome, AC__SLOT_WON, memory_order_relaxed);
-        ac__quorum_put(m, i, w->reply, w->sender);
-        w->reply = NULL;
-        w->sender = NULL;
-    }
-    ac__gather_count_outcome(g->shared, g->system, AC__GATHER_FIRST, g->start_ns);
-    ac_tell(g->caller, m, g->shared->router);
-}
 
 /* ---- slots ------------------------------------------------------------ */
 
@@ -388,54 +214,31 @@ static void slot_done(ac__gather_slot *s)
     ac_ref_release(&s->ref); /* the slot's own hold, kept until claimed */
 }
 
-static void mark_failing(ac__gather_slot *s, unsigned char failing)
-{
-    ac__gather_shared *sh = s->g->shared;
-    uint32_t k = sh->failing ? ac__gather_routee_index(s->routee, sh->pool_size) : 0;
-    if (k)
-        atomic_store_explicit(&sh->failing[k], failing, memory_order_relaxed);
-}
-
 static void record_failure(ac__gather_slot *s, ac_error *err, ac__slot_outcome outcome)
 {
     s->error = err;
     /* Release: the error before the outcome (answer_failed reads both). */
-    atomic_store_explicit(&s->outcome, (int)outcome, memory_order_release);
+    atomic_store_explicit(&s->state, (int)outcome, memory_order_release);
     if (outcome == AC__SLOT_CANCELLED)
         return;
-    mark_failing(s, 1);
+    if (s->g->shared->policy->failed)
+        s->g->shared->policy->failed(s);
     /* seq_cst: see check_failure. */
     atomic_fetch_add_explicit(&s->g->failed, 1, memory_order_seq_cst);
 }
 
 void ac__gather_slot_failed(ac__gather_slot *s, ac_error *err, ac__slot_outcome outcome,
-                            bool trigger)
+                            bool retry)
 {
     ac__gather *g = s->g;
+    const ac__gather_policy *policy = g->shared->policy;
     record_failure(s, err, outcome);
     if (outcome != AC__SLOT_CANCELLED) {
         check_failure(g);
-        if (trigger && g->shared->hedged && !ac__gather_settled(g))
-            ac__gather_launch(g);
+        if (retry && policy->retry && !ac__gather_settled(g))
+            policy->retry(g);
     }
     slot_done(s);
-}
-
-/* A routee's error, as it will sit in the AggregateError (consumes err):
- * one that already nests AC_ERROR_MAX_DEPTH deep has no room under the
- * aggregate, so a stand-in with its name and message takes its place. */
-static ac_error *member_error(ac_error *err)
-{
-    if (ac_error_depth(err) < AC_ERROR_MAX_DEPTH)
-        return err;
-    ac_error *stand_in = ac__gather_must_have(
-        ac_error_new(ac_error_name(err),
-                     "%s (its members and causes are left out: it nests %zu deep, too deep for "
-                     "an AggregateError to hold)",
-                     ac_error_message(err), ac_error_depth(err)),
-        "a gathering router's member error");
-    ac_error_release(err);
-    return stand_in;
 }
 
 /* The first success, with a quorum of 1: the winner, if it settles. */
@@ -443,10 +246,10 @@ static void win_first(ac__gather_slot *s, ac_msg *reply, ac_ref *sender)
 {
     ac__gather *g = s->g;
     if (settle(g)) {
-        atomic_store_explicit(&s->outcome, AC__SLOT_WON, memory_order_relaxed);
+        atomic_store_explicit(&s->state, AC__SLOT_WON, memory_order_relaxed);
         ac__gather_count_outcome(g->shared, g->system, AC__GATHER_FIRST, g->start_ns);
-        if (s != &g->slots[0] && g->shared->style->hedges)
-            ac__gather_count_hedge_won(g->shared, g->system);
+        if (g->shared->policy->won)
+            g->shared->policy->won(s);
         ac_tell(g->caller, reply, sender); /* the winner, as the sender */
     } else {
         ac_msg_release(reply); /* a loser: silently */
@@ -463,28 +266,15 @@ static void keep_success(ac__gather_slot *s, uint32_t pos, ac_msg *reply, ac_ref
     /* acq_rel: the one that completes the quorum sees every kept success. */
     if (atomic_fetch_add_explicit(&g->stored, 1, memory_order_acq_rel) + 1 == g->quorum &&
         settle(g))
-        answer_quorum(g);
-}
-
-/* What a hedged router learns from a success: its latency, and that its
- * routee works. */
-static void note_success(ac__gather_slot *s)
-{
-    ac__gather_shared *sh = s->g->shared;
-    mark_failing(s, 0);
-    if (sh->delay.adaptive) {
-        uint64_t sent = s->g->hedge->attempts[s - s->g->slots].sent_ns;
-        uint64_t now = ac__gather_now_ns(s->g->system);
-        ac__latency_window_record(&sh->delay.window, now > sent ? now - sent : 0);
-    }
+        ac__gather_answer_quorum(g);
 }
 
 static void slot_succeeded(ac__gather_slot *s, ac_msg *reply, ac_ref *sender)
 {
     ac__gather *g = s->g;
-    if (g->shared->hedged)
-        note_success(s);
-    atomic_store_explicit(&s->outcome, AC__SLOT_OK, memory_order_release);
+    if (g->shared->policy->succeeded)
+        g->shared->policy->succeeded(s);
+    atomic_store_explicit(&s->state, AC__SLOT_OK, memory_order_release);
     if (g->quorum == 1) {
         win_first(s, reply, sender); /* the settle's CAS picks the winner */
         slot_done(s);
@@ -507,7 +297,7 @@ static void slot_settle(ac_ref *self, ac_msg *reply, ac_error *error, ac_ref *se
     ac__gather_slot *s = (ac__gather_slot *)self;
     if (error) {
         ac_ref_release(sender);
-        ac__gather_slot_failed(s, member_error(error), AC__SLOT_FAILED, true);
+        ac__gather_slot_failed(s, ac__gather_member_error(error), AC__SLOT_FAILED, true);
         return;
     }
     slot_succeeded(s, reply, sender);
@@ -523,7 +313,7 @@ static bool slot_cancelled(ac_ref *self, bool skip)
         return false;
     if (!skip)
         return true;
-    ac__gather_count_cancelled(g->shared, g->system);
+    ac__gather_count_event(g->shared, g->system, AC__GATHER_CANCELLED);
     if (ac__oneshot_claim(self)) /* else the deadline came first: a timeout */
         ac__gather_slot_failed(s, NULL, AC__SLOT_CANCELLED, false);
     return true;
@@ -547,7 +337,7 @@ static const ac__oneshot_ops slot_ops = {
             .cancelled = slot_cancelled,
             .settled = ac__oneshot_settled,
             .undeliverable = ac__oneshot_undeliverable},
-    .claim_offset = offsetof(ac__gather_slot, claimed),
+    .claim_offset = offsetof(ac__gather_slot, state),
     .settle = slot_settle,
     .target = slot_target,
 };
@@ -593,45 +383,18 @@ static void deadline_discard(ac__timer *t)
 
 static const ac__timer_ops deadline_ops = {.fire = deadline_fire, .discard = deadline_discard};
 
-/* ---- the router side -------------------------------------------------- */
+/* ---- opening a gather ------------------------------------------------- */
 
-uint32_t ac__gather_routee_index(const ac_ref *routee, int max)
-{
-    const char *name = ac_ref_name(routee);
-    if (strncmp(name, "routee-", 7) != 0)
-        return 0;
-    char *end;
-    long k = strtol(name + 7, &end, 10);
-    return *end == '\0' && k >= 1 && k <= max ? (uint32_t)k : 0;
-}
-
-static void slot_init(ac__gather *g, uint32_t i, ac_ref *routee)
+static void slot_init(ac__gather *g, uint32_t i, const ac__router_state *st, size_t at)
 {
     ac__gather_slot *s = &g->slots[i];
     ac__ref_init(&s->ref, &slot_ops.ref, g->system);
     atomic_init(&s->ref.refs, 2); /* its own hold and the router's (see the top) */
     s->g = g;
-    s->routee = ac_ref_retain(routee);
+    s->routee = ac_ref_retain(st->routees[at]);
     s->error = NULL;
-    atomic_init(&s->claimed, 0);
-    atomic_init(&s->outcome, AC__SLOT_OPEN);
-}
-
-/* A hedged gather's part, after the slots and successes. */
-static void hedge_part_init(ac__gather *g, void *at, ac_breaker *const *breakers, ac_msg *msg)
-{
-    ac__gather_hedging *h = at;
-    h->g = g;
-    memset(&h->timer, 0, sizeof h->timer);
-    h->timer.ops = &ac__gather_hedge_timer_ops;
-    h->armed = h->rearm = false;
-    h->due_for = 0;
-    atomic_init(&h->launch_requests, 0);
-    h->request = ac_msg_retain(msg);
-    for (uint32_t i = 0; i < g->n; i++)
-        h->attempts[i] = (ac__gather_attempt){
-            .breaker = breakers && breakers[i] ? ac_breaker_retain(breakers[i]) : NULL};
-    g->hedge = h;
+    atomic_init(&s->state, AC__SLOT_OPEN);
+    s->number = st->numbers ? st->numbers[at] : 0;
 }
 
 static void gather_counters_init(ac__gather *g, uint32_t n)
@@ -645,11 +408,42 @@ static void gather_counters_init(ac__gather *g, uint32_t n)
     atomic_init(&g->failed, 0);
 }
 
-ac__gather *ac__gather_new(ac__gather_shared *sh, ac_ref *const *routees,
-                           ac_breaker *const *breakers, uint32_t n, ac_ref *caller, ac_msg *msg,
-                           ac_system *sys)
+/* After the slots: a quorum's successes, then the policy's part. */
+static void gather_parts_init(ac__gather *g, const ac__router_state *st, const uint32_t *picks,
+                              ac_msg *msg)
 {
-    ac__gather *g = ac__malloc(gather_size(n, sh->quorum, sh->hedged));
+    const ac__gather_policy *policy = g->shared->policy;
+    char *after = (char *)&g->slots[g->n];
+    g->successes = NULL;
+    if (g->quorum > 1) {
+        g->successes = (ac__gather_success *)(void *)after;
+        memset(g->successes, 0, g->quorum * sizeof *g->successes);
+        after += g->quorum * sizeof *g->successes;
+    }
+    g->part = NULL;
+    if (policy->part_size) {
+        g->part = after;
+        policy->part_init(g, st, picks, msg);
+    }
+}
+
+static void open_list_add(ac__gather_shared *sh, ac__gather *g)
+{
+    pthread_mutex_lock(&sh->lock);
+    g->next = sh->open;
+    if (sh->open)
+        sh->open->prev = g;
+    sh->open = g;
+    pthread_mutex_unlock(&sh->lock);
+}
+
+/* A gather with one reference for the creator, which the policy's start
+ * consumes; NULL when out of memory. */
+static ac__gather *gather_new(ac__gather_shared *sh, const ac__router_state *st,
+                              const uint32_t *picks, uint32_t n, ac_ref *caller, ac_msg *msg,
+                              ac_system *sys)
+{
+    ac__gather *g = ac__malloc(gather_size(sh, n));
     if (!g)
         return NULL;
     gather_counters_init(g, n);
@@ -664,133 +458,48 @@ ac__gather *ac__gather_new(ac__gather_shared *sh, ac_ref *const *routees,
     g->start_ns = ac__gather_metrics_of(sh, sys) ? ac__now_ns() : 0;
     g->n = n;
     g->quorum = sh->quorum;
-    char *after = (char *)&g->slots[n];
-    g->successes = NULL;
-    if (g->quorum > 1) {
-        g->successes = (ac__gather_success *)(void *)after;
-        memset(g->successes, 0, g->quorum * sizeof *g->successes);
-        after += g->quorum * sizeof *g->successes;
-    }
-    g->hedge = NULL;
-    if (sh->hedged)
-        hedge_part_init(g, after, breakers, msg);
+    gather_parts_init(g, st, picks, msg);
     for (uint32_t i = 0; i < n; i++)
-        slot_init(g, i, routees[i]);
-    pthread_mutex_lock(&sh->lock);
-    g->next = sh->open;
-    if (sh->open)
-        sh->open->prev = g;
-    sh->open = g;
-    pthread_mutex_unlock(&sh->lock);
+        slot_init(g, i, st, picks ? picks[i] : i);
+    open_list_add(sh, g);
     return g;
 }
 
-void ac__gather_scatter(ac__gather *g, ac_msg *msg, ac_breaker *const *breakers,
-                        const ac_breaker_permit *permits)
+void ac__gather_open(ac_ctx *ctx, ac__gather_shared *sh, const ac__router_state *st,
+                     const uint32_t *picks, uint32_t n, ac_ref *caller, ac_msg *msg,
+                     const ac__gather_permits *permits)
 {
-    /* Every slot goes out now: sealed from the start. No other thread
-     * knows the gather before the first request is told. */
-    atomic_store_explicit(&g->launched, g->n | AC__GATHER_SEALED, memory_order_relaxed);
-    uint32_t timeout_ms = g->shared->timeout_ms;
-    ac__timer_arm(g->system->timers, &g->deadline, timeout_ms);
-    for (uint32_t i = 0; i < g->n; i++) {
-        ac__gather_slot *s = &g->slots[i];
-        if (breakers)
-            ac_breaker_tell(breakers[i], &permits[i], s->routee, ac_msg_retain(msg), &s->ref,
-                            timeout_ms);
-        else
-            ac_tell(s->routee, ac_msg_retain(msg), &s->ref);
-        ac_ref_release(&s->ref); /* the router's hold: the envelope has its own */
+    ac__gather *g = gather_new(sh, st, picks, n, caller, msg, ac_ctx_system(ctx));
+    if (g) {
+        sh->policy->start(g, msg, permits);
+        return;
     }
-    ac__gather_unref(g); /* the creator's: held while telling, since a claim
-                          * of every slot could end the gather meanwhile */
+    for (uint32_t i = 0; permits && i < n; i++)
+        ac_breaker_cancel(permits->breakers[i], &permits->permits[i]);
+    ac__gather_answer_no_memory(ctx, sh, caller, n);
 }
 
-/* ---- answers made without a gather ------------------------------------ */
-
-/* The caller still gets an answer: this one, small and made now. */
-void ac__gather_answer_no_memory(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *caller, size_t n)
+void ac__gather_arm_deadline(ac__gather *g)
 {
-    ac__gather_tell_error(
-        caller,
-        ac__gather_must_have(ac_error_new("RouterError", "%s %s: out of memory for a %s to %zu "
-                                                         "routees",
-                                          sh->style->title, ac__gather_router_path(sh),
-                                          sh->style->noun, n),
-                             "a gathering router's answer"),
-        ac_self(ctx));
+    ac__timer_arm(g->system->timers, &g->deadline, g->shared->timeout_ms);
 }
 
-void ac__gather_answer_empty(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *caller)
+void ac__gather_send(ac__gather *g, uint32_t i, ac_msg *msg, ac_breaker *breaker,
+                     const ac_breaker_permit *permit)
 {
-    ac_error *err = ac__gather_must_have(
-        ac_error_aggregate(NULL, 0, "%s %s has no routees left to %s", sh->style->title,
-                           ac__gather_router_path(sh), sh->style->send_to),
-        "a gathering router's answer");
-    ac__gather_count_outcome(sh, ac_ctx_system(ctx), AC__GATHER_ALL_FAILED,
-                             ac__now_ns()); /* answered at once */
-    ac__gather_tell_error(caller, err, ac_self(ctx));
+    ac__gather_slot *s = &g->slots[i];
+    if (breaker)
+        ac_breaker_tell(breaker, permit, s->routee, ac_msg_retain(msg), &s->ref,
+                        g->shared->timeout_ms);
+    else
+        ac_tell(s->routee, ac_msg_retain(msg), &s->ref);
+    ac_ref_release(&s->ref); /* the router's hold: the envelope has its own */
 }
 
-void ac__gather_drop_unanswerable(ac_ctx *ctx, ac__gather_shared *sh, ac_msg *msg)
-{
-    ac__gather_count_outcome(sh, ac_ctx_system(ctx), AC__GATHER_NO_REPLY_TARGET, 0);
-    ac_log_warn(ctx, "%s %s: dropped a message (%s) without a sender: no reply target, nothing %s",
-                sh->style->title, ac__gather_router_path(sh), ac_msg_type_name(msg),
-                sh->style->sent);
-}
+/* ---- stopping --------------------------------------------------------- */
 
-void ac__gather_answer_all_open(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *caller,
-                                ac_error **refusals, uint32_t n)
+void ac__gather_stop_all(ac__gather_shared *sh)
 {
-    ac_error *err = ac__gather_must_have(
-        ac_error_aggregate(refusals, n, "%s %s: the circuit breakers of all %u routees are open",
-                           sh->style->title, ac__gather_router_path(sh), n),
-        "a gathering router's answer");
-    ac__gather_count_outcome(sh, ac_ctx_system(ctx), AC__GATHER_ALL_FAILED,
-                             ac__now_ns()); /* answered at once */
-    ac__gather_tell_error(caller, err, ac_self(ctx));
-}
-
-void ac__gather_answer_short(ac_ctx *ctx, ac__gather_shared *sh, ac_ref *caller,
-                             ac_error **refusals, uint32_t n, uint32_t asked)
-{
-    const char *t = sh->style->title, *path = ac__gather_router_path(sh);
-    ac_error *err =
-        n == 0 ? ac_error_aggregate(NULL, 0, "%s %s has %u routees left, fewer than its quorum "
-                                             "of %u",
-                                    t, path, asked, sh->quorum)
-               : ac_error_aggregate(refusals, n,
-                                    "%s %s: %u of %u routees failed; a quorum of %u can no "
-                                    "longer be reached",
-                                    t, path, n, asked, sh->quorum);
-    ac__gather_count_outcome(sh, ac_ctx_system(ctx), AC__GATHER_ALL_FAILED,
-                             ac__now_ns()); /* answered at once */
-    ac__gather_tell_error(caller, ac__gather_must_have(err, "a gathering router's answer"),
-                          ac_self(ctx));
-}
-
-/* ---- the kinds' hooks ------------------------------------------------- */
-
-void ac__gather_on_start(ac_ctx *ctx, ac__router_cfg *cfg)
-{
-    ac__gather_shared *sh = cfg->extra;
-    if (!sh->router) /* the same cell across restarts */
-        sh->router = ac_ref_retain(ac_self(ctx));
-}
-
-/* The resolution families are exposed, at zero, as soon as the router is
- * spawned. */
-void ac__gather_on_spawn(ac_system *system, ac__router_cfg *cfg)
-{
-    (void)ac__gather_metrics_of(cfg->extra, system);
-}
-
-/* post_stop, and so restart: every open gather fails now. */
-void ac__gather_on_stop(ac_ctx *ctx, ac__router_cfg *cfg)
-{
-    (void)ctx;
-    ac__gather_shared *sh = cfg->extra;
     for (;;) {
         pthread_mutex_lock(&sh->lock);
         ac__gather *g = sh->open;
@@ -799,50 +508,8 @@ void ac__gather_on_stop(ac_ctx *ctx, ac__router_cfg *cfg)
         pthread_mutex_unlock(&sh->lock);
         if (!g)
             return;
-        if (settle(g)) {
-            ac__gather_count_outcome(sh, g->system, AC__GATHER_STOPPED, g->start_ns);
-            fail_caller(g, ac__gather_must_have(
-                               ac_error_aggregate(NULL, 0, "%s %s stopped while the %s was still "
-                                                           "open",
-                                                  sh->style->title, ac__gather_router_path(sh),
-                                                  sh->style->noun),
-                               "a gathering router's answer"));
-        }
+        if (settle(g))
+            ac__gather_answer_stopped(g);
         ac__gather_unref(g);
     }
-}
-
-/* ---- factories -------------------------------------------------------- */
-
-ac_props *ac__gather_props(const char *fn, const ac__router_kind *kind, ac__gather_shared *sh,
-                           int size, const ac_actor_def *routee_def,
-                           const ac_routee_options *routee_opts)
-{
-    ac__router_cfg *cfg = ac__calloc(1, sizeof *cfg);
-    if (!cfg) {
-        ac__gather_shared_release(sh);
-        return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
-    }
-    cfg->kind = kind;
-    cfg->n = size;
-    cfg->routee_def = routee_def;
-    cfg->routee_user = routee_opts ? routee_opts->user_data : NULL;
-    cfg->extra = sh;
-    cfg->extra_free = ac__gather_shared_release_void;
-    cfg->skip_cancelled = sh->cancel_losers;
-    if (ac__router_copy_breaker(cfg, routee_opts, fn) != AC_OK) {
-        ac__gather_shared_release(sh);
-        free(cfg);
-        return NULL;
-    }
-    return ac__router_props(cfg, routee_opts, fn); /* frees cfg and sh on failure */
-}
-
-ac_status ac__gather_check_timeout(const char *fn, int64_t timeout_ms, const char *what)
-{
-    if (timeout_ms >= 0 && timeout_ms <= INT32_MAX)
-        return AC_OK;
-    return ac__fail(AC_EINVAL, "%s: %s = %lld is not usable; use 1..%d, or 0 for the default (%d)",
-                    fn, what, (long long)timeout_ms, INT32_MAX,
-                    AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
 }

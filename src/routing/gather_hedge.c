@@ -1,7 +1,15 @@
 /*
- * Sending a hedged gather's requests one by one: the first at once, each
- * next one when the hedge delay has passed without a success, or at once
- * when an attempt fails.
+ * The hedged router's gathering policy (gather.h): whom to try in which
+ * order, and sending a gather's requests one by one — the first at once,
+ * each next one when the hedging policy's delay (hedge_policy.h) has
+ * passed without a success, or at once when an attempt fails.
+ *
+ * The order: round-robin from a start that moves by one per message,
+ * with the routees known to be failing moved to the end — those whose
+ * last outcome was an error or a timeout (`failing`, by routee number,
+ * cleared by a success) and those whose breaker is open — so that a
+ * failing routee is still tried when the healthy ones are slow, and can
+ * show it has recovered.
  *
  * Launching. Three kinds of thread want the next attempt out: the
  * router's turn (the first), the hedge timer, and whoever delivers an
@@ -14,93 +22,177 @@
  * race each other; they race only the seal (a CAS on `launched`).
  *
  * The hedge timer. Armed after each attempt for the one after it, with
- * the delay of that moment (fixed, or the adaptive window's). Its state
- * (armed, rearm, due_for in the gather's hedge part) is under the router's
- * shared lock, since the launcher re-arms it while it may be firing: a
- * cancel that fails because the timer is due leaves `rearm` for the firing
- * to act on — it then re-arms for the attempt now next, a full delay from
- * now, instead of sending it. A firing sends the next attempt only when
- * none has gone out since it was armed, so a hedge does not follow an
- * error-triggered attempt at once (a failure that lands in the same
- * instant as the firing may still make it send one early: a request more,
- * never a wrong answer). The armed timer holds a reference to the gather;
- * sealing cancels it.
+ * the delay of that moment. Its state (armed, rearm, due_for in the
+ * gather's part) is under the router's shared lock, since the launcher
+ * re-arms it while it may be firing: a cancel that fails because the
+ * timer is due leaves `rearm` for the firing to act on — it then re-arms
+ * for the attempt now next, a full delay from now, instead of sending
+ * it. A firing sends the next attempt only when none has gone out since
+ * it was armed, so a hedge does not follow an error-triggered attempt at
+ * once (a failure that lands in the same instant as the firing may still
+ * make it send one early: a request more, never a wrong answer). The
+ * armed timer holds a reference to the gather; the seal cancels it. The
+ * shared lock is never held across a call into the core.
  *
  * The budget. Every attempt after the first takes a token; none left,
  * the gather is sealed with what it has sent (counted as budget
  * exhausted), and fails at once if all of that has failed.
  */
-#include "core/alloc.h"
-#include "routing/gather.h"
+#include <stdlib.h>
+#include <string.h>
 
-static uint64_t hedge_delay_ns(ac__gather_shared *sh)
+#include "core/alloc.h"
+#include "routing/gather_hedge.h"
+
+/* A gather's part: the hedge timer and what sending later needs. */
+typedef struct attempt {
+    ac_breaker *breaker; /* retained; NULL: none */
+    uint64_t sent_ns;    /* when the request went out (the system's clock) */
+} attempt;
+
+typedef struct hedge_part {
+    ac__gather *g;
+    ac__timer timer; /* its state is under shared->lock: */
+    bool armed, rearm;
+    uint32_t due_for;            /* the attempt it will send */
+    atomic_uint launch_requests; /* the trampoline's wishes */
+    ac_msg *request;             /* retained */
+    attempt attempts[];          /* one per slot */
+} hedge_part;
+
+static hedge_part *part_of(const ac__gather *g) { return g->part; }
+
+static ac__hedging *hedging_of(const ac__gather *g) { return g->shared->policy_state; }
+
+/* ---- the order of attempts -------------------------------------------- */
+
+static bool known_failing(const ac__hedging *h, const ac__router_state *st, size_t i)
 {
-    return sh->delay.adaptive ? ac__latency_window_delay(&sh->delay.window) : sh->delay.fixed_ns;
+    if (st->breakers && ac_breaker_state_of(st->breakers[i]) == AC_BREAKER_OPEN)
+        return true;
+    uint32_t k = st->numbers && h->failing ? st->numbers[i] : 0;
+    return k && atomic_load_explicit(&h->failing[k], memory_order_relaxed);
 }
+
+/* The places in the set of the first m routees to try, into `picks`:
+ * round-robin from the router's index, those not known to be failing
+ * first. Whether a routee is failing is read once per routee: other
+ * threads change it as slots fail, and a routee read as failing in one
+ * pass and as healthy in another would be left out of both, leaving
+ * places unfilled. */
+static void order_attempts(const ac__hedging *h, const ac__router_state *st, uint32_t m,
+                           uint32_t *picks)
+{
+    size_t start = (size_t)(st->index % st->n);
+    uint32_t k = 0, back = 0;
+    /* The failing ones wait here, in order, for the places the healthy
+     * ones leave. Out of memory for that: every routee in order. */
+    size_t idx_small[16];
+    size_t *idx = st->n <= 16 ? idx_small : ac__malloc(st->n * sizeof *idx);
+    for (size_t j = 0; j < st->n && k < m; j++) {
+        size_t i = (start + j) % st->n;
+        if (idx && known_failing(h, st, i)) {
+            idx[back++] = i;
+            continue;
+        }
+        picks[k++] = (uint32_t)i;
+    }
+    for (uint32_t b = 0; b < back && k < m; b++)
+        picks[k++] = (uint32_t)idx[b];
+    if (idx != idx_small)
+        free(idx);
+    AC__ASSERT(k == m);
+}
+
+static void hedge_ask(ac_ctx *ctx, ac__gather_shared *sh, ac__router_state *st, ac_msg *msg,
+                      ac_ref *caller)
+{
+    const ac__hedging *h = sh->policy_state;
+    uint32_t m = h->max_attempts && h->max_attempts < st->n ? h->max_attempts : (uint32_t)st->n;
+    uint32_t small[16];
+    uint32_t *picks = m <= 16 ? small : ac__malloc(m * sizeof *picks);
+    if (!picks) {
+        ac__gather_answer_no_memory(ctx, sh, caller, m);
+        return;
+    }
+    order_attempts(h, st, m, picks);
+    ac__gather_open(ctx, sh, st, picks, m, caller, msg, NULL);
+    if (picks != small)
+        free(picks);
+}
+
+/* ---- the hedge timer -------------------------------------------------- */
 
 static ac__gather *gather_of_hedge(ac__timer *t)
 {
-    return ((ac__gather_hedging *)(void *)((char *)t - offsetof(ac__gather_hedging, timer)))->g;
+    return ((hedge_part *)(void *)((char *)t - offsetof(hedge_part, timer)))->g;
 }
 
 /* Call with the shared lock held: arm for attempt `next`. */
 static void hedge_arm_locked(ac__gather *g, uint32_t next)
 {
-    g->hedge->armed = true;
-    g->hedge->due_for = next;
-    ac__timer_arm_ns(g->system->timers, &g->hedge->timer, hedge_delay_ns(g->shared));
+    const ac__hedging *h = hedging_of(g);
+    hedge_part *p = part_of(g);
+    p->armed = true;
+    p->due_for = next;
+    ac__timer_arm_ns(g->system->timers, &p->timer, h->delay->delay_ns(h->delay_state));
 }
 
 /* After attempt next - 1 went out: the hedge timer for attempt `next`. */
 static void hedge_arm_next(ac__gather *g, uint32_t next)
 {
     ac__gather_shared *sh = g->shared;
+    hedge_part *p = part_of(g);
     pthread_mutex_lock(&sh->lock);
     if (!(atomic_load_explicit(&g->launched, memory_order_seq_cst) & AC__GATHER_SEALED)) {
-        if (!g->hedge->armed) {
+        if (!p->armed) {
             atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed); /* the timer's */
             hedge_arm_locked(g, next);
-        } else if (ac__timer_cancel(g->system->timers, &g->hedge->timer)) {
+        } else if (ac__timer_cancel(g->system->timers, &p->timer)) {
             hedge_arm_locked(g, next); /* keeps the timer's reference */
         } else {
-            g->hedge->rearm = true; /* firing now: it re-arms */
+            p->rearm = true; /* firing now: it re-arms */
         }
     }
     pthread_mutex_unlock(&sh->lock);
 }
 
-void ac__gather_hedge_stop(ac__gather *g)
+/* The seal (the `sealed` hook): the hedge timer has nothing left to do. */
+static void hedge_sealed(ac__gather *g)
 {
     ac__gather_shared *sh = g->shared;
+    hedge_part *p = part_of(g);
     pthread_mutex_lock(&sh->lock);
-    bool dropped = g->hedge->armed && ac__timer_cancel(g->system->timers, &g->hedge->timer);
+    bool dropped = p->armed && ac__timer_cancel(g->system->timers, &p->timer);
     if (dropped)
-        g->hedge->armed = false;
+        p->armed = false;
     pthread_mutex_unlock(&sh->lock);
     if (dropped)
         ac__gather_unref(g); /* the timer's reference */
 }
 
+static void hedge_launch(ac__gather *g);
+
 static void hedge_fire(ac__timer *t)
 {
     ac__gather *g = gather_of_hedge(t);
-    ac__gather_hedging *h = g->hedge;
+    hedge_part *p = part_of(g);
     bool launch = false, rearmed = false;
     pthread_mutex_lock(&g->shared->lock);
-    h->armed = false;
+    p->armed = false;
     uint32_t w = atomic_load_explicit(&g->launched, memory_order_seq_cst);
     if (!(w & AC__GATHER_SEALED)) {
-        if (h->rearm && ac__gather_count(w) < g->n) {
+        if (p->rearm && ac__gather_count(w) < g->n) {
             hedge_arm_locked(g, ac__gather_count(w));
             rearmed = true;
         } else {
-            launch = !h->rearm && ac__gather_count(w) == h->due_for;
+            launch = !p->rearm && ac__gather_count(w) == p->due_for;
         }
     }
-    h->rearm = false;
+    p->rearm = false;
     pthread_mutex_unlock(&g->shared->lock);
     if (launch)
-        ac__gather_launch(g);
+        hedge_launch(g);
     if (!rearmed)
         ac__gather_unref(g); /* the timer's reference */
 }
@@ -111,16 +203,48 @@ static void hedge_discard(ac__timer *t)
     ac__gather_unref(gather_of_hedge(t));
 }
 
-const ac__timer_ops ac__gather_hedge_timer_ops = {.fire = hedge_fire, .discard = hedge_discard};
+static const ac__timer_ops hedge_timer_ops = {.fire = hedge_fire, .discard = hedge_discard};
+
+/* ---- a gather's part -------------------------------------------------- */
+
+static size_t hedge_part_size(uint32_t n) { return sizeof(hedge_part) + n * sizeof(attempt); }
+
+static void hedge_part_init(ac__gather *g, const ac__router_state *st, const uint32_t *picks,
+                            ac_msg *msg)
+{
+    hedge_part *p = part_of(g);
+    p->g = g;
+    memset(&p->timer, 0, sizeof p->timer);
+    p->timer.ops = &hedge_timer_ops;
+    p->armed = p->rearm = false;
+    p->due_for = 0;
+    atomic_init(&p->launch_requests, 0);
+    p->request = ac_msg_retain(msg);
+    for (uint32_t i = 0; i < g->n; i++)
+        p->attempts[i] = (attempt){
+            .breaker = st->breakers ? ac_breaker_retain(st->breakers[picks ? picks[i] : i])
+                                    : NULL};
+}
+
+static void hedge_part_fini(ac__gather *g)
+{
+    hedge_part *p = part_of(g);
+    for (uint32_t i = 0; i < g->n; i++)
+        ac_breaker_release(p->attempts[i].breaker);
+    ac_msg_release(p->request);
+}
+
+/* ---- launching -------------------------------------------------------- */
 
 /* Attempt i (already counted in `launched`): true when it went out, false
  * when its routee's breaker refused it, which fails its slot. */
 static bool send_attempt(ac__gather *g, uint32_t i)
 {
     ac__gather_slot *s = &g->slots[i];
-    ac__gather_attempt *at = &g->hedge->attempts[i];
-    ac__gather_shared *sh = g->shared;
-    at->sent_ns = ac__gather_now_ns(g->system);
+    hedge_part *p = part_of(g);
+    attempt *at = &p->attempts[i];
+    if (hedging_of(g)->delay->observe) /* the clock only for a policy that learns */
+        at->sent_ns = ac__gather_now_ns(g->system);
     ac_breaker_permit permit;
     ac_error *refusal = NULL;
     if (at->breaker && !ac_breaker_acquire(at->breaker, &permit, &refusal)) {
@@ -129,20 +253,15 @@ static bool send_attempt(ac__gather *g, uint32_t i)
             refusal = ac_error_new(AC_CIRCUIT_BREAKER_OPEN_ERROR, "Circuit breaker %s is open",
                                    ac_breaker_name(at->breaker));
         if (ac__oneshot_claim(&s->ref))
-            ac__gather_slot_failed(s, ac__gather_must_have(refusal, "a breaker's refusal"),
+            ac__gather_slot_failed(s, ac__gather_error_or_abort(refusal, "a breaker's refusal"),
                                    AC__SLOT_FAILED, false);
         else
             ac_error_release(refusal); /* the deadline came first */
         return false;
     }
     if (i > 0)
-        ac__gather_count_hedge_sent(sh, g->system);
-    if (at->breaker)
-        ac_breaker_tell(at->breaker, &permit, s->routee, ac_msg_retain(g->hedge->request), &s->ref,
-                        sh->timeout_ms);
-    else
-        ac_tell(s->routee, ac_msg_retain(g->hedge->request), &s->ref);
-    ac_ref_release(&s->ref); /* the router's hold: the envelope has its own */
+        ac__gather_count_event(g->shared, g->system, AC__GATHER_HEDGE_SENT);
+    ac__gather_send(g, i, p->request, at->breaker, &permit);
     return true;
 }
 
@@ -152,7 +271,7 @@ static bool budget_allows(ac__gather *g, uint32_t i)
     ac__gather_shared *sh = g->shared;
     if (i == 0 || !sh->has_budget || ac__hedge_budget_take(&sh->budget, 1) == 1)
         return true;
-    ac__gather_count_budget_exhausted(sh, g->system);
+    ac__gather_count_event(sh, g->system, AC__GATHER_BUDGET_EXHAUSTED);
     ac__gather_seal(g);
     ac__gather_check_failure(g);
     return false;
@@ -191,11 +310,12 @@ static void launch_one(ac__gather *g)
     }
 }
 
-void ac__gather_launch(ac__gather *g)
+/* The trampoline; also the `retry` hook. */
+static void hedge_launch(ac__gather *g)
 {
     /* acq_rel: a wish counted here is seen by the running launcher's
      * decrement, and the launches it runs see what the wisher wrote. */
-    atomic_uint *wishes = &g->hedge->launch_requests;
+    atomic_uint *wishes = &part_of(g)->launch_requests;
     if (atomic_fetch_add_explicit(wishes, 1, memory_order_acq_rel) != 0)
         return;
     do
@@ -203,9 +323,64 @@ void ac__gather_launch(ac__gather *g)
     while (atomic_fetch_sub_explicit(wishes, 1, memory_order_acq_rel) != 1);
 }
 
-void ac__gather_hedge(ac__gather *g)
+static void hedge_start(ac__gather *g, ac_msg *msg, const ac__gather_permits *permits)
 {
-    ac__timer_arm(g->system->timers, &g->deadline, g->shared->timeout_ms);
-    ac__gather_launch(g);
+    (void)msg;     /* kept in the part */
+    (void)permits; /* taken as each attempt goes out */
+    ac__gather_arm_deadline(g);
+    hedge_launch(g);
     ac__gather_unref(g); /* the creator's: held while the first request went out */
 }
+
+/* ---- what the router learns ------------------------------------------- */
+
+static void mark_failing(ac__gather_slot *s, unsigned char failing)
+{
+    const ac__hedging *h = hedging_of(s->g);
+    if (h->failing && s->number)
+        atomic_store_explicit(&h->failing[s->number], failing, memory_order_relaxed);
+}
+
+/* A success: its routee works, and its latency (for a policy that
+ * learns). */
+static void hedge_succeeded(ac__gather_slot *s)
+{
+    const ac__hedging *h = hedging_of(s->g);
+    mark_failing(s, 0);
+    if (!h->delay->observe)
+        return;
+    uint64_t sent = part_of(s->g)->attempts[s - s->g->slots].sent_ns;
+    uint64_t now = ac__gather_now_ns(s->g->system);
+    h->delay->observe(h->delay_state, now > sent ? now - sent : 0);
+}
+
+static void hedge_failed(ac__gather_slot *s) { mark_failing(s, 1); }
+
+/* A win by any attempt but the first is a hedge's. */
+static void hedge_won(ac__gather_slot *s)
+{
+    if (s != &s->g->slots[0])
+        ac__gather_count_event(s->g->shared, s->g->system, AC__GATHER_HEDGE_WON);
+}
+
+static void hedging_free(void *state)
+{
+    ac__hedging *h = state;
+    h->delay->destroy(h->delay_state);
+    free(h->failing);
+    free(h);
+}
+
+const ac__gather_policy ac__hedge_gather_policy = {
+    .ask = hedge_ask,
+    .start = hedge_start,
+    .part_size = hedge_part_size,
+    .part_init = hedge_part_init,
+    .part_fini = hedge_part_fini,
+    .sealed = hedge_sealed,
+    .succeeded = hedge_succeeded,
+    .failed = hedge_failed,
+    .retry = hedge_launch,
+    .won = hedge_won,
+    .free_state = hedging_free,
+};

@@ -35,12 +35,12 @@ static const char *const outcome_names[AC__GATHER_OUTCOMES] = {
     [AC__GATHER_NO_REPLY_TARGET] = "no-reply-target",
 };
 
-/* The families both kinds share and the hedged router's own counters:
- * registered on first use (a scatter/gather router's exposition starts
- * with the spec's two families alone), at spawn for the hedged router. */
+/* The families every kind shares and the hedge counters of a kind that
+ * names them (ac__gather_names): registered on first use (a
+ * scatter/gather router's exposition starts with the spec's two families
+ * alone), at spawn for a kind with hedge counters. */
 typedef struct gather_extras {
-    ac_counter *budget_exhausted, *cancelled;
-    ac_counter *hedges_sent, *hedges_won; /* NULL for scatter/gather */
+    ac_counter *events[AC__GATHER_EVENTS]; /* the hedges' NULL for a kind without */
     const char *label;
     ac_metric_family *routee_family;
     int pool_size;
@@ -72,22 +72,22 @@ static ac_counter *plain_counter(ac_system *sys, const char *name, const char *h
 }
 
 static bool resolution_families(ac__gather_metrics *m, ac_system *sys,
-                                const ac__gather_style *style)
+                                const ac__gather_names *names)
 {
     static const char *const outcome_label[] = {"outcome"};
     ac_metric_options resolved = {
-        .help = style->resolved_help, .label_names = outcome_label, .label_count = 1};
-    ac_metric_options latency = {.help = style->latency_help};
-    ac_metric_family *f = ac_metrics_counter(sys, style->resolved, &resolved);
+        .help = names->resolved_help, .label_names = outcome_label, .label_count = 1};
+    ac_metric_options latency = {.help = names->latency_help};
+    ac_metric_family *f = ac_metrics_counter(sys, names->resolved, &resolved);
     for (int o = 0; f && o < AC__GATHER_OUTCOMES; o++)
         if (!(m->resolved[o] = ac_counter_series(f, &outcome_names[o])))
             f = NULL;
     if (f)
-        f = ac_metrics_histogram(sys, style->latency, &latency);
+        f = ac_metrics_histogram(sys, names->latency, &latency);
     return f && (m->latency = ac_histogram_series(f, NULL));
 }
 
-static bool shared_families(gather_extras *e, ac_system *sys, const ac__gather_style *style)
+static bool shared_families(gather_extras *e, ac_system *sys, const ac__gather_names *names)
 {
     static const char *const routee_labels[] = {"router", "routee", "outcome"};
     ac_metric_options routee = {
@@ -96,23 +96,22 @@ static bool shared_families(gather_extras *e, ac_system *sys, const ac__gather_s
         .label_count = 3,
         .max_series = 65536,
     };
-    e->budget_exhausted = router_counter(
+    ac_counter **ev = e->events;
+    ev[AC__GATHER_BUDGET_EXHAUSTED] = router_counter(
         sys, "router_hedge_budget_exhausted_total",
         "Messages sent to fewer routees than wanted because the hedge budget was spent.",
-        style->label);
-    e->cancelled = router_counter(sys, "router_losers_cancelled_total",
-                                  "Requests dropped unhandled at routees after the answer.",
-                                  style->label);
+        names->label);
+    ev[AC__GATHER_CANCELLED] = router_counter(
+        sys, "router_losers_cancelled_total",
+        "Requests dropped unhandled at routees after the answer.", names->label);
     e->routee_family = ac_metrics_counter(sys, "router_routee_outcomes_total", &routee);
-    if (!e->budget_exhausted || !e->cancelled || !e->routee_family)
+    if (!ev[AC__GATHER_BUDGET_EXHAUSTED] || !ev[AC__GATHER_CANCELLED] || !e->routee_family)
         return false;
-    if (!style->hedges)
+    if (!names->hedges_sent)
         return true;
-    e->hedges_sent = plain_counter(sys, "router_hedges_sent_total",
-                                   "Requests a hedged router sent beyond the first per message.");
-    e->hedges_won = plain_counter(sys, "router_hedges_won_total",
-                                  "Messages a hedged router's later request won.");
-    return e->hedges_sent && e->hedges_won;
+    ev[AC__GATHER_HEDGE_SENT] = plain_counter(sys, names->hedges_sent, names->hedges_sent_help);
+    ev[AC__GATHER_HEDGE_WON] = plain_counter(sys, names->hedges_won, names->hedges_won_help);
+    return ev[AC__GATHER_HEDGE_SENT] && ev[AC__GATHER_HEDGE_WON];
 }
 
 static gather_extras *extras_create(ac__gather_shared *sh, ac_system *sys)
@@ -121,11 +120,11 @@ static gather_extras *extras_create(ac__gather_shared *sh, ac_system *sys)
     gather_extras *e = ac__calloc(1, sizeof *e + slots * sizeof e->routee[0]);
     if (!e)
         return NULL;
-    e->label = sh->style->label;
+    e->label = sh->names->label;
     e->pool_size = sh->pool_size;
     for (size_t i = 0; i < slots; i++)
         atomic_init(&e->routee[i], NULL);
-    if (shared_families(e, sys, sh->style))
+    if (shared_families(e, sys, sh->names))
         return e;
     free(e);
     return NULL;
@@ -137,7 +136,7 @@ static ac__gather_metrics *metrics_create(ac__gather_shared *sh, ac_system *sys)
     if (!m)
         return NULL;
     atomic_init(&m->extras, NULL);
-    if (resolution_families(m, sys, sh->style))
+    if (resolution_families(m, sys, sh->names))
         return m;
     free(m);
     return NULL;
@@ -186,7 +185,7 @@ ac__gather_metrics *ac__gather_metrics_of(ac__gather_shared *sh, ac_system *sys)
         ac__gather_metrics_free(fresh); /* the same series, published by another thread */
         return m;
     }
-    if (sh->style->hedges) /* the hedged router's families are there from the start */
+    if (sh->names->hedges_sent) /* a hedging kind's families are there from the start */
         (void)extras_of(sh, fresh, sys);
     return fresh;
 }
@@ -211,32 +210,11 @@ static gather_extras *extras_now(ac__gather_shared *sh, ac_system *sys)
     return AC__LIKELY(m == NULL) ? NULL : extras_of(sh, m, sys);
 }
 
-void ac__gather_count_hedge_sent(ac__gather_shared *sh, ac_system *sys)
+void ac__gather_count_event(ac__gather_shared *sh, ac_system *sys, ac__gather_event event)
 {
     gather_extras *e = extras_now(sh, sys);
-    if (e)
-        ac_counter_inc(e->hedges_sent);
-}
-
-void ac__gather_count_hedge_won(ac__gather_shared *sh, ac_system *sys)
-{
-    gather_extras *e = extras_now(sh, sys);
-    if (e)
-        ac_counter_inc(e->hedges_won);
-}
-
-void ac__gather_count_budget_exhausted(ac__gather_shared *sh, ac_system *sys)
-{
-    gather_extras *e = extras_now(sh, sys);
-    if (e)
-        ac_counter_inc(e->budget_exhausted);
-}
-
-void ac__gather_count_cancelled(ac__gather_shared *sh, ac_system *sys)
-{
-    gather_extras *e = extras_now(sh, sys);
-    if (e)
-        ac_counter_inc(e->cancelled);
+    if (e && e->events[event])
+        ac_counter_inc(e->events[event]);
 }
 
 /* The series of routee-`index`'s `outcome`, made on first use; NULL when
@@ -259,7 +237,7 @@ static ac_counter *routee_counter(gather_extras *e, uint32_t index, int outcome)
 
 static int routee_outcome_of(const ac__gather_slot *s)
 {
-    switch (atomic_load_explicit(&s->outcome, memory_order_relaxed)) {
+    switch (atomic_load_explicit(&s->state, memory_order_relaxed)) {
     case AC__SLOT_WON:
         return ROUTEE_WIN;
     case AC__SLOT_OK:
@@ -271,7 +249,7 @@ static int routee_outcome_of(const ac__gather_slot *s)
     case AC__SLOT_TIMEOUT:
         return ROUTEE_TIMEOUT;
     default:
-        return -1; /* never sent, or let go at teardown */
+        return -1; /* never sent, no outcome yet, or let go at teardown */
     }
 }
 
@@ -287,8 +265,7 @@ void ac__gather_count_slots(const ac__gather *g)
     for (uint32_t i = 0; i < g->n; i++) {
         const ac__gather_slot *s = &g->slots[i];
         int outcome = routee_outcome_of(s);
-        uint32_t k = outcome >= 0 ? ac__gather_routee_index(s->routee, e->pool_size) : 0;
-        if (k)
-            ac_counter_inc(routee_counter(e, k, outcome));
+        if (outcome >= 0 && s->number && s->number <= (uint32_t)e->pool_size)
+            ac_counter_inc(routee_counter(e, s->number, outcome));
     }
 }

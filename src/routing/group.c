@@ -86,35 +86,6 @@ static size_t find(const ac__router_state *st, const ac_ref *r)
     return i;
 }
 
-bool ac__router_make_room(ac__router_state *st)
-{
-    if (st->n < st->cap)
-        return true;
-    size_t cap = st->cap * 2;
-    ac_ref **routees = ac__realloc(st->routees, cap * sizeof *routees);
-    if (!routees)
-        return false;
-    st->routees = routees; /* a larger array kept on a later failure: harmless */
-    ac_ref **scratch = ac__realloc(st->scratch, cap * sizeof *scratch);
-    if (!scratch)
-        return false;
-    st->scratch = scratch;
-    if (st->keys) {
-        char **keys = ac__realloc(st->keys, cap * sizeof *keys);
-        if (!keys)
-            return false;
-        st->keys = keys;
-    }
-    if (st->breakers) {
-        ac_breaker **breakers = ac__realloc(st->breakers, cap * sizeof *breakers);
-        if (!breakers)
-            return false;
-        st->breakers = breakers;
-    }
-    st->cap = cap;
-    return true;
-}
-
 /* Why `r` cannot join the set, or NULL when it can (it is not in it). */
 static const char *refusal(ac_ctx *ctx, const ac__router_state *st, const ac_ref *r)
 {
@@ -295,10 +266,8 @@ static ac_status check_group(const char *fn, ac_ref *const *routees, size_t n, a
     return st;
 }
 
-/* A group's configuration holding a retained copy of the routees, after
- * checking them; NULL with the error. */
-static ac__router_cfg *group_cfg_new(const char *fn, const ac__router_kind *kind,
-                                     ac_ref *const *routees, size_t n)
+ac__router_cfg *ac__router_group_cfg_new(const char *fn, const ac__router_kind *kind,
+                                         ac_ref *const *routees, size_t n)
 {
     if (n > AC__ROUTER_MAX_ROUTEES)
         return ac__fail_null(AC_EINVAL, "%s: n = %zu; at most %d routees", fn, n,
@@ -324,96 +293,4 @@ fail:
     free(copy);
     free(cfg);
     return NULL;
-}
-
-static ac_props *make_group(const char *fn, const ac__router_kind *kind, ac_ref *const *routees,
-                            size_t n, ac_routing_fn strategy, void *user)
-{
-    ac__router_cfg *cfg = group_cfg_new(fn, kind, routees, n);
-    if (!cfg)
-        return NULL;
-    cfg->fn = strategy;
-    cfg->fn_user = user;
-    return ac__router_props(cfg, NULL, fn);
-}
-
-ac_props *ac_router_group_round_robin(ac_ref *const *routees, size_t n)
-{
-    ac__clear_status();
-    return make_group("ac_router_group_round_robin", &ac__round_robin_kind, routees, n, NULL,
-                      NULL);
-}
-
-ac_props *ac_router_group_random(ac_ref *const *routees, size_t n)
-{
-    ac__clear_status();
-    return make_group("ac_router_group_random", &ac__random_kind, routees, n, NULL, NULL);
-}
-
-ac_props *ac_router_group_broadcast(ac_ref *const *routees, size_t n)
-{
-    ac__clear_status();
-    return make_group("ac_router_group_broadcast", &ac__broadcast_kind, routees, n, NULL, NULL);
-}
-
-ac_props *ac_router_group_smallest_mailbox(ac_ref *const *routees, size_t n)
-{
-    ac__clear_status();
-    return make_group("ac_router_group_smallest_mailbox", &ac__smallest_mailbox_kind, routees, n,
-                      NULL, NULL);
-}
-
-ac_props *ac_router_group_custom(ac_ref *const *routees, size_t n, ac_routing_fn strategy,
-                                 void *user_data)
-{
-    ac__clear_status();
-    if (!strategy)
-        return ac__fail_null(AC_EINVAL, "ac_router_group_custom: strategy is NULL");
-    return make_group("ac_router_group_custom", &ac__custom_kind, routees, n, strategy,
-                      user_data);
-}
-
-ac_props *ac_router_group_scatter_gather_first_completed(ac_ref *const *routees, size_t n,
-                                                         const ac_scatter_gather_options *options)
-{
-    ac__clear_status();
-    static const char fn[] = "ac_router_group_scatter_gather_first_completed";
-    ac__router_cfg *cfg = group_cfg_new(fn, &ac__scatter_gather_kind, routees, n);
-    if (!cfg)
-        return NULL;
-    if (ac__scatter_gather_setup(cfg, options, fn, (int)n, (int)n) != AC_OK) {
-        ac__router_cfg_free(cfg);
-        return NULL;
-    }
-    return ac__router_props(cfg, NULL, fn);
-}
-
-ac_props *ac_router_group_consistent_hashing(ac_ref *const *routees, size_t n,
-                                             ac_hash_key_fn key_fn, void *user)
-{
-    ac__clear_status();
-    static const char fn[] = "ac_router_group_consistent_hashing";
-    if (!key_fn)
-        return ac__fail_null(AC_EINVAL, "%s: key_fn is NULL", fn);
-    ac__router_cfg *cfg = group_cfg_new(fn, &ac__consistent_hashing_kind, routees, n);
-    if (!cfg)
-        return NULL;
-    cfg->hash_key = key_fn;
-    cfg->hash_user = user;
-    return ac__router_props(cfg, NULL, fn);
-}
-
-ac_props *ac_router_group_hedged(ac_ref *const *routees, size_t n,
-                                 const ac_hedged_options *options)
-{
-    ac__clear_status();
-    static const char fn[] = "ac_router_group_hedged";
-    ac__router_cfg *cfg = group_cfg_new(fn, &ac__hedged_kind, routees, n);
-    if (!cfg)
-        return NULL;
-    if (ac__hedged_setup(cfg, options, fn, (int)n) != AC_OK) {
-        ac__router_cfg_free(cfg);
-        return NULL;
-    }
-    return ac__router_props(cfg, NULL, fn);
 }

@@ -89,3 +89,18 @@ static void route_hashing(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
 
 const ac__router_kind ac__consistent_hashing_kind = {.name = "consistent-hashing",
                                                      .route = route_hashing};
+
+ac_props *ac_router_group_consistent_hashing(ac_ref *const *routees, size_t n,
+                                             ac_hash_key_fn key_fn, void *user)
+{
+    ac__clear_status();
+    static const char fn[] = "ac_router_group_consistent_hashing";
+    if (!key_fn)
+        return ac__fail_null(AC_EINVAL, "%s: key_fn is NULL", fn);
+    ac__router_cfg *cfg = ac__router_group_cfg_new(fn, &ac__consistent_hashing_kind, routees, n);
+    if (!cfg)
+        return NULL;
+    cfg->hash_key = key_fn;
+    cfg->hash_user = user;
+    return ac__router_props(cfg, NULL, fn);
+}

@@ -1,118 +1,44 @@
 /*
  * The hedged router: one routee at a time, the next when the hedge delay
- * passes without a success (hedge.h has the contract). A message is one
- * gather (gather.c) whose slots are the routees in the order they will be
- * tried; gather_hedge.c sends them out one by one. What this file decides
- * is that order, and what the factory accepts.
- *
- * The order: round-robin from a start that moves by one per message,
- * with the routees known to be failing moved to the end — those whose
- * last outcome was an error or a timeout (the gathers' `failing` flags,
- * cleared by a success) and those whose breaker is open — so that a
- * failing routee is still tried when the healthy ones are slow, and can
- * show it has recovered.
+ * passes without a success (hedge.h has the contract). This file is the
+ * kind: its words, its router kind and its factories, which check the
+ * options and make the policy's state. How it asks is its gathering
+ * policy (gather_hedge.c); how long it waits, its hedging policy
+ * (hedge_policy.h), chosen by delay_kind; everything after the send is
+ * the gather core's (gather.h).
  */
 #include <stdlib.h>
 
 #include "core/alloc.h"
 #include "core/last_error.h"
-#include "routing/gather.h"
+#include "routing/gather_hedge.h"
 
-static bool known_failing(const ac__gather_shared *sh, const ac__router_state *st, size_t i)
-{
-    if (st->breakers && ac_breaker_state_of(st->breakers[i]) == AC_BREAKER_OPEN)
-        return true;
-    uint32_t k = ac__gather_routee_index(st->routees[i], sh->pool_size);
-    return k && atomic_load_explicit(&sh->failing[k], memory_order_relaxed);
-}
-
-/* The first m routees to try, into st->scratch (and their breakers):
- * round-robin from the router's index, those not known to be failing
- * first. Whether a routee is failing is read once per routee: other
- * threads change it as slots fail, and a routee read as failing in one
- * pass and as healthy in another would be left out of both, leaving
- * places unfilled. */
-static void order_attempts(const ac__gather_shared *sh, ac__router_state *st, uint32_t m,
-                           ac_breaker **breakers)
-{
-    size_t start = (size_t)(st->index % st->n);
-    uint32_t k = 0, back = 0;
-    /* The failing ones wait here, in order, for the places the healthy
-     * ones leave. Out of memory for that: every routee in order. */
-    size_t idx_small[16];
-    size_t *idx = st->n <= 16 ? idx_small : ac__malloc(st->n * sizeof *idx);
-    for (size_t j = 0; j < st->n && k < m; j++) {
-        size_t i = (start + j) % st->n;
-        if (idx && known_failing(sh, st, i)) {
-            idx[back++] = i;
-            continue;
-        }
-        if (breakers)
-            breakers[k] = st->breakers[i];
-        st->scratch[k++] = st->routees[i];
-    }
-    for (uint32_t b = 0; b < back && k < m; b++) {
-        if (breakers)
-            breakers[k] = st->breakers[idx[b]];
-        st->scratch[k++] = st->routees[idx[b]];
-    }
-    if (idx != idx_small)
-        free(idx);
-    AC__ASSERT(k == m);
-}
-
-static void route_hedged(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
-{
-    ac__gather_shared *sh = cfg->extra;
-    ac_ref *caller = ac_sender(ctx);
-    if (!caller) {
-        ac__gather_drop_unanswerable(ctx, sh, msg);
-        return;
-    }
-    if (st->n == 0) {
-        ac__gather_answer_empty(ctx, sh, caller);
-        return;
-    }
-    if (sh->has_budget)
-        ac__hedge_budget_deposit(&sh->budget);
-    uint32_t m = sh->max_attempts && sh->max_attempts < st->n ? sh->max_attempts
-                                                              : (uint32_t)st->n;
-    ac_breaker *small[8];
-    ac_breaker **breakers = !st->breakers ? NULL
-                            : m <= 8      ? small
-                                          : ac__malloc(m * sizeof *breakers);
-    ac__gather *g = NULL;
-    if (!st->breakers || breakers) {
-        order_attempts(sh, st, m, breakers);
-        g = ac__gather_new(sh, st->scratch, breakers, m, caller, msg, ac_ctx_system(ctx));
-    }
-    if (breakers != small)
-        free(breakers);
-    if (!g) {
-        ac__gather_answer_no_memory(ctx, sh, caller, m);
-        return;
-    }
-    ac__gather_hedge(g);
-}
+static const ac__gather_names hedged_names = {
+    .title = "Hedged router",
+    .noun = "request",
+    .send_to = "send to",
+    .sent = "sent",
+    .label = "hedged",
+    .resolved = "router_hedged_resolved_total",
+    .resolved_help = "Hedged router messages resolved, by outcome.",
+    .latency = "router_hedged_latency_seconds",
+    .latency_help = "Seconds from a hedged router's first request to answering its caller.",
+    .hedges_sent = "router_hedges_sent_total",
+    .hedges_sent_help = "Requests a hedged router sent beyond the first per message.",
+    .hedges_won = "router_hedges_won_total",
+    .hedges_won_help = "Messages a hedged router's later request won.",
+};
 
 const ac__router_kind ac__hedged_kind = {
     .name = "hedged",
-    .route = route_hedged,
+    .route = ac__gather_route,
     .on_start = ac__gather_on_start,
     .on_stop = ac__gather_on_stop,
     .on_spawn = ac__gather_on_spawn,
     .answers_empty = true,
 };
 
-/* ---- the factory ------------------------------------------------------ */
-
-/* The options with their defaults filled in, as the router uses them. */
-typedef struct hedged_config {
-    uint32_t timeout_ms;
-    uint64_t delay_ns, floor_ns, ceiling_ns;
-    double percentile;
-    uint32_t window, min_samples;
-} hedged_config;
+/* ---- the options ------------------------------------------------------ */
 
 /* `size` < 0: a member group's set, of a size not known yet; every
  * max_attempts a set could use is taken, and caps the attempts. */
@@ -127,15 +53,25 @@ static ac_status check_attempts(const char *fn, int size, const ac_hedged_option
                         "%s: max_attempts = %d is not usable for a pool of %d routees; use "
                         "1..%d, or 0 for every routee",
                         fn, o->max_attempts, size, size);
-    if (o->delay_kind != AC_HEDGE_DELAY_FIXED && o->delay_kind != AC_HEDGE_DELAY_ADAPTIVE)
-        return ac__fail(AC_EINVAL,
-                        "%s: delay_kind = %d is not an ac_hedge_delay_kind (AC_HEDGE_DELAY_FIXED "
-                        "or AC_HEDGE_DELAY_ADAPTIVE)",
-                        fn, (int)o->delay_kind);
     return AC_OK;
 }
 
-static ac_status check_delay(const char *fn, const ac_hedged_options *o, hedged_config *c)
+/* The hedging policy delay_kind names (hedge_policy.c). */
+static const ac__hedge_policy *delay_policy(const char *fn, const ac_hedged_options *o)
+{
+    const ac__hedge_policy *policy = ac__hedge_policy_of(o->delay_kind);
+    if (!policy) {
+        char kinds[256];
+        ac__hedge_policy_kinds(kinds, sizeof kinds);
+        ac__fail(AC_EINVAL, "%s: delay_kind = %d is not an ac_hedge_delay_kind (%s)", fn,
+                 (int)o->delay_kind, kinds);
+    }
+    return policy;
+}
+
+/* delay_us, which every hedging policy starts from, in ns into *ns. */
+static ac_status check_delay(const char *fn, const ac_hedged_options *o, uint32_t timeout_ms,
+                             uint64_t *ns)
 {
     if (o->delay_us < 0)
         return ac__fail(AC_EINVAL,
@@ -143,122 +79,78 @@ static ac_status check_delay(const char *fn, const ac_hedged_options *o, hedged_
                         "0 for the default (%d us)",
                         fn, (long long)o->delay_us, AC_HEDGE_DEFAULT_DELAY_US);
     int64_t us = o->delay_us ? o->delay_us : AC_HEDGE_DEFAULT_DELAY_US;
-    if (us >= (int64_t)c->timeout_ms * 1000)
+    if (us >= (int64_t)timeout_ms * 1000)
         return ac__fail(AC_EINVAL,
                         "%s: delay_us = %lld is not below the timeout (%u ms): no hedge would "
                         "ever be sent",
-                        fn, (long long)us, c->timeout_ms);
-    c->delay_ns = (uint64_t)us * 1000;
+                        fn, (long long)us, timeout_ms);
+    *ns = (uint64_t)us * 1000;
     return AC_OK;
 }
 
-/* A fixed delay takes no adaptive option: one set says delay_kind was
- * forgotten. */
-static ac_status check_fixed(const char *fn, const ac_hedged_options *o)
+/* The per-router state from checked options, its hedging policy's state
+ * made (which checks that policy's options); NULL with the error. */
+static ac__hedging *hedging_new(const char *fn, const ac_hedged_options *o, uint32_t timeout_ms,
+                                int size, int pool_size)
 {
-    const char *set = o->percentile != 0.0 ? "percentile"
-                      : o->window        ? "window"
-                      : o->min_samples   ? "min_samples"
-                      : o->floor_us      ? "floor_us"
-                      : o->ceiling_us    ? "ceiling_us"
-                                         : NULL;
-    if (!set)
-        return AC_OK;
-    return ac__fail(AC_EINVAL,
-                    "%s: %s is set, but the delay is fixed; it is an option of the adaptive "
-                    "delay (delay_kind = AC_HEDGE_DELAY_ADAPTIVE)",
-                    fn, set);
-}
-
-static ac_status check_window(const char *fn, const ac_hedged_options *o, hedged_config *c)
-{
-    if (o->percentile != 0.0 && !(o->percentile > 0.0 && o->percentile < 100.0))
-        return ac__fail(AC_EINVAL,
-                        "%s: percentile = %g is outside (0, 100); use, say, 95 for p95, or 0 "
-                        "for the default (%g)",
-                        fn, o->percentile, AC_HEDGE_DEFAULT_PERCENTILE);
-    c->percentile = o->percentile != 0.0 ? o->percentile : AC_HEDGE_DEFAULT_PERCENTILE;
-    if (o->window < 0 || o->window > AC_HEDGE_MAX_WINDOW)
-        return ac__fail(AC_EINVAL,
-                        "%s: window = %d is not usable; use 1..%d samples, or 0 for the "
-                        "default (%d)",
-                        fn, o->window, AC_HEDGE_MAX_WINDOW, AC_HEDGE_DEFAULT_WINDOW);
-    c->window = (uint32_t)(o->window ? o->window : AC_HEDGE_DEFAULT_WINDOW);
-    uint32_t min_default = c->window < AC_HEDGE_DEFAULT_MIN_SAMPLES ? c->window
-                                                                    : AC_HEDGE_DEFAULT_MIN_SAMPLES;
-    if (o->min_samples < 0 || (uint32_t)o->min_samples > c->window)
-        return ac__fail(AC_EINVAL,
-                        "%s: min_samples = %d is not usable with a window of %u; use 1..%u, or "
-                        "0 for the default (%u)",
-                        fn, o->min_samples, c->window, c->window, min_default);
-    c->min_samples = o->min_samples ? (uint32_t)o->min_samples : min_default;
-    return AC_OK;
-}
-
-static ac_status check_bounds(const char *fn, const ac_hedged_options *o, hedged_config *c)
-{
-    int64_t timeout_us = (int64_t)c->timeout_ms * 1000;
-    if (o->floor_us < 0 || o->ceiling_us < 0 || o->ceiling_us > timeout_us)
-        return ac__fail(AC_EINVAL,
-                        "%s: floor_us = %lld, ceiling_us = %lld: use 0..%lld us (the timeout), "
-                        "0 for no floor and for a ceiling at the timeout",
-                        fn, (long long)o->floor_us, (long long)o->ceiling_us,
-                        (long long)timeout_us);
-    int64_t ceiling = o->ceiling_us ? o->ceiling_us : timeout_us;
-    if (o->floor_us > ceiling)
-        return ac__fail(AC_EINVAL, "%s: floor_us = %lld is above ceiling_us = %lld", fn,
-                        (long long)o->floor_us, (long long)ceiling);
-    c->floor_ns = (uint64_t)o->floor_us * 1000;
-    c->ceiling_ns = (uint64_t)ceiling * 1000;
-    return AC_OK;
-}
-
-static ac_status check_options(const char *fn, int size, const ac_hedged_options *o,
-                               hedged_config *c)
-{
-    ac_status st = check_attempts(fn, size, o);
-    if (st == AC_OK)
-        st = check_delay(fn, o, c);
-    if (st == AC_OK && o->delay_kind == AC_HEDGE_DELAY_FIXED)
-        st = check_fixed(fn, o);
-    if (st == AC_OK && o->delay_kind == AC_HEDGE_DELAY_ADAPTIVE)
-        st = check_window(fn, o, c);
-    if (st == AC_OK && o->delay_kind == AC_HEDGE_DELAY_ADAPTIVE)
-        st = check_bounds(fn, o, c);
-    if (st == AC_OK)
-        st = ac__hedge_budget_check(fn, o->budget);
-    return st;
-}
-
-/* The router's shared state from checked options; NULL when out of
- * memory. */
-static ac__gather_shared *shared_of(const char *fn, int size, const ac_hedged_options *o,
-                                    const hedged_config *c)
-{
-    ac__gather_shared *sh = ac__gather_shared_create(&ac__hedged_style, size, fn);
-    if (!sh)
+    uint64_t delay_ns = 0;
+    const ac__hedge_policy *delay = NULL;
+    if (check_attempts(fn, size, o) != AC_OK || !(delay = delay_policy(fn, o)) ||
+        check_delay(fn, o, timeout_ms, &delay_ns) != AC_OK)
         return NULL;
-    sh->hedged = true;
-    sh->timeout_ms = c->timeout_ms;
-    sh->max_attempts = (uint32_t)o->max_attempts;
+    ac__hedging *h = ac__calloc(1, sizeof *h);
+    if (!h)
+        return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
+    h->max_attempts = (uint32_t)o->max_attempts;
+    h->delay = delay;
+    if (pool_size > 0 && !(h->failing = ac__calloc((size_t)pool_size + 1, sizeof *h->failing))) {
+        ac__fail(AC_ENOMEM, "%s: out of memory", fn);
+        goto fail_failing;
+    }
+    if (delay->create(fn, o, delay_ns, timeout_ms, &h->delay_state) != AC_OK)
+        goto fail_delay;
+    if (ac__hedge_budget_check(fn, o->budget) != AC_OK)
+        goto fail_budget;
+    return h;
+fail_budget:
+    delay->destroy(h->delay_state);
+fail_delay:
+    free(h->failing);
+fail_failing:
+    free(h);
+    return NULL;
+}
+
+/* ---- the factories ---------------------------------------------------- */
+
+/* The one factory body of the kind, for pools, groups and member groups:
+ * the shared state from `options` (NULL: defaults), checked against a
+ * set of `size` routees (-1: any size), with routee numbers 1..pool_size
+ * (0: none, a group's) to count by and to remember as failing; NULL with
+ * the error. */
+static ac__gather_shared *hedged_shared(const char *fn, const ac_hedged_options *options,
+                                        int size, int pool_size)
+{
+    static const ac_hedged_options defaults = {0};
+    const ac_hedged_options *o = options ? options : &defaults;
+    if (ac__gather_check_timeout(fn, o->timeout_ms, "timeout_ms") != AC_OK)
+        return NULL;
+    uint32_t timeout_ms =
+        (uint32_t)(o->timeout_ms ? o->timeout_ms : AC_HEDGED_DEFAULT_TIMEOUT_MS);
+    ac__hedging *h = hedging_new(fn, o, timeout_ms, size, pool_size);
+    if (!h)
+        return NULL;
+    ac__gather_shared *sh = ac__gather_shared_create(&hedged_names, &ac__hedge_gather_policy,
+                                                     pool_size, timeout_ms, fn);
+    if (!sh) {
+        ac__hedge_gather_policy.free_state(h);
+        return NULL;
+    }
+    sh->policy_state = h;
     sh->cancel_losers = o->cancel_losers;
-    sh->delay.fixed_ns = c->delay_ns;
     if (o->budget) {
         sh->has_budget = true;
         ac__hedge_budget_init(&sh->budget, o->budget);
-    }
-    sh->failing = ac__calloc((size_t)size + 1, sizeof *sh->failing);
-    if (!sh->failing) {
-        ac__gather_shared_release(sh);
-        return ac__fail_null(AC_ENOMEM, "%s: out of memory", fn);
-    }
-    if (o->delay_kind == AC_HEDGE_DELAY_ADAPTIVE) {
-        if (ac__latency_window_init(&sh->delay.window, c->window, c->min_samples, c->percentile,
-                                    c->delay_ns, c->floor_ns, c->ceiling_ns) != AC_OK) {
-            ac__gather_shared_release(sh);
-            return NULL;
-        }
-        sh->delay.adaptive = true;
     }
     return sh;
 }
@@ -268,40 +160,26 @@ ac_props *ac_router_hedged(int size, const ac_actor_def *routee_def,
 {
     ac__clear_status();
     static const char fn[] = "ac_router_hedged";
-    static const ac_hedged_options defaults = {0};
-    const ac_hedged_options *o = options ? options : &defaults;
-    if (ac__gather_check_timeout(fn, o->timeout_ms, "timeout_ms") != AC_OK ||
-        ac__router_check(fn, size, routee_def, routee_opts) != AC_OK)
-        return NULL;
-    hedged_config c = {
-        .timeout_ms = (uint32_t)(o->timeout_ms ? o->timeout_ms : AC_HEDGED_DEFAULT_TIMEOUT_MS)};
-    if (check_options(fn, size, o, &c) != AC_OK)
-        return NULL;
-    ac__gather_shared *sh = shared_of(fn, size, o, &c);
-    if (!sh)
-        return NULL;
-    return ac__gather_props(fn, &ac__hedged_kind, sh, size, routee_def, routee_opts);
+    ac__router_cfg *cfg = ac__router_pool_cfg_new(fn, &ac__hedged_kind, size, routee_def,
+                                                  routee_opts);
+    return ac__gather_props(fn, cfg, cfg ? hedged_shared(fn, options, size, size) : NULL,
+                            routee_opts);
 }
 
-ac_status ac__hedged_setup(ac__router_cfg *cfg, const ac_hedged_options *options, const char *fn,
-                           int size)
+ac_props *ac_router_group_hedged(ac_ref *const *routees, size_t n,
+                                 const ac_hedged_options *options)
 {
-    static const ac_hedged_options defaults = {0};
-    const ac_hedged_options *o = options ? options : &defaults;
-    if (ac__gather_check_timeout(fn, o->timeout_ms, "timeout_ms") != AC_OK)
-        return ac_last_status();
-    hedged_config c = {
-        .timeout_ms = (uint32_t)(o->timeout_ms ? o->timeout_ms : AC_HEDGED_DEFAULT_TIMEOUT_MS)};
-    if (check_options(fn, size, o, &c) != AC_OK)
-        return ac_last_status();
-    /* pool_size 0: a group's routees have no routee-K names to count by
-     * or to remember as failing. */
-    ac__gather_shared *sh = shared_of(fn, 0, o, &c);
+    ac__clear_status();
+    static const char fn[] = "ac_router_group_hedged";
+    ac__router_cfg *cfg = ac__router_group_cfg_new(fn, &ac__hedged_kind, routees, n);
+    return ac__gather_props(fn, cfg, cfg ? hedged_shared(fn, options, (int)n, 0) : NULL, NULL);
+}
+
+ac_status ac__hedged_setup(ac__router_cfg *cfg, const ac_hedged_options *options, const char *fn)
+{
+    ac__gather_shared *sh = hedged_shared(fn, options, -1, 0);
     if (!sh)
         return ac_last_status();
-    cfg->kind = &ac__hedged_kind;
-    cfg->extra = sh;
-    cfg->extra_free = ac__gather_shared_release_void;
-    cfg->skip_cancelled = sh->cancel_losers;
+    ac__gather_attach(cfg, sh);
     return AC_OK;
 }

@@ -16,8 +16,8 @@
 
 #include "core/alloc.h"
 #include "core/last_error.h"
+#include "routing/gather.h"
 #include "routing/member_group.h"
-#include "routing/router_internal.h"
 
 /* The first place whose key is not below `key` (binary search). */
 static size_t sorted_place(const ac__router_state *st, const char *key)
@@ -149,9 +149,9 @@ static ac_status setup_strategy(ac__router_cfg *cfg, const ac__member_group_spec
         cfg->hash_user = spec->key_user;
         return AC_OK;
     case AC__MEMBER_SCATTER_GATHER:
-        return ac__scatter_gather_setup(cfg, spec->scatter, spec->fn, -1, 0);
+        return ac__scatter_gather_setup(cfg, spec->scatter, spec->fn);
     case AC__MEMBER_HEDGED:
-        return ac__hedged_setup(cfg, spec->hedged, spec->fn, -1);
+        return ac__hedged_setup(cfg, spec->hedged, spec->fn);
     default:
         return AC_OK;
     }

@@ -1,6 +1,10 @@
 /*
- * Routers: the router actor, a pool's routees, and the one-shot
- * strategies.
+ * Routers: the router actor, a pool's routees, and what every factory
+ * shares (checks, the configuration, the props). The strategies are
+ * kinds (ac__router_kind) beside it: the one-shot ones in strategies.c,
+ * consistent hashing in hashing.c, the gathering ones in gather_*.c,
+ * scatter_gather.c and hedged.c; they call into this file, never the
+ * other way.
  *
  * The router is an ordinary actor whose user data is its configuration
  * and whose state holds the live routees. A pool's pre_start spawns
@@ -96,6 +100,8 @@ static void router_init(ac_ctx *ctx, void *state)
     st->scratch = ac__calloc(st->cap, sizeof *st->scratch);
     if (cfg->breaker)
         st->breakers = ac__calloc(st->cap, sizeof *st->breakers);
+    if (!cfg->is_group)
+        st->numbers = ac__calloc(st->cap, sizeof *st->numbers);
     if (cfg->members)
         st->keys = ac__calloc(st->cap, sizeof *st->keys);
 }
@@ -172,7 +178,7 @@ static void router_pre_start(ac_ctx *ctx)
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
     ac__router_state *st = ac_ctx_state(ctx);
     if (!st->routees || !st->scratch || (cfg->breaker && !st->breakers) ||
-        (cfg->members && !st->keys)) {
+        (cfg->members && !st->keys) || (!cfg->is_group && !st->numbers)) {
         fail_start(ctx, ac_error_new("RouterError", "out of memory for %zu routees", st->cap));
         return;
     }
@@ -198,6 +204,7 @@ static void router_pre_start(ac_ctx *ctx)
             ac_ref_release(r);
             return;
         }
+        st->numbers[st->n] = (uint32_t)i;
         st->routees[st->n++] = r; /* the spawn's reference */
     }
 }
@@ -223,22 +230,8 @@ static void router_post_stop(ac_ctx *ctx)
     free(st->scratch);
     free(st->breakers);
     free(st->keys);
+    free(st->numbers);
     memset(st, 0, sizeof *st);
-}
-
-void ac__router_drop(ac__router_state *st, size_t i)
-{
-    ac_ref_release(st->routees[i]);
-    memmove(&st->routees[i], &st->routees[i + 1], (st->n - i - 1) * sizeof *st->routees);
-    if (st->breakers) {
-        ac_breaker_release(st->breakers[i]);
-        memmove(&st->breakers[i], &st->breakers[i + 1], (st->n - i - 1) * sizeof *st->breakers);
-    }
-    if (st->keys) {
-        free(st->keys[i]);
-        memmove(&st->keys[i], &st->keys[i + 1], (st->n - i - 1) * sizeof *st->keys);
-    }
-    st->n--;
 }
 
 static void prune(ac_ctx *ctx, ac__router_state *st, ac_ref *gone)
@@ -304,204 +297,6 @@ static const ac_actor_def router_def = {
     .post_stop = router_post_stop,
 };
 
-/* ---- strategies ------------------------------------------------------- */
-
-static void send_to(ac_ctx *ctx, ac_ref *routee, ac_msg *msg)
-{
-    ac_tell(routee, ac_msg_retain(msg), ac_sender(ctx));
-}
-
-/* ---- through the routees' breakers ---- */
-
-static int64_t breaker_timeout(const ac__router_cfg *cfg) { return cfg->breaker->call_timeout_ms; }
-
-/* Send to routee i if its breaker admits the message. On refusal keeps
- * the first open error in *first_refusal (the caller's reference). */
-static bool send_guarded(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, size_t i,
-                         ac_msg *msg, ac_error **first_refusal)
-{
-    ac_breaker_permit p;
-    ac_error *err = NULL;
-    if (!ac_breaker_acquire(st->breakers[i], &p, first_refusal && !*first_refusal ? &err : NULL)) {
-        if (err)
-            *first_refusal = err;
-        return false;
-    }
-    ac_breaker_tell(st->breakers[i], &p, st->routees[i], ac_msg_retain(msg), ac_sender(ctx),
-                    breaker_timeout(cfg));
-    return true;
-}
-
-/* Every breaker refused: the sender hears so at once. */
-static void refuse(ac_ctx *ctx, ac_msg *msg, ac_error *err)
-{
-    ac_ref *sender = ac_sender(ctx);
-    if (sender && err) {
-        ac_tell(sender, ac_msg_error_new(err), NULL);
-        return;
-    }
-    ac_error_release(err);
-    ac_log_debug(ctx, "every routee's breaker is open; %s dropped", ac_msg_type_name(msg));
-}
-
-/* The first routee from `start` on (in ring order) whose breaker admits. */
-static void send_first_admitted(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
-                                size_t start, ac_msg *msg)
-{
-    ac_error *err = NULL;
-    for (size_t k = 0; k < st->n; k++)
-        if (send_guarded(ctx, cfg, st, (start + k) % st->n, msg, &err)) {
-            ac_error_release(err);
-            return;
-        }
-    refuse(ctx, msg, err);
-}
-
-static void route_round_robin(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
-{
-    if (st->breakers) {
-        send_first_admitted(ctx, cfg, st, (size_t)(st->index % st->n), msg);
-        return;
-    }
-    send_to(ctx, st->routees[st->index % st->n], msg);
-}
-
-static uint64_t next_random(ac__router_state *st)
-{
-    st->rng ^= st->rng >> 12; /* xorshift64* */
-    st->rng ^= st->rng << 25;
-    st->rng ^= st->rng >> 27;
-    return st->rng * 2685821657736338717ull;
-}
-
-static void route_random(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
-{
-    /* Multiply-shift maps 64 random bits onto [0, n) without modulo bias
-     * worth measuring for any pool size. */
-    uint64_t r = next_random(st) >> 32;
-    size_t i = (size_t)((r * st->n) >> 32);
-    if (st->breakers)
-        send_first_admitted(ctx, cfg, st, i, msg);
-    else
-        send_to(ctx, st->routees[i], msg);
-}
-
-static void route_broadcast(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
-{
-    if (!st->breakers) {
-        for (size_t i = 0; i < st->n; i++)
-            send_to(ctx, st->routees[i], msg);
-        return;
-    }
-    ac_error *err = NULL;
-    size_t sent = 0;
-    for (size_t i = 0; i < st->n; i++)
-        sent += send_guarded(ctx, cfg, st, i, msg, &err);
-    if (sent)
-        ac_error_release(err);
-    else
-        refuse(ctx, msg, err);
-}
-
-/* The smallest mailbox if its breaker admits; else the next that does. */
-static void route_smallest_guarded(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
-                                   ac_ref *best, ac_msg *msg)
-{
-    size_t i = 0;
-    while (st->routees[i] != best)
-        i++;
-    send_first_admitted(ctx, cfg, st, i, msg);
-}
-
-/* The routee with the smallest known depth (ties rotate, from `start`);
- * failing that, the first from `start` on whose depth is unknown, so that
- * such routees take turns; NULL when every routee has stopped. */
-/* A routee's depth: a local actor's as its cell tells it; another's as a
- * member group's driver knows it. */
-static int depth_of(const ac__router_cfg *cfg, const ac_ref *r)
-{
-    if (r->ops->kind == AC__REF_ACTOR || !cfg->members || !cfg->members->depth)
-        return ac__mailbox_len(r);
-    return cfg->members->depth(cfg->members_user, r);
-}
-
-static ac_ref *smallest_mailbox(const ac__router_cfg *cfg, const ac__router_state *st,
-                                size_t start)
-{
-    ac_ref *best = NULL, *unknown = NULL;
-    int best_len = 0;
-    for (size_t k = 0; k < st->n; k++) {
-        ac_ref *r = st->routees[(start + k) % st->n];
-        int len = depth_of(cfg, r);
-        if (len == AC__MAILBOX_UNKNOWN && !unknown)
-            unknown = r;
-        if (len < 0)
-            continue; /* unknown, or stopped and not yet pruned */
-        if (!best || len < best_len) {
-            best = r;
-            best_len = len;
-        }
-    }
-    return best ? best : unknown;
-}
-
-static void route_smallest_mailbox(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
-                                   ac_msg *msg)
-{
-    ac_ref *best = smallest_mailbox(cfg, st, (size_t)(st->index % st->n));
-    if (best && st->breakers)
-        route_smallest_guarded(ctx, cfg, st, best, msg);
-    else if (best)
-        send_to(ctx, best, msg);
-    else
-        ac__router_dead_letter(ctx, msg);
-    if (best && cfg->members && cfg->members->routed)
-        cfg->members->routed(cfg->members_user, best);
-}
-
-/* The routees the strategy chose (st->scratch[0..k)) whose breakers admit. */
-static void route_custom_guarded(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, size_t k,
-                                 ac_msg *msg)
-{
-    ac_error *err = NULL;
-    size_t sent = 0, chosen = 0;
-    for (size_t j = 0; j < k; j++)
-        for (size_t i = 0; st->scratch[j] && i < st->n; i++)
-            if (st->routees[i] == st->scratch[j]) {
-                chosen++;
-                sent += send_guarded(ctx, cfg, st, i, msg, &err);
-                break;
-            }
-    if (sent || !chosen)
-        ac_error_release(err);
-    else
-        refuse(ctx, msg, err);
-}
-
-static void route_custom(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
-{
-    size_t k = cfg->fn(st->routees, st->n, st->index, msg, cfg->fn_user, st->scratch);
-    if (k > st->n) {
-        ac_log_error(ctx, "custom routing returned %zu routees for a %s of %zu; dropped", k,
-                     cfg->is_group ? "group" : "pool", st->n);
-        return;
-    }
-    if (st->breakers) {
-        route_custom_guarded(ctx, cfg, st, k, msg);
-        return;
-    }
-    for (size_t i = 0; i < k; i++)
-        if (st->scratch[i])
-            send_to(ctx, st->scratch[i], msg);
-}
-
-const ac__router_kind ac__round_robin_kind = {.name = "round-robin", .route = route_round_robin};
-const ac__router_kind ac__random_kind = {.name = "random", .route = route_random};
-const ac__router_kind ac__broadcast_kind = {.name = "broadcast", .route = route_broadcast};
-const ac__router_kind ac__smallest_mailbox_kind = {
-    .name = "smallest-mailbox", .route = route_smallest_mailbox, .count_mailbox = true};
-const ac__router_kind ac__custom_kind = {.name = "custom", .route = route_custom};
-
 /* ---- factories -------------------------------------------------------- */
 
 ac_status ac__router_check(const char *fn, int n, const ac_actor_def *def,
@@ -561,6 +356,8 @@ static void cfg_on_spawn(ac_system *system, void *p)
 ac_props *ac__router_props(ac__router_cfg *cfg, const ac_routee_options *routee_opts,
                            const char *fn)
 {
+    if (!cfg)
+        return NULL; /* its constructor recorded why */
     ac_props *props = ac_props_new(&router_def, cfg);
     if (!props) {
         cfg_free(cfg);
@@ -577,9 +374,9 @@ ac_props *ac__router_props(ac__router_cfg *cfg, const ac_routee_options *routee_
     return props;
 }
 
-static ac_props *make_pool(const char *fn, const ac__router_kind *kind, int n,
-                           const ac_actor_def *def, ac_routing_fn strategy, void *user,
-                           const ac_routee_options *routee_opts)
+ac__router_cfg *ac__router_pool_cfg_new(const char *fn, const ac__router_kind *kind, int n,
+                                        const ac_actor_def *def,
+                                        const ac_routee_options *routee_opts)
 {
     if (ac__router_check(fn, n, def, routee_opts) != AC_OK)
         return NULL;
@@ -590,45 +387,9 @@ static ac_props *make_pool(const char *fn, const ac__router_kind *kind, int n,
     cfg->n = n;
     cfg->routee_def = def;
     cfg->routee_user = routee_opts ? routee_opts->user_data : NULL;
-    cfg->fn = strategy;
-    cfg->fn_user = user;
     if (ac__router_copy_breaker(cfg, routee_opts, fn) != AC_OK) {
         free(cfg);
         return NULL;
     }
-    return ac__router_props(cfg, routee_opts, fn);
-}
-
-ac_props *ac_router_round_robin(int n, const ac_actor_def *def, const ac_routee_options *ro)
-{
-    ac__clear_status();
-    return make_pool("ac_router_round_robin", &ac__round_robin_kind, n, def, NULL, NULL, ro);
-}
-
-ac_props *ac_router_random(int n, const ac_actor_def *def, const ac_routee_options *ro)
-{
-    ac__clear_status();
-    return make_pool("ac_router_random", &ac__random_kind, n, def, NULL, NULL, ro);
-}
-
-ac_props *ac_router_broadcast(int n, const ac_actor_def *def, const ac_routee_options *ro)
-{
-    ac__clear_status();
-    return make_pool("ac_router_broadcast", &ac__broadcast_kind, n, def, NULL, NULL, ro);
-}
-
-ac_props *ac_router_smallest_mailbox(int n, const ac_actor_def *def, const ac_routee_options *ro)
-{
-    ac__clear_status();
-    return make_pool("ac_router_smallest_mailbox", &ac__smallest_mailbox_kind, n, def, NULL, NULL,
-                     ro);
-}
-
-ac_props *ac_router_custom(int n, const ac_actor_def *def, ac_routing_fn strategy, void *user,
-                           const ac_routee_options *ro)
-{
-    ac__clear_status();
-    if (!strategy)
-        return ac__fail_null(AC_EINVAL, "ac_router_custom: strategy is NULL");
-    return make_pool("ac_router_custom", &ac__custom_kind, n, def, strategy, user, ro);
+    return cfg;
 }

@@ -1,6 +1,8 @@
 /*
- * Shared by the routers (router.c), their groups (group.c), scatter/gather
- * and the hedged router.
+ * What every router shares: the router actor (router.c), its routee set
+ * (routee_set.c), groups (group.c) and the kinds of router built on them
+ * (strategies.c, hashing.c, and the gathering kinds of gather.h, which
+ * this header knows nothing of: kinds sit above it).
  *
  * A router's configuration (ac__router_cfg) is its user data: made by a
  * factory, owned by the props and then by the router, and freed when the
@@ -37,6 +39,10 @@ typedef struct ac__router_state {
     bool warned_empty;
     ac_ref **scratch; /* custom strategy output */
     ac_breaker **breakers; /* one per routee, same order; NULL: none */
+    /* A pool's routee numbers, same order: routee-K's K, which names its
+     * per-routee metric series and outlives the pruning of the routees
+     * before it; NULL for a group, whose routees have none. */
+    uint32_t *numbers;
     /* A member group's routees' identities (owned copies), same order,
      * which is theirs, sorted; NULL for every other router. */
     char **keys;
@@ -92,12 +98,24 @@ extern const ac__router_kind ac__random_kind;
 extern const ac__router_kind ac__broadcast_kind;
 extern const ac__router_kind ac__smallest_mailbox_kind;
 extern const ac__router_kind ac__custom_kind;
-extern const ac__router_kind ac__scatter_gather_kind;
 extern const ac__router_kind ac__consistent_hashing_kind;
-extern const ac__router_kind ac__hedged_kind;
 
-/* Build router props; NULL (with the error) when `cfg` is NULL. Consumes
- * cfg (freed on failure). */
+/* ---- factories (router.c; groups' in group.c) ---- */
+
+/* A pool's configuration of `kind` after checking the common arguments
+ * (ac__router_check), with a copy of the routees' breaker options; NULL
+ * with the error recorded. */
+ac__router_cfg *ac__router_pool_cfg_new(const char *fn, const ac__router_kind *kind, int n,
+                                        const ac_actor_def *def,
+                                        const ac_routee_options *routee_opts);
+/* A group's configuration of `kind` holding a retained copy of
+ * routees[0..n), after checking them (none NULL, none twice, none a reply
+ * ref, all of one system); NULL with the error recorded. */
+ac__router_cfg *ac__router_group_cfg_new(const char *fn, const ac__router_kind *kind,
+                                         ac_ref *const *routees, size_t n);
+/* Build router props from `cfg` (consumed: freed on failure); NULL with
+ * the error recorded, or when `cfg` is NULL (its constructor recorded
+ * why). Any thread. */
 ac_props *ac__router_props(ac__router_cfg *cfg, const ac_routee_options *routee_opts,
                            const char *fn);
 /* Free a cfg that no props owns yet (and what it holds). */
@@ -105,17 +123,6 @@ void ac__router_cfg_free(ac__router_cfg *cfg);
 /* Validate the common factory arguments. */
 ac_status ac__router_check(const char *fn, int n, const ac_actor_def *def,
                            const ac_routee_options *routee_opts);
-/* Make `cfg` a scatter/gather router's (kind and shared state) after
- * checking `options` (NULL: defaults) against a set of `size` routees;
- * per-routee series are counted for routee-1 .. routee-<pool_size> (0:
- * none). AC_EINVAL naming the option, AC_ENOMEM. On failure cfg is as it
- * was. */
-ac_status ac__scatter_gather_setup(ac__router_cfg *cfg, const ac_scatter_gather_options *options,
-                                   const char *fn, int size, int pool_size);
-/* The same for a hedged group (hedged.c); it counts no per-routee series
- * and remembers no failing routees. */
-ac_status ac__hedged_setup(ac__router_cfg *cfg, const ac_hedged_options *options, const char *fn,
-                           int size);
 /* Hand `msg` (borrowed) with the current sender to dead letters. */
 void ac__router_dead_letter(ac_ctx *ctx, ac_msg *msg);
 
@@ -128,15 +135,17 @@ void ac__router_answer_routees(ac_ctx *ctx, ac_ref *const *routees, size_t n);
 ac_status ac__router_copy_breaker(ac__router_cfg *cfg, const ac_routee_options *routee_opts,
                                   const char *fn);
 
+/* ---- the routee set (routee_set.c) ---- */
+
 /* Take routee i out of the set (releasing it, its breaker and its key),
  * keeping the order of the others. In the router's turn. */
 void ac__router_drop(ac__router_state *st, size_t i);
-/* The identity a routee is hashed by: its key in a member group; else
- * the node address ("host:port") of a ref to another node's actor, or
- * the path of a local one. Borrowed from st or the ref. */
-const char *ac__router_identity(const ac__router_state *st, size_t i, size_t *len);
 /* Room for one more routee; false when out of memory. */
 bool ac__router_make_room(ac__router_state *st);
+/* The identity a routee is hashed by (hashing.c): its key in a member
+ * group; else the node address ("host:port") of a ref to another node's
+ * actor, or the path of a local one. Borrowed from st or the ref. */
+const char *ac__router_identity(const ac__router_state *st, size_t i, size_t *len);
 
 /* ---- groups (group.c) ---- */
 

@@ -1,28 +1,43 @@
 /*
  * Scatter/gather-first-completed: every message is asked of every routee
- * at once, as one gather (gather.c, which holds everything after the
- * send: slots, the deadline, the answers, stopping, metrics).
+ * at once, as one gather. This file is the kind's gathering policy
+ * (gather.h) — whom to ask, and every request sent at once — its words,
+ * and its factories; the gather core does everything after the send.
  *
- * What this file decides is whom to ask. Every live routee, in pool order
- * — unless a hedge budget is spent, when the routees beyond the quorum
- * are asked only as far as the budget's tokens go (never fewer than the
- * quorum, so never none), from a start that moves by one per message so
- * that the load stays even. With per-routee breakers, a scatter goes only
- * to the routees whose breakers admit it, each request through its
- * breaker (ac_breaker_tell, with the slot as the sender the answer is
- * passed on to), so that a routee's answer or timeout counts before its
- * slot sees it. When every breaker refuses, the caller gets an
- * AggregateError of their CircuitBreakerOpenErrors at once; when fewer
- * than a quorum admit, the same with the quorum's message.
+ * Whom to ask: every live routee, in pool order — unless a hedge budget
+ * is spent, when the routees beyond the quorum are asked only as far as
+ * the budget's tokens go (never fewer than the quorum, so never none),
+ * from a start that moves by one per message so that the load stays
+ * even. With per-routee breakers, a scatter goes only to the routees
+ * whose breakers admit it, each request through its breaker
+ * (ac_breaker_tell, with the slot as the sender the answer is passed on
+ * to), so that a routee's answer or timeout counts before its slot sees
+ * it. When every breaker refuses, the caller gets an AggregateError of
+ * their CircuitBreakerOpenErrors at once; when fewer than a quorum admit,
+ * the same with the quorum's message.
+ *
+ * The policy learns nothing from outcomes: it has no hooks but `ask` and
+ * `start`, and a gather of it is sealed from the start.
  */
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/alloc.h"
 #include "core/last_error.h"
 #include "routing/gather.h"
+
+static const ac__gather_names scatter_names = {
+    .title = "Scatter/gather router",
+    .noun = "scatter",
+    .send_to = "scatter to",
+    .sent = "scattered",
+    .label = "scatter-gather",
+    .resolved = "router_scatter_gather_resolved_total",
+    .resolved_help = "Scatter/gather messages resolved, by outcome.",
+    .latency = "router_scatter_gather_latency_seconds",
+    .latency_help = "Seconds from scattering a message to answering its caller.",
+};
+
+/* ---- the policy ------------------------------------------------------- */
 
 /* How many of the n live routees to ask: all, or what the budget allows
  * beyond the quorum. */
@@ -30,136 +45,140 @@ static uint32_t routees_to_ask(ac_ctx *ctx, ac__gather_shared *sh, uint32_t n)
 {
     if (!sh->has_budget)
         return n;
-    ac__hedge_budget_deposit(&sh->budget);
     uint32_t extras = n - sh->quorum;
     uint32_t got = ac__hedge_budget_take(&sh->budget, extras);
     if (got < extras)
-        ac__gather_count_budget_exhausted(sh, ac_ctx_system(ctx));
+        ac__gather_count_event(sh, ac_ctx_system(ctx), AC__GATHER_BUDGET_EXHAUSTED);
     return sh->quorum + got;
 }
 
-typedef struct guard_scratch {
-    ac_breaker_permit permits[8];
-    ac_breaker *breakers[8];
-    ac_error *refusals[8];
-} guard_scratch;
+/* The admission of one message through the routees' breakers. */
+typedef struct admission {
+    uint32_t *picks; /* places in the set of the admitted routees */
+    ac_breaker **breakers;
+    ac_breaker_permit *permits;
+    ac_error **refusals; /* the refusals' errors (references) */
+    uint32_t admitted, refused;
+} admission;
 
 /* Up to `asked` routees whose breakers admit the message, in ring order
- * from `start`, into st->scratch with their breakers and permits; the
- * refusals' errors (the caller's references) into `refusals`, counted in
- * *refused. Returns how many were admitted. */
-static uint32_t admit_routees(ac__router_state *st, size_t start, uint32_t asked,
-                              ac_breaker **breakers, ac_breaker_permit *permits,
-                              ac_error **refusals, uint32_t *refused)
+ * from `start`. */
+static void admit_routees(const ac__router_state *st, size_t start, uint32_t asked, admission *a)
 {
-    uint32_t admitted = 0;
-    *refused = 0;
-    for (size_t k = 0; k < st->n && admitted < asked; k++) {
+    a->admitted = a->refused = 0;
+    for (size_t k = 0; k < st->n && a->admitted < asked; k++) {
         size_t i = (start + k) % st->n;
         ac_error *err = NULL;
-        if (!ac_breaker_acquire(st->breakers[i], &permits[admitted], &err)) {
+        if (!ac_breaker_acquire(st->breakers[i], &a->permits[a->admitted], &err)) {
             if (err)
-                refusals[(*refused)++] = err;
+                a->refusals[a->refused++] = err;
             continue;
         }
-        breakers[admitted] = st->breakers[i];
-        st->scratch[admitted++] = st->routees[i];
+        a->breakers[a->admitted] = st->breakers[i];
+        a->picks[a->admitted++] = (uint32_t)i;
     }
-    return admitted;
 }
 
-static void scatter_admitted(ac_ctx *ctx, ac__gather_shared *sh, ac__router_state *st,
-                             ac_msg *msg, ac_ref *caller, ac_breaker **breakers,
-                             ac_breaker_permit *permits, uint32_t admitted)
+static void decide_admitted(ac_ctx *ctx, ac__gather_shared *sh, const ac__router_state *st,
+                            ac_msg *msg, ac_ref *caller, admission *a)
 {
-    ac__gather *g = ac__gather_new(sh, st->scratch, NULL, admitted, caller, NULL,
-                                   ac_ctx_system(ctx));
-    if (g) {
-        ac__gather_scatter(g, msg, breakers, permits);
-        return;
+    if (a->admitted == 0) {
+        ac__gather_answer_all_open(ctx, sh, caller, a->refusals, a->refused);
+    } else if (a->admitted < sh->quorum) {
+        for (uint32_t i = 0; i < a->admitted; i++)
+            ac_breaker_cancel(a->breakers[i], &a->permits[i]);
+        ac__gather_answer_short(ctx, sh, caller, a->refusals, a->refused, (uint32_t)st->n);
+    } else {
+        ac__gather_permits permits = {.breakers = a->breakers, .permits = a->permits};
+        ac__gather_open(ctx, sh, st, a->picks, a->admitted, caller, msg, &permits);
     }
-    for (uint32_t i = 0; i < admitted; i++)
-        ac_breaker_cancel(breakers[i], &permits[i]);
-    ac__gather_answer_no_memory(ctx, sh, caller, admitted);
+    for (uint32_t i = 0; i < a->refused; i++)
+        ac_error_release(a->refusals[i]);
 }
+
+enum { SMALL = 8 };
 
 static void scatter_guarded(ac_ctx *ctx, ac__gather_shared *sh, ac__router_state *st,
                             ac_msg *msg, ac_ref *caller, size_t start, uint32_t asked)
 {
-    guard_scratch small;
-    bool big = st->n > 8;
-    ac_breaker_permit *permits = big ? ac__malloc(st->n * sizeof *permits) : small.permits;
-    ac_breaker **breakers = big ? ac__malloc(st->n * sizeof *breakers) : small.breakers;
-    ac_error **refusals = big ? ac__malloc(st->n * sizeof *refusals) : small.refusals;
-    uint32_t refused = 0;
-    if (!permits || !breakers || !refusals) {
-        ac__gather_answer_no_memory(ctx, sh, caller, st->n);
-        goto out;
-    }
-    uint32_t admitted = admit_routees(st, start, asked, breakers, permits, refusals, &refused);
-    if (admitted == 0) {
-        ac__gather_answer_all_open(ctx, sh, caller, refusals, refused);
-    } else if (admitted < sh->quorum) {
-        for (uint32_t i = 0; i < admitted; i++)
-            ac_breaker_cancel(breakers[i], &permits[i]);
-        ac__gather_answer_short(ctx, sh, caller, refusals, refused, (uint32_t)st->n);
+    struct {
+        uint32_t picks[SMALL];
+        ac_breaker *breakers[SMALL];
+        ac_breaker_permit permits[SMALL];
+        ac_error *refusals[SMALL];
+    } small;
+    bool big = st->n > SMALL;
+    admission a = {
+        .picks = big ? ac__malloc(st->n * sizeof *a.picks) : small.picks,
+        .breakers = big ? ac__malloc(st->n * sizeof *a.breakers) : small.breakers,
+        .permits = big ? ac__malloc(st->n * sizeof *a.permits) : small.permits,
+        .refusals = big ? ac__malloc(st->n * sizeof *a.refusals) : small.refusals,
+    };
+    if (a.picks && a.breakers && a.permits && a.refusals) {
+        admit_routees(st, start, asked, &a);
+        decide_admitted(ctx, sh, st, msg, caller, &a);
     } else {
-        scatter_admitted(ctx, sh, st, msg, caller, breakers, permits, admitted);
+        ac__gather_answer_no_memory(ctx, sh, caller, st->n);
     }
-    for (uint32_t i = 0; i < refused; i++)
-        ac_error_release(refusals[i]);
-out:
     if (big) {
-        free(permits);
-        free(breakers);
-        free(refusals);
+        free(a.picks);
+        free(a.breakers);
+        free(a.permits);
+        free(a.refusals);
     }
 }
 
-static void route_scatter(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
+static void scatter_ask(ac_ctx *ctx, ac__gather_shared *sh, ac__router_state *st, ac_msg *msg,
+                        ac_ref *caller)
 {
-    ac__gather_shared *sh = cfg->extra;
-    ac_ref *caller = ac_sender(ctx);
-    if (!caller) {
-        ac__gather_drop_unanswerable(ctx, sh, msg);
-        return;
-    }
-    if (st->n == 0) {
-        ac__gather_answer_empty(ctx, sh, caller);
-        return;
-    }
-    if (st->n < sh->quorum) {
-        ac__gather_answer_short(ctx, sh, caller, NULL, 0, (uint32_t)st->n);
-        return;
-    }
     uint32_t asked = routees_to_ask(ctx, sh, (uint32_t)st->n);
     size_t start = asked < st->n ? (size_t)(st->index % st->n) : 0;
     if (st->breakers) {
         scatter_guarded(ctx, sh, st, msg, caller, start, asked);
         return;
     }
-    ac_ref **routees = st->routees; /* all of them, in pool order */
-    if (asked < st->n) {
-        for (uint32_t i = 0; i < asked; i++)
-            st->scratch[i] = st->routees[(start + i) % st->n];
-        routees = st->scratch;
+    if (asked == st->n) { /* all of them, in pool order */
+        ac__gather_open(ctx, sh, st, NULL, asked, caller, msg, NULL);
+        return;
     }
-    ac__gather *g = ac__gather_new(sh, routees, NULL, asked, caller, NULL, ac_ctx_system(ctx));
-    if (!g) {
+    uint32_t small[16];
+    uint32_t *picks = asked <= 16 ? small : ac__malloc(asked * sizeof *picks);
+    if (!picks) {
         ac__gather_answer_no_memory(ctx, sh, caller, asked);
         return;
     }
-    ac__gather_scatter(g, msg, NULL, NULL);
+    for (uint32_t i = 0; i < asked; i++)
+        picks[i] = (uint32_t)((start + i) % st->n);
+    ac__gather_open(ctx, sh, st, picks, asked, caller, msg, NULL);
+    if (picks != small)
+        free(picks);
 }
+
+/* Every slot goes out now: sealed from the start. No other thread knows
+ * the gather before its first request is told. */
+static void scatter_start(ac__gather *g, ac_msg *msg, const ac__gather_permits *permits)
+{
+    atomic_store_explicit(&g->launched, g->n | AC__GATHER_SEALED, memory_order_relaxed);
+    ac__gather_arm_deadline(g);
+    for (uint32_t i = 0; i < g->n; i++)
+        ac__gather_send(g, i, msg, permits ? permits->breakers[i] : NULL,
+                        permits ? &permits->permits[i] : NULL);
+    ac__gather_unref(g); /* the creator's: held while telling, since a claim
+                          * of every slot could end the gather meanwhile */
+}
+
+static const ac__gather_policy scatter_policy = {.ask = scatter_ask, .start = scatter_start};
 
 const ac__router_kind ac__scatter_gather_kind = {
     .name = "scatter-gather-first-completed",
-    .route = route_scatter,
+    .route = ac__gather_route,
     .on_start = ac__gather_on_start,
     .on_stop = ac__gather_on_stop,
     .on_spawn = ac__gather_on_spawn,
     .answers_empty = true,
 };
+
+/* ---- the factories ---------------------------------------------------- */
 
 /* `size` < 0: a set whose size is not known yet (a member group's), so
  * only a quorum no set could reach is refused; a larger set than there
@@ -180,31 +199,30 @@ static ac_status check_options(const char *fn, int size, const ac_scatter_gather
     return ac__hedge_budget_check(fn, o->budget);
 }
 
-/* The shared part of a scatter/gather router, pool or group, from its
- * options (checked here) into cfg. */
-ac_status ac__scatter_gather_setup(ac__router_cfg *cfg, const ac_scatter_gather_options *options,
-                                   const char *fn, int size, int pool_size)
+/* The one factory body of the kind, for pools, groups and member groups:
+ * the shared state from `options` (NULL: defaults), checked against a
+ * set of `size` routees (-1: any size), counting per-routee series for
+ * routee-1 .. routee-<pool_size> (0: none); NULL with the error. */
+static ac__gather_shared *scatter_shared(const char *fn, const ac_scatter_gather_options *options,
+                                         int size, int pool_size)
 {
     int64_t timeout = options ? options->timeout_ms : 0;
     if (ac__gather_check_timeout(fn, timeout, "timeout_ms") != AC_OK ||
         check_options(fn, size, options) != AC_OK)
-        return ac_last_status();
-    ac__gather_shared *sh = ac__gather_shared_create(&ac__scatter_gather_style, pool_size, fn);
-    if (!sh)
-        return ac_last_status();
-    sh->timeout_ms = (uint32_t)(timeout ? timeout : AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
-    if (options && options->quorum > 1)
+        return NULL;
+    ac__gather_shared *sh = ac__gather_shared_create(
+        &scatter_names, &scatter_policy, pool_size,
+        (uint32_t)(timeout ? timeout : AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS), fn);
+    if (!sh || !options)
+        return sh;
+    if (options->quorum > 1)
         sh->quorum = (uint32_t)options->quorum;
-    sh->cancel_losers = options && options->cancel_losers;
-    if (options && options->budget) {
+    sh->cancel_losers = options->cancel_losers;
+    if (options->budget) {
         sh->has_budget = true;
         ac__hedge_budget_init(&sh->budget, options->budget);
     }
-    cfg->kind = &ac__scatter_gather_kind;
-    cfg->extra = sh;
-    cfg->extra_free = ac__gather_shared_release_void;
-    cfg->skip_cancelled = sh->cancel_losers;
-    return AC_OK;
+    return sh;
 }
 
 ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def *routee_def,
@@ -213,21 +231,27 @@ ac_props *ac_router_scatter_gather_first_completed(int size, const ac_actor_def 
 {
     ac__clear_status();
     static const char fn[] = "ac_router_scatter_gather_first_completed";
-    int64_t timeout = options ? options->timeout_ms : 0;
-    if (ac__gather_check_timeout(fn, timeout, "timeout_ms") != AC_OK ||
-        ac__router_check(fn, size, routee_def, routee_opts) != AC_OK ||
-        check_options(fn, size, options) != AC_OK)
-        return NULL;
-    ac__gather_shared *sh = ac__gather_shared_create(&ac__scatter_gather_style, size, fn);
+    ac__router_cfg *cfg =
+        ac__router_pool_cfg_new(fn, &ac__scatter_gather_kind, size, routee_def, routee_opts);
+    return ac__gather_props(fn, cfg, cfg ? scatter_shared(fn, options, size, size) : NULL,
+                            routee_opts);
+}
+
+ac_props *ac_router_group_scatter_gather_first_completed(ac_ref *const *routees, size_t n,
+                                                         const ac_scatter_gather_options *options)
+{
+    ac__clear_status();
+    static const char fn[] = "ac_router_group_scatter_gather_first_completed";
+    ac__router_cfg *cfg = ac__router_group_cfg_new(fn, &ac__scatter_gather_kind, routees, n);
+    return ac__gather_props(fn, cfg, cfg ? scatter_shared(fn, options, (int)n, 0) : NULL, NULL);
+}
+
+ac_status ac__scatter_gather_setup(ac__router_cfg *cfg, const ac_scatter_gather_options *options,
+                                   const char *fn)
+{
+    ac__gather_shared *sh = scatter_shared(fn, options, -1, 0);
     if (!sh)
-        return NULL;
-    sh->timeout_ms = (uint32_t)(timeout ? timeout : AC_SCATTER_GATHER_DEFAULT_TIMEOUT_MS);
-    if (options && options->quorum > 1)
-        sh->quorum = (uint32_t)options->quorum;
-    sh->cancel_losers = options && options->cancel_losers;
-    if (options && options->budget) {
-        sh->has_budget = true;
-        ac__hedge_budget_init(&sh->budget, options->budget);
-    }
-    return ac__gather_props(fn, &ac__scatter_gather_kind, sh, size, routee_def, routee_opts);
+        return ac_last_status();
+    ac__gather_attach(cfg, sh);
+    return AC_OK;
 }
