@@ -296,16 +296,14 @@ static int replica_main(int index, int port, char *seeds, const char *etcd)
     int n = split_seeds(seeds, seed_v, CL_MAX_NODES + 1);
     const char *roles[] = {"replica"};
     ac_cluster_options co = {.name = "soak", .roles = roles, .roles_count = 1};
+    ac_cluster_etcd_options eo = {.endpoints = &etcd, .endpoints_count = 1, .lease_ttl_s = 2};
+    ac_cluster_static_options seed_opts = {.seeds = seed_v, .seeds_count = (size_t)n};
     if (etcd && *etcd) {
-        co.provider = AC_CLUSTER_ETCD;
-        co.etcd_endpoints = &etcd;
-        co.etcd_endpoints_count = 1;
-        co.lease_ttl_s = 2;
+        co.etcd_options = &eo;
         co.retry_initial_ms = 50;
         co.retry_max_ms = 500;
     } else {
-        co.seeds = seed_v;
-        co.seeds_count = (size_t)n;
+        co.static_options = &seed_opts;
     }
     ac_cluster *cl = r ? ac_cluster_join(sys, &co) : NULL;
     if (!cl) {
@@ -698,16 +696,14 @@ static int cluster_setup(void)
     const char *roles[] = {"driver"};
     const char *ep = C.etcd_url;
     ac_cluster_options co = {.name = "soak", .roles = roles, .roles_count = 1};
+    ac_cluster_etcd_options eo = {.endpoints = &ep, .endpoints_count = 1, .lease_ttl_s = 2};
+    ac_cluster_static_options seed_opts = {.seeds = seed_v, .seeds_count = (size_t)C.nodes};
     if (C.etcd) {
-        co.provider = AC_CLUSTER_ETCD;
-        co.etcd_endpoints = &ep;
-        co.etcd_endpoints_count = 1;
-        co.lease_ttl_s = 2;
+        co.etcd_options = &eo;
         co.retry_initial_ms = 50;
         co.retry_max_ms = 500;
     } else {
-        co.seeds = seed_v;
-        co.seeds_count = (size_t)C.nodes;
+        co.static_options = &seed_opts;
     }
     C.cluster = ac_cluster_join(C.sys, &co);
     if (!C.cluster)

@@ -94,8 +94,9 @@ static void fx_join_as(cluster_fx *c, ts_fixture *fx, const char *name, const ch
     ac_node_options no = {.bind = bind, .heartbeat_ivl_ms = 100, .heartbeat_timeout_ms = hb_timeout_ms};
     assert_non_null(ac_node_start(c->sys, &no));
     const char *roles[] = {role};
+    ac_cluster_static_options seed_opts = {.seeds = seed_list, .seeds_count = (size_t)c->n_ports};
     ac_cluster_options co = {.name = "routers", .roles = roles, .roles_count = 1,
-                             .seeds = seed_list, .seeds_count = (size_t)c->n_ports};
+                             .static_options = &seed_opts};
     c->cluster = ac_cluster_join(c->sys, &co);
     assert_non_null(c->cluster);
 }
