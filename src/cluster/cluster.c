@@ -218,12 +218,13 @@ static bool provider_create(ac_cluster *c, const ac__provider_ops *ops, const vo
     return true;
 }
 
+/* The cluster, its provider created; NULL with the error. */
 static ac_cluster *cluster_new(ac_system *system, ac_node *node, const ac_cluster_options *o,
                                const ac__provider_ops *provider, const void *provider_options)
 {
     ac_cluster *c = ac__calloc(1, sizeof *c);
     if (!c)
-        return NULL;
+        return ac__fail_null(AC_ENOMEM, "ac_cluster_join: out of memory");
     pthread_mutex_init(&c->lock, NULL);
     c->system = system;
     c->node = node;
@@ -233,10 +234,13 @@ static ac_cluster *cluster_new(ac_system *system, ac_node *node, const ac_cluste
     int hb = ac__node_heartbeat_timeout_ms(node);
     c->unreachable_ms = hb / 2 > 3 * AC__CLUSTER_BEAT_MS ? hb / 2 : 3 * AC__CLUSTER_BEAT_MS;
     c->status.state = AC_CLUSTER_JOINING;
-    if (!copy_options(c, o) || !make_card(c) ||
-        !provider_create(c, provider, provider_options)) {
+    if (!copy_options(c, o) || !make_card(c)) {
         cluster_free(c);
-        return NULL;
+        return ac__fail_null(AC_ENOMEM, "ac_cluster_join: out of memory");
+    }
+    if (!provider_create(c, provider, provider_options)) {
+        cluster_free(c);
+        return NULL; /* the provider said why */
     }
     c->hooks = (ac__node_hooks){.hello_type = AC__CLUSTER_CARD_TYPE,
                                 .hello_body = (const uint8_t *)c->card_text,
@@ -324,7 +328,7 @@ ac_cluster *ac_cluster_join(ac_system *system, const ac_cluster_options *options
                              ac_system_name(system));
     ac_cluster *c = cluster_new(system, node, options, provider, provider_options);
     if (!c)
-        return ac__fail_null(AC_ENOMEM, "ac_cluster_join: out of memory");
+        return NULL;
     bool owned;
     if (cluster_start(c, &owned) != AC_OK) {
         if (!owned)

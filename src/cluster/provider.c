@@ -19,6 +19,7 @@
 static const ac__provider_ops *const providers[] = {
     &ac__provider_static,
     &ac__provider_etcd,
+    &ac__provider_dns,
 };
 
 const ac__provider_ops *ac__provider_choose(const ac_cluster_options *o, const void **options)

@@ -4,7 +4,8 @@
  *
  * A provider is an ops table (below) and one file behind it:
  * provider_static.c (seed addresses), provider_etcd.c (registrations
- * under a lease and a watch). The cluster chooses one from the join options
+ * under a lease and a watch), provider_dns.c (an SRV or A record looked
+ * up at an interval). The cluster chooses one from the join options
  * (provider.c holds the table) and never asks which one it has: what
  * differs between providers is in the ops and in the properties below.
  *
@@ -54,8 +55,8 @@ typedef struct ac__provider_env {
 } ac__provider_env;
 
 typedef struct ac__provider_ops {
-    /* "static", "etcd": for logs and messages; options.<name>_options
-     * in messages. */
+    /* "static", "etcd", "dns": for logs, and options.<name>_options in
+     * messages. */
     const char *name;
     /* True: a node is a member only while listed (etcd keys, DNS
      * records). False: a listing is only somewhere to try (static
@@ -93,6 +94,7 @@ typedef struct ac__provider_ops {
 
 extern const ac__provider_ops ac__provider_static;
 extern const ac__provider_ops ac__provider_etcd;
+extern const ac__provider_ops ac__provider_dns;
 
 /* The provider the options choose (the one whose options are set; none:
  * static with its defaults), its options in *provider_options. NULL with
