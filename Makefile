@@ -11,10 +11,12 @@
 # test that a terminated system leaves no memory behind; libzmq3-dev and
 # libcbor-dev: actorc_remote, remoting over ZeroMQ with CBOR frames;
 # libcurl4-openssl-dev and libjansson-dev: actorc_etcd, the etcd client of
-# cluster membership; etcd-server: the etcd its tests start.
+# cluster membership; etcd-server: the etcd its tests start; libc-ares-dev:
+# the DNS membership provider; dnsmasq-base: the dnsmasq its tests start (the
+# binary alone: the package dnsmasq would also run a system-wide DNS server).
 DEBIAN_PACKAGES := cmake make gcc libc6-dev pkg-config libcmocka-dev python3 \
                    libmicrohttpd-dev prometheus valgrind libzmq3-dev libcbor-dev \
-                   libcurl4-openssl-dev libjansson-dev etcd-server \
+                   libcurl4-openssl-dev libjansson-dev etcd-server libc-ares-dev dnsmasq-base \
                    clang libclang-rt-dev iproute2
 
 BUILD_ROOT  ?= build

@@ -112,8 +112,9 @@ static ac_cluster *join(ac_system *sys, int self, const char *role)
     if (!ac_node_start(sys, &no))
         die("ac_node_start");
     const char *roles[] = {role};
+    ac_cluster_static_options seed_opts = {.seeds = list, .seeds_count = REPLICAS + 1};
     ac_cluster_options co = {.name = "bench", .roles = roles, .roles_count = 1,
-                             .seeds = list, .seeds_count = REPLICAS + 1};
+                             .static_options = &seed_opts};
     ac_cluster *c = ac_cluster_join(sys, &co);
     if (!c)
         die("ac_cluster_join");

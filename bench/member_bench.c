@@ -84,16 +84,19 @@ static const ac_actor_def probe_def = {.name = "Probe", .receive = probe_receive
 static int member_main(int argc, char **argv)
 {
     const char *bind = "tcp://127.0.0.1:0", *seeds[8], *etcd[2];
-    ac_cluster_options o = {.name = "bench", .seeds = seeds, .etcd_endpoints = etcd,
-                            .lease_ttl_s = 2, .retry_initial_ms = 50, .retry_max_ms = 500};
+    ac_cluster_static_options seed_opts = {.seeds = seeds};
+    ac_cluster_etcd_options eo = {.endpoints = etcd, .lease_ttl_s = 2};
+    ac_cluster_options o = {.name = "bench", .static_options = &seed_opts,
+                            .retry_initial_ms = 50, .retry_max_ms = 500};
     for (int i = 2; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--bind") == 0)
             bind = argv[i + 1];
-        else if (strcmp(argv[i], "--seed") == 0 && o.seeds_count < 8)
-            seeds[o.seeds_count++] = argv[i + 1];
-        else if (strcmp(argv[i], "--etcd") == 0 && o.etcd_endpoints_count < 2) {
-            etcd[o.etcd_endpoints_count++] = argv[i + 1];
-            o.provider = AC_CLUSTER_ETCD;
+        else if (strcmp(argv[i], "--seed") == 0 && seed_opts.seeds_count < 8)
+            seeds[seed_opts.seeds_count++] = argv[i + 1];
+        else if (strcmp(argv[i], "--etcd") == 0 && eo.endpoints_count < 2) {
+            etcd[eo.endpoints_count++] = argv[i + 1];
+            o.static_options = NULL;
+            o.etcd_options = &eo;
         }
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -165,13 +168,11 @@ static void observer_start(observer *ob, const char *name, const char *etcd_url)
     if (!ob->node)
         die("observer node");
     const char *endpoints[] = {etcd_url};
-    ac_cluster_options o = {.name = "bench", .lease_ttl_s = 2, .retry_initial_ms = 50,
-                            .retry_max_ms = 500};
-    if (etcd_url) {
-        o.provider = AC_CLUSTER_ETCD;
-        o.etcd_endpoints = endpoints;
-        o.etcd_endpoints_count = 1;
-    }
+    ac_cluster_etcd_options eo = {.endpoints = endpoints, .endpoints_count = 1,
+                                  .lease_ttl_s = 2};
+    ac_cluster_options o = {.name = "bench", .retry_initial_ms = 50, .retry_max_ms = 500};
+    if (etcd_url)
+        o.etcd_options = &eo;
     ob->cluster = ac_cluster_join(ob->sys, &o);
     ob->listener = ob->cluster ? ac_spawn(ob->sys, ac_props_new(&listener_def, ob), "listener")
                                : NULL;

@@ -46,5 +46,5 @@ case "$config" in
 esac
 
 # shellcheck disable=SC2086 # EXTRA_CMAKE_ARGS is a list of words
-"$cmake" -S . -B "$dir" -DACTORC_BUILD_TESTS=ON -DACTORC_WITH_HTTP=ON -DACTORC_WITH_REMOTE=ON -DACTORC_WITH_ETCD=ON -DACTORC_WITH_CLUSTER=ON "${args[@]}" ${EXTRA_CMAKE_ARGS:-}
+"$cmake" -S . -B "$dir" -DACTORC_BUILD_TESTS=ON -DACTORC_WITH_HTTP=ON -DACTORC_WITH_REMOTE=ON -DACTORC_WITH_ETCD=ON -DACTORC_WITH_DNS=ON -DACTORC_WITH_CLUSTER=ON "${args[@]}" ${EXTRA_CMAKE_ARGS:-}
 "$cmake" --build "$dir" -j "$jobs" "${targets[@]}"

@@ -251,8 +251,9 @@ static bool join_as_client(cluster_run *run)
     }
     ac_node_options no = {.bind = bind};
     static const char *const roles[] = {"client"};
+    ac_cluster_static_options seed_opts = {.seeds = seed_list, .seeds_count = (size_t)run->n + 1};
     ac_cluster_options co = {.name = CLUSTER_NAME, .roles = roles, .roles_count = 1,
-                             .seeds = seed_list, .seeds_count = (size_t)run->n + 1};
+                             .static_options = &seed_opts};
     if (!run->sys || !ac_node_start(run->sys, &no) ||
         !(run->cluster = ac_cluster_join(run->sys, &co))) {
         fprintf(stderr, "actorc-hedge: cannot join the cluster: %s\n", ac_last_error());

@@ -151,11 +151,11 @@ static bool start(ac_system *sys, const node_options *o, replica_model *m)
         return false;
     }
     ac_ref_release(replica);
+    ac_cluster_static_options seeds = {.seeds = o->seeds, .seeds_count = o->seeds_n};
     ac_cluster_options co = {.name = o->cluster,
                              .roles = o->roles,
                              .roles_count = o->roles_n,
-                             .seeds = o->seeds,
-                             .seeds_count = o->seeds_n};
+                             .static_options = &seeds};
     if (!ac_cluster_join(sys, &co)) {
         fprintf(stderr, "actorc-node: cannot join cluster %s: %s\n", o->cluster,
                 ac_last_error());

@@ -21,7 +21,8 @@
  * after it ended); a caller's own AskTimeoutError through a scatter or
  * hedged router never (the router answers first). At the end every
  * replica must be Up again, the node must hold no pending ask, and every
- * process started is ended by its pid.
+ * process started is ended by its pid. The ledger and the judge of
+ * answers are cluster_check.c, a replica process cluster_replica.c.
  */
 #include <actorc/cluster.h>
 #include <arpa/inet.h>
@@ -39,37 +40,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "app_args.h"
+#include "cluster_soak.h"
 #include "soak.h"
 
-#define CL_MAX_NODES 5
-#define CL_SLOTS 1024 /* requests in flight at most; a power of two */
-#define CL_ASK_MS 3000
 /* The routers' deadline: far above what a replica takes (30 ms at most),
  * so that only a fault makes a member time out, and far below the ask's,
  * so that the router always answers first. */
 #define CL_SCATTER_MS 1000
-#define CL_FAULT_TAIL_NS 4000000000ull /* a fault's effects may outlast it */
 #define CL_CALLERS 3
 
-enum { CB_NOW = 0, CB_LATE, CB_ERROR, CB_ONLY, CB_SILENT };
-enum { R_RR = 0, R_SCATTER, R_HEDGED, R_COUNT };
-static const char *const router_names[R_COUNT] = {"round-robin", "scatter", "hedged"};
-static const char *const beh_names_cl[] = {"now", "late", "error", "only", "silent"};
+const char *const cl_router_names[R_COUNT] = {"round-robin", "scatter", "hedged"};
 
 typedef struct replica {
     pid_t pid;
     int port;
     bool stopped; /* SIGSTOP'd */
 } replica;
-
-/* The reaper reads a slot while a caller may be taking it again, so its
- * fields are atomic too (their values are only trusted after the id). */
-typedef struct slot {
-    _Atomic uint64_t id; /* 0: free */
-    _Atomic uint8_t beh, param, router;
-    _Atomic uint64_t sent_ns, deadline_ns;
-} slot;
 
 static struct {
     int nodes;
@@ -85,16 +71,7 @@ static struct {
     ac_system *sys;
     ac_cluster *cluster;
     ac_ref *routers[R_COUNT];
-    slot slots[CL_SLOTS];
-    pthread_mutex_t free_lock;
-    uint32_t free_stack[CL_SLOTS];
-    size_t free_top;
-    uint64_t next_gen;
-    pthread_mutex_t fault_lock;
-    uint64_t fault_start[256], fault_end[256];
-    size_t faults;
-    atomic_uint_fast64_t sent, replies, errors, aggregates, node_down, timeouts, kills, stops,
-        etcd_restarts, ups, downs, unreachables;
+    atomic_uint_fast64_t sent, kills, stops, etcd_restarts, ups, downs, unreachables;
     /* The chaos thread forks the processes it restarts, and a child's
      * parent-death signal fires when the thread that forked it ends, not
      * the process: so that thread stays until they have been ended. */
@@ -189,313 +166,6 @@ static bool etcd_start(void)
     return C.etcd_pid > 0;
 }
 
-/* ---- faults: when answers that need one are allowed ----------------- */
-
-static size_t fault_begin(void)
-{
-    pthread_mutex_lock(&C.fault_lock);
-    size_t k = C.faults < 256 ? C.faults++ : 255;
-    C.fault_start[k] = soak_now_ns();
-    C.fault_end[k] = UINT64_MAX;
-    pthread_mutex_unlock(&C.fault_lock);
-    return k;
-}
-
-static void fault_end(size_t k)
-{
-    pthread_mutex_lock(&C.fault_lock);
-    C.fault_end[k] = soak_now_ns();
-    pthread_mutex_unlock(&C.fault_lock);
-}
-
-/* Did a fault overlap [from, to], its tail included? */
-static bool fault_during(uint64_t from, uint64_t to)
-{
-    bool any = false;
-    pthread_mutex_lock(&C.fault_lock);
-    for (size_t k = 0; k < C.faults && !any; k++) {
-        uint64_t end = C.fault_end[k] == UINT64_MAX ? UINT64_MAX : C.fault_end[k] + CL_FAULT_TAIL_NS;
-        any = C.fault_start[k] <= to && end >= from;
-    }
-    pthread_mutex_unlock(&C.fault_lock);
-    return any;
-}
-
-/* ---- the replicas ----------------------------------------------------- */
-
-static const ac_msg_type late_type = {.name = "soak.ClusterLate"};
-static int my_replica_index;
-
-static ac_msg *reply_for(uint64_t id) { return ac_msg_int64_new((int64_t)(id << 16 | (uint64_t)my_replica_index)); }
-
-static void replica_receive(ac_ctx *ctx, ac_msg *msg)
-{
-    if (ac_msg_is(msg, &late_type)) {
-        ac_msg *r = reply_for(*(const uint64_t *)ac_msg_data(msg));
-        if (r)
-            ac_reply(ctx, r);
-        return;
-    }
-    int64_t v;
-    if (ac_msg_int64_get(msg, &v) != AC_OK)
-        return;
-    uint64_t id = (uint64_t)v >> 16;
-    int beh = (int)((v >> 8) & 0xff), param = (int)(v & 0xff);
-    if (beh == CB_ONLY)
-        beh = param == my_replica_index ? CB_NOW : CB_ERROR;
-    ac_msg *r = NULL;
-    switch (beh) {
-    case CB_NOW:
-        r = reply_for(id);
-        break;
-    case CB_LATE: {
-        ac_msg *l = ac_msg_new(&late_type, sizeof(uint64_t));
-        if (l) {
-            *(uint64_t *)ac_msg_payload(l) = id;
-            ac_cancellable_release(ac_schedule_once(ac_self(ctx), param, l, ac_sender(ctx)));
-        }
-        return;
-    }
-    case CB_ERROR:
-        r = ac_msg_error_new(ac_error_new(SOAK_ERROR, "request %llu refused by replica %d",
-                                          (unsigned long long)id, my_replica_index));
-        break;
-    default:
-        return; /* silent */
-    }
-    if (r)
-        ac_reply(ctx, r);
-}
-
-static const ac_actor_def replica_def = {.name = "SoakReplica", .receive = replica_receive};
-
-static int split_seeds(char *list, const char **out, int cap)
-{
-    int n = 0;
-    for (char *s = strtok(list, ","); s && n < cap; s = strtok(NULL, ","))
-        out[n++] = s;
-    return n;
-}
-
-static int replica_main(int index, int port, char *seeds, const char *etcd)
-{
-    my_replica_index = index;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    ac_system *sys = ac_system_create("soak", &(ac_system_options){.log_level = AC_LOG_ERROR});
-    if (!sys)
-        return 3;
-    char bind[48];
-    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", port);
-    ac_node *node = ac_node_start(sys, &(ac_node_options){.bind = bind});
-    ac_ref *r = node ? ac_spawn(sys, ac_props_new(&replica_def, NULL), "replica") : NULL;
-    const char *seed_v[CL_MAX_NODES + 1];
-    int n = split_seeds(seeds, seed_v, CL_MAX_NODES + 1);
-    const char *roles[] = {"replica"};
-    ac_cluster_options co = {.name = "soak", .roles = roles, .roles_count = 1};
-    if (etcd && *etcd) {
-        co.provider = AC_CLUSTER_ETCD;
-        co.etcd_endpoints = &etcd;
-        co.etcd_endpoints_count = 1;
-        co.lease_ttl_s = 2;
-        co.retry_initial_ms = 50;
-        co.retry_max_ms = 500;
-    } else {
-        co.seeds = seed_v;
-        co.seeds_count = (size_t)n;
-    }
-    ac_cluster *cl = r ? ac_cluster_join(sys, &co) : NULL;
-    if (!cl) {
-        fprintf(stderr, "soak replica %d: cannot start: %s\n", index, ac_last_error());
-        _exit(3);
-    }
-    int sig;
-    sigwait(&set, &sig);
-    ac_ref_release(r);
-    ac_cluster_leave(cl);
-    ac_system_terminate(sys);
-    return 0;
-}
-
-/* ---- the ledger ------------------------------------------------------- */
-
-static uint64_t ledger_take(int router, int beh, int param)
-{
-    pthread_mutex_lock(&C.free_lock);
-    if (C.free_top == 0) {
-        pthread_mutex_unlock(&C.free_lock);
-        return 0;
-    }
-    uint32_t k = C.free_stack[--C.free_top];
-    uint64_t id = (++C.next_gen << 10) | k;
-    pthread_mutex_unlock(&C.free_lock);
-    slot *s = &C.slots[k];
-    s->beh = (uint8_t)beh;
-    s->param = (uint8_t)param;
-    s->router = (uint8_t)router;
-    s->sent_ns = soak_now_ns();
-    s->deadline_ns = s->sent_ns + (uint64_t)CL_ASK_MS * 1000000ull;
-    atomic_store(&s->id, id);
-    return id;
-}
-
-static void ledger_give_back(uint32_t k)
-{
-    pthread_mutex_lock(&C.free_lock);
-    C.free_stack[C.free_top++] = k;
-    pthread_mutex_unlock(&C.free_lock);
-}
-
-static size_t cl_in_flight(void)
-{
-    pthread_mutex_lock(&C.free_lock);
-    size_t n = CL_SLOTS - C.free_top;
-    pthread_mutex_unlock(&C.free_lock);
-    return n;
-}
-
-/* The replica a sender's path names ("actorc://soak@127.0.0.1:PORT/..."),
- * or -1. */
-static int replica_of(const ac_ref *sender)
-{
-    const char *p = sender ? ac_ref_path(sender) : NULL;
-    const char *colon = p ? strstr(p, "127.0.0.1:") : NULL;
-    if (!colon)
-        return -1;
-    int port = atoi(colon + strlen("127.0.0.1:"));
-    for (int i = 0; i < C.nodes; i++)
-        if (C.rep[i].port == port)
-            return i;
-    return -1;
-}
-
-/* A member of a scatter's or hedge's AggregateError: allowed? */
-static bool member_allowed(const ac_error *m, int beh, bool fault)
-{
-    if (ac_error_is(m, SOAK_ERROR))
-        return beh == CB_ERROR || beh == CB_ONLY;
-    if (ac_error_is(m, AC_ASK_TIMEOUT_ERROR))
-        return beh == CB_SILENT || fault;
-    if (ac_error_is(m, AC_NODE_DOWN_ERROR) || ac_error_is(m, AC_UNDELIVERABLE_ERROR) ||
-        ac_error_is(m, AC_ACTOR_STOPPED_ERROR))
-        return fault;
-    return false;
-}
-
-static const char *judge(const slot *s, uint64_t id, const ac_answer *a, bool fault)
-{
-    static _Thread_local char why[512];
-    int beh = s->beh, param = s->param;
-    bool via_gather = s->router != R_RR;
-    if (a->reply) {
-        int64_t v;
-        if (ac_msg_int64_get(a->reply, &v) != AC_OK)
-            return "a reply that is not an Int64";
-        uint64_t rid = (uint64_t)v >> 16;
-        int from = (int)(v & 0xff);
-        if (rid != id) {
-            snprintf(why, sizeof why, "the reply to request %llu answers request %llu",
-                     (unsigned long long)id, (unsigned long long)rid);
-            return why;
-        }
-        if (beh == CB_ERROR || beh == CB_SILENT)
-            return "a reply where no replica replies";
-        if (beh == CB_ONLY && from != param)
-            return "a reply from a replica told to refuse";
-        if (replica_of(a->sender) != from) {
-            snprintf(why, sizeof why, "replica %d's reply has sender %s", from,
-                     a->sender ? ac_ref_path(a->sender) : "(none)");
-            return why;
-        }
-        return NULL;
-    }
-    const ac_error *e = a->error;
-    if (ac_error_is(e, AC_AGGREGATE_ERROR)) {
-        if (!via_gather)
-            return "an AggregateError from the round-robin router";
-        size_t n = ac_error_member_count(e);
-        bool success_possible = beh == CB_NOW || beh == CB_LATE || beh == CB_ONLY;
-        if (success_possible && !fault)
-            return "an AggregateError where a replica replies and no fault was in the air";
-        if (n == 0 && !fault)
-            return "\"no routees\" with every replica up";
-        for (size_t i = 0; i < n; i++)
-            if (!member_allowed(ac_error_member(e, i), beh, fault)) {
-                snprintf(why, sizeof why, "AggregateError member %zu is %s: %s", i,
-                         ac_error_name(ac_error_member(e, i)),
-                         ac_error_message(ac_error_member(e, i)));
-                return why;
-            }
-        return NULL;
-    }
-    if (via_gather && !(ac_error_is(e, AC_ASK_TIMEOUT_ERROR) && fault))
-        return "a router's answer other than a reply or an AggregateError";
-    if (ac_error_is(e, SOAK_ERROR))
-        return beh == CB_ERROR || beh == CB_ONLY ? NULL : "a SoakError where none was asked for";
-    if (ac_error_is(e, AC_ASK_TIMEOUT_ERROR))
-        return beh == CB_SILENT || fault ? NULL : "an ask timeout with every replica answering";
-    if (member_allowed(e, beh, fault))
-        return NULL;
-    return "an error no fault explains";
-}
-
-static void settle(const ac_answer *a, void *user)
-{
-    uint64_t id = (uint64_t)(uintptr_t)user;
-    uint32_t k = (uint32_t)(id & (CL_SLOTS - 1));
-    slot *s = &C.slots[k];
-    uint64_t expect = id;
-    if (!atomic_compare_exchange_strong(&s->id, &expect, 0)) {
-        soak_violation("cluster: request %llu answered twice (or an answer for no request)",
-                       (unsigned long long)id);
-        return;
-    }
-    uint64_t now = soak_now_ns();
-    bool fault = fault_during(s->sent_ns, now);
-    const char *bad = judge(s, id, a, fault);
-    if (bad) {
-        char *text = a->error ? ac_error_to_string(a->error) : NULL;
-        soak_violation("cluster: request %llu via %s, beh %s/%d, after %.1f ms: %s%s%s",
-                       (unsigned long long)id, router_names[s->router], beh_names_cl[s->beh],
-                       s->param, (double)(now - s->sent_ns) / 1e6, bad, text ? " — " : "",
-                       text ? text : "");
-        free(text);
-    }
-    if (a->reply)
-        atomic_fetch_add(&C.replies, 1);
-    else if (ac_error_is(a->error, AC_AGGREGATE_ERROR))
-        atomic_fetch_add(&C.aggregates, 1);
-    else if (ac_error_is(a->error, AC_NODE_DOWN_ERROR))
-        atomic_fetch_add(&C.node_down, 1);
-    else if (ac_error_is(a->error, AC_ASK_TIMEOUT_ERROR))
-        atomic_fetch_add(&C.timeouts, 1);
-    else
-        atomic_fetch_add(&C.errors, 1);
-    ledger_give_back(k);
-}
-
-static void *reaper(void *arg)
-{
-    (void)arg;
-    while (!atomic_load(&g_stop)) {
-        soak_sleep_us(100000);
-        uint64_t now = soak_now_ns(), grace = (uint64_t)g_cfg.grace_ms * 1000000ull;
-        for (uint32_t k = 0; k < CL_SLOTS; k++) {
-            slot *s = &C.slots[k];
-            uint64_t id = atomic_load(&s->id);
-            if (id && now > s->deadline_ns + grace && atomic_load(&s->id) == id)
-                soak_violation("cluster: request %llu via %s (beh %s) unanswered %.0f ms after "
-                               "its deadline",
-                               (unsigned long long)id, router_names[s->router],
-                               beh_names_cl[s->beh], (double)(now - s->deadline_ns) / 1e6);
-        }
-    }
-    return NULL;
-}
-
 /* ---- callers and chaos ------------------------------------------------ */
 
 static void *caller(void *arg)
@@ -514,7 +184,7 @@ static void *caller(void *arg)
         int param = beh == CB_LATE   ? 1 + (int)soak_rng_below(&rng, 30)
                     : beh == CB_ONLY ? (int)soak_rng_below(&rng, (uint32_t)C.nodes)
                                      : 0;
-        uint64_t id = ledger_take(router, beh, param);
+        uint64_t id = cl_ledger_take(router, beh, param);
         if (!id) {
             soak_sleep_us(1000);
             continue;
@@ -522,15 +192,13 @@ static void *caller(void *arg)
         ac_msg *m = ac_msg_int64_new((int64_t)(id << 16 | (uint64_t)beh << 8 | (uint64_t)param));
         ac_future *f = m ? ac_ask(C.routers[router], m, CL_ASK_MS) : NULL;
         if (!f) {
-            uint64_t expect = id;
-            if (atomic_compare_exchange_strong(&C.slots[id & (CL_SLOTS - 1)].id, &expect, 0))
-                ledger_give_back((uint32_t)(id & (CL_SLOTS - 1)));
+            cl_ledger_withdraw(id);
             atomic_fetch_add(&g_stats.withdrawn, 1);
             soak_sleep_us(1000);
             continue;
         }
         atomic_fetch_add(&C.sent, 1);
-        ac_future_on_complete(f, settle, (void *)(uintptr_t)id);
+        ac_future_on_complete(f, cl_settle, (void *)(uintptr_t)id);
         ac_future_release(f);
         soak_sleep_us(200 + soak_rng_below(&rng, 1500));
     }
@@ -552,7 +220,7 @@ static void *chaos(void *arg)
     while (!atomic_load(&g_stop)) {
         int i = (int)soak_rng_below(&rng, (uint32_t)C.nodes);
         uint32_t what = soak_rng_below(&rng, C.etcd ? 10 : 8);
-        size_t f = fault_begin();
+        size_t f = cl_fault_begin();
         if (what < 4) {
             if (g_cfg.verbose)
                 fprintf(stderr, "soak: cluster: kill -9 replica %d (pid %d)\n", i, C.rep[i].pid);
@@ -580,7 +248,7 @@ static void *chaos(void *arg)
             soak_sleep_us(300000);
             etcd_start();
         }
-        fault_end(f);
+        cl_fault_end(f);
         sleep_unless_stopping(800 + soak_rng_below(&rng, 1200));
     }
     atomic_store(&C.chaos_idle, true);
@@ -698,16 +366,14 @@ static int cluster_setup(void)
     const char *roles[] = {"driver"};
     const char *ep = C.etcd_url;
     ac_cluster_options co = {.name = "soak", .roles = roles, .roles_count = 1};
+    ac_cluster_etcd_options eo = {.endpoints = &ep, .endpoints_count = 1, .lease_ttl_s = 2};
+    ac_cluster_static_options seed_opts = {.seeds = seed_v, .seeds_count = (size_t)C.nodes};
     if (C.etcd) {
-        co.provider = AC_CLUSTER_ETCD;
-        co.etcd_endpoints = &ep;
-        co.etcd_endpoints_count = 1;
-        co.lease_ttl_s = 2;
+        co.etcd_options = &eo;
         co.retry_initial_ms = 50;
         co.retry_max_ms = 500;
     } else {
-        co.seeds = seed_v;
-        co.seeds_count = (size_t)C.nodes;
+        co.static_options = &seed_opts;
     }
     C.cluster = ac_cluster_join(C.sys, &co);
     if (!C.cluster)
@@ -727,7 +393,7 @@ static int cluster_setup(void)
                             ac_cluster_router_scatter_gather_first_completed(C.cluster, &ro, &sg),
                             ac_cluster_router_hedged(C.cluster, &ro, &ho)};
     for (int r = 0; r < R_COUNT; r++)
-        if (!p[r] || !(C.routers[r] = ac_spawn(C.sys, p[r], router_names[r])))
+        if (!p[r] || !(C.routers[r] = ac_spawn(C.sys, p[r], cl_router_names[r])))
             return 3;
     /* Let the routers learn the members before the load begins. */
     for (int r = 0; r < R_COUNT; r++) {
@@ -754,10 +420,6 @@ int cluster_soak(const char *self_exe, int nodes, bool etcd)
     C.nodes = nodes;
     C.etcd = etcd;
     C.self_exe = self_exe;
-    pthread_mutex_init(&C.free_lock, NULL);
-    pthread_mutex_init(&C.fault_lock, NULL);
-    for (uint32_t k = 0; k < CL_SLOTS; k++)
-        C.free_stack[C.free_top++] = CL_SLOTS - 1 - k;
     printf("soak: cluster: seed 0x%016llx, %gs, %d replica processes, %s provider\n",
            (unsigned long long)g_cfg.seed, g_cfg.duration_s, nodes, etcd ? "etcd" : "static");
     fflush(stdout);
@@ -767,11 +429,15 @@ int cluster_soak(const char *self_exe, int nodes, bool etcd)
         end_all();
         return rc;
     }
+    int ports[CL_MAX_NODES];
+    for (int i = 0; i < nodes; i++)
+        ports[i] = C.rep[i].port;
+    cl_check_init(nodes, ports);
     pthread_t callers[CL_CALLERS], chaos_t, reaper_t;
     for (int i = 0; i < CL_CALLERS; i++)
         pthread_create(&callers[i], NULL, caller, (void *)(uintptr_t)i);
     pthread_create(&chaos_t, NULL, chaos, NULL);
-    pthread_create(&reaper_t, NULL, reaper, NULL);
+    pthread_create(&reaper_t, NULL, cl_reaper, NULL);
     uint64_t end = soak_now_ns() + (uint64_t)(g_cfg.duration_s * 1e9);
     while (soak_now_ns() < end && !atomic_load(&g_failed))
         soak_sleep_us(20000);
@@ -819,37 +485,17 @@ int cluster_soak(const char *self_exe, int nodes, bool etcd)
                 soak_first_violation());
         return 1;
     }
+    cl_answer_counts n = cl_answers();
     printf("soak: cluster: %llu requests, all answered exactly once: %llu replies, %llu "
            "aggregates, %llu NodeDownErrors, %llu ask timeouts, %llu other errors; chaos: %llu "
            "kill -9 and restarts, %llu SIGSTOPs, %llu etcd restarts; members: %llu up, %llu "
            "unreachable, %llu down events; seed 0x%016llx\n",
-           (unsigned long long)C.sent, (unsigned long long)C.replies,
-           (unsigned long long)C.aggregates, (unsigned long long)C.node_down,
-           (unsigned long long)C.timeouts, (unsigned long long)C.errors,
+           (unsigned long long)C.sent, (unsigned long long)n.replies,
+           (unsigned long long)n.aggregates, (unsigned long long)n.node_down,
+           (unsigned long long)n.timeouts, (unsigned long long)n.errors,
            (unsigned long long)C.kills, (unsigned long long)C.stops,
            (unsigned long long)C.etcd_restarts, (unsigned long long)C.ups,
            (unsigned long long)C.unreachables, (unsigned long long)C.downs,
            (unsigned long long)g_cfg.seed);
     return 0;
-}
-
-int cluster_replica(int argc, char **argv)
-{
-    int index = -1, port = -1;
-    char *seeds = NULL;
-    const char *etcd = NULL;
-    bool ok = true;
-    for (int i = 1; ok && i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--replica"))
-            ok = app_parse_int(argv[i + 1], 0, CL_MAX_NODES - 1, &index);
-        else if (!strcmp(argv[i], "--port"))
-            ok = app_parse_int(argv[i + 1], 1, 65535, &port);
-        else if (!strcmp(argv[i], "--seeds"))
-            seeds = argv[i + 1];
-        else if (!strcmp(argv[i], "--etcd"))
-            etcd = argv[i + 1];
-    }
-    if (!ok || index < 0 || port <= 0 || !seeds)
-        return 2;
-    return replica_main(index, port, seeds, etcd);
 }

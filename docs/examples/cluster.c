@@ -47,8 +47,9 @@ int main(void)
     /* Both list both as seeds; roles say what each is for. */
     const char *seeds[] = {ac_node_address(front_node), ac_node_address(back_node)};
     const char *front_roles[] = {"frontend"}, *back_roles[] = {"backend"};
+    ac_cluster_static_options seed_opts = {.seeds = seeds, .seeds_count = 2};
     ac_cluster_options fo = {.name = "shop", .roles = front_roles, .roles_count = 1,
-                             .seeds = seeds, .seeds_count = 2};
+                             .static_options = &seed_opts};
     ac_cluster_options bo = fo;
     bo.roles = back_roles;
     ac_cluster *cluster = ac_cluster_join(front, &fo);

@@ -2,17 +2,21 @@
  * Cluster: membership and the cluster routers.
  *
  * A system with a node (remote.h) joins a cluster by name. Membership
- * comes from a provider:
- *   static  a list of seed addresses ("host:port"); the nodes form a full
- *           mesh, Erlang-style. A member is a node of the list (or one
- *           that connected to this node naming the same cluster) that
- *           answered; liveness is the connection and its heartbeats. No
- *           split-brain resolution: two halves of a partition each carry
- *           on with the members they see.
+ * comes from a provider, chosen by which provider's options are set:
+ *   static  (the default) a list of seed addresses ("host:port"); the
+ *           nodes form a full mesh, Erlang-style. A member is a node of
+ *           the list (or one that connected to this node naming the same
+ *           cluster) that answered; liveness is the connection and its
+ *           heartbeats. No split-brain resolution: two halves of a
+ *           partition each carry on with the members they see.
  *   etcd    each node registers <prefix>/<cluster>/members/<node-id>
  *           (address, incarnation, roles) under a lease it keeps alive,
  *           and watches the prefix for joins and leaves. A member whose
  *           lease ran out is down everywhere.
+ *   dns     the nodes are the addresses an SRV record (or A records and
+ *           a port) resolves to, resolved again at an interval: a node
+ *           is a member while a record names it, as with a Kubernetes
+ *           headless service.
  *
  * Members are (system, address, incarnation, roles). A node seen with a
  * new incarnation means the old one is down. Subscribers learn of changes
@@ -50,10 +54,44 @@ extern "C" {
 
 typedef struct ac_cluster ac_cluster;
 
-typedef enum ac_cluster_provider {
-    AC_CLUSTER_STATIC = 0,
-    AC_CLUSTER_ETCD = 1,
-} ac_cluster_provider;
+/* The static provider (the default): seed addresses. */
+typedef struct ac_cluster_static_options {
+    /* "host:port" of the seed nodes (this node's own may be among them),
+     * at most 1,024. None: this node is the first, and others list it. */
+    const char *const *seeds;
+    size_t seeds_count;
+} ac_cluster_static_options;
+
+/* The etcd provider (a build with ACTORC_WITH_ETCD). */
+typedef struct ac_cluster_etcd_options {
+    /* The client URLs ("http://127.0.0.1:2379"), 1 to 16. */
+    const char *const *endpoints;
+    size_t endpoints_count;
+    /* The key prefix; NULL: "/actorc". */
+    const char *prefix;
+    /* The registration lease, seconds (2 to 3,600); 0: 5. */
+    int lease_ttl_s;
+} ac_cluster_etcd_options;
+
+/* The DNS provider (a build with ACTORC_WITH_DNS): the members are the
+ * addresses a name resolves to, resolved again every interval_ms. A node
+ * must advertise the very "ip:port" the records give for it (its
+ * ac_node_options.advertise, or the address it binds). IPv4 only. */
+typedef struct ac_cluster_dns_options {
+    /* The name to resolve, a DNS name of labels [A-Za-z0-9_-]{1,63}
+     * (253 characters at most, a trailing '.' allowed). With port 0, an
+     * SRV record ("_actorc._tcp.shop.example.org"): each target's A
+     * records, at the record's port. With a port, A records: each
+     * address at that port. Required. */
+    const char *name;
+    int port; /* 0: SRV; 1..65535: A records at this port */
+    /* The DNS servers to ask, "a.b.c.d" or "a.b.c.d:port", at most 8;
+     * none: the system's (resolv.conf). */
+    const char *const *servers;
+    size_t servers_count;
+    /* How often to resolve again, ms (100 to 3,600,000); 0: 5,000. */
+    int interval_ms;
+} ac_cluster_dns_options;
 
 typedef struct ac_cluster_options {
     /* The cluster's name, [A-Za-z0-9._-]{1,64}. Required. Nodes of other
@@ -62,35 +100,29 @@ typedef struct ac_cluster_options {
     /* This node's roles, each [A-Za-z0-9._-]{1,64}; at most 16. */
     const char *const *roles;
     size_t roles_count;
-    ac_cluster_provider provider;
-    /* static: "host:port" of the seed nodes (this node's own may be among
-     * them). At least one for the static provider, unless this node is
-     * the first and others list it. */
-    const char *const *seeds;
-    size_t seeds_count;
-    /* etcd: the client URLs ("http://127.0.0.1:2379"), at least one. */
-    const char *const *etcd_endpoints;
-    size_t etcd_endpoints_count;
-    /* etcd: key prefix; NULL: "/actorc". */
-    const char *etcd_prefix;
-    /* etcd: the registration lease, seconds (2 to 3,600); 0: 5. */
-    int lease_ttl_s;
-    /* Backoff between attempts to reach the provider (etcd, or a static
-     * seed), ms, up to 600,000, the maximum not below the initial; 0: 100
+    /* The membership provider: set the options of one (copied at join);
+     * none set: static, without seeds. */
+    const ac_cluster_static_options *static_options;
+    const ac_cluster_etcd_options *etcd_options;
+    const ac_cluster_dns_options *dns_options;
+    /* Backoff between attempts to reach the provider and the nodes it
+     * lists, ms, up to 600,000, the maximum not below the initial; 0: 100
      * and 5,000. */
     int retry_initial_ms;
     int retry_max_ms;
 } ac_cluster_options;
 
 /* Join the cluster with the system's node (ac_node_start first). NULL
- * with the last error: AC_EINVAL naming the option (bad name, role, seed,
- * endpoint, prefix, TTL, backoff, provider; AC_CLUSTER_ETCD in a build
- * without etcd), AC_ENOTFOUND for a system without a node, AC_EEXIST for
- * a system that has joined (even one that left since), AC_ESTOPPED for a
- * terminating system or a stopped node, AC_ENOMEM. An unreachable etcd is
- * not an error here: the cluster retries with backoff, logs, and says so
- * in its status. The cluster lives until ac_cluster_leave or the system's
- * termination. */
+ * with the last error: AC_EINVAL naming the option (bad name, role,
+ * backoff; more than one provider's options; a bad seed, endpoint,
+ * prefix, TTL, DNS name, port, server or interval; etcd or DNS in a
+ * build without it), AC_ENOTFOUND for a system without a node,
+ * AC_EEXIST for a system that has joined (even one that left since),
+ * AC_ESTOPPED for a terminating system or a stopped node, AC_ENOMEM. An
+ * unreachable etcd or DNS server, or a name without records, is not an
+ * error here: the cluster retries (with backoff, or at its interval),
+ * logs, and says so in its status (attempts_failed, last_error). The
+ * cluster lives until ac_cluster_leave or the system's termination. */
 AC_API ac_cluster *ac_cluster_join(ac_system *system, const ac_cluster_options *options);
 /* Leave: deregister (etcd), tell the members, end the subscriptions
  * (each subscriber is told Down of every member, this node last). The

@@ -9,8 +9,12 @@
  * the system can still take them back; its free frees the rest. Hooks
  * and provider threads reach the actor through `actor` under the lock,
  * which the stop clears, so nothing tells it after that.
+ *
+ * The provider (provider.h) is chosen from the options and reached only
+ * through its ops: its options checked, created and started at join,
+ * stopped once (leave or the part's stop, whichever comes first), freed
+ * with the cluster.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,81 +26,15 @@
 
 /* ---- options ------------------------------------------------------------- */
 
-static ac_status check_list(const char *const *items, size_t n, const char *what, size_t max,
-                            bool (*ok)(const char *), const char *rule)
-{
-    if (n && !items)
-        return ac__fail(AC_EINVAL, "ac_cluster_join: options.%s is NULL but options.%s_count is %zu",
-                        what, what, n);
-    if (n > max)
-        return ac__fail(AC_EINVAL, "ac_cluster_join: options.%s_count %zu is over %zu", what, n,
-                        max);
-    for (size_t i = 0; i < n; i++) {
-        if (!items[i] || !ok(items[i]))
-            return ac__fail(AC_EINVAL, "ac_cluster_join: options.%s[%zu] \"%.80s\" is not %s",
-                            what, i, items[i] ? items[i] : "(null)", rule);
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(items[i], items[j]) == 0)
-                return ac__fail(AC_EINVAL, "ac_cluster_join: options.%s[%zu] \"%.80s\" is listed "
-                                           "twice", what, i, items[i]);
-    }
-    return AC_OK;
-}
-
-/* An etcd client URL: http:// or https://, a host, an optional port, no
- * path. */
-static bool endpoint_ok(const char *s)
-{
-    const char *rest = strncmp(s, "http://", 7) == 0    ? s + 7
-                       : strncmp(s, "https://", 8) == 0 ? s + 8
-                                                        : NULL;
-    if (!rest || !*rest || strlen(s) > 255)
-        return false;
-    for (const char *p = rest; *p; p++)
-        if ((unsigned char)*p <= ' ' || *p == '/' || *p == '@' || *p == '?' || *p == '#')
-            return p[0] == '/' && p[1] == '\0'; /* a trailing slash only */
-    return true;
-}
-
-/* "/actorc": starts with '/', no trailing '/', no "//", printable. */
-static bool prefix_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (n < 2 || n > 128 || s[0] != '/' || s[n - 1] == '/' || strstr(s, "//"))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f)
-            return false;
-    return true;
-}
-
-static ac_status check_options(const ac_cluster_options *o)
+static ac_status check_options(const ac_cluster_options *o, const ac__provider_ops **provider,
+                               const void **provider_options)
 {
     if (!o->name || !ac__cluster_name_ok(o->name))
         return ac__fail(AC_EINVAL, "ac_cluster_join: options.name \"%.80s\" is not "
                                    "[A-Za-z0-9._-]{1,64}", o->name ? o->name : "(null)");
-    if (check_list(o->roles, o->roles_count, "roles", AC__CLUSTER_MAX_ROLES, ac__cluster_name_ok,
-                   "[A-Za-z0-9._-]{1,64}") != AC_OK)
+    if (ac__provider_check_list(o->roles, o->roles_count, "roles", AC__CLUSTER_MAX_ROLES,
+                                ac__cluster_name_ok, "[A-Za-z0-9._-]{1,64}") != AC_OK)
         return ac_last_status();
-    if (o->provider != AC_CLUSTER_STATIC && o->provider != AC_CLUSTER_ETCD)
-        return ac__fail(AC_EINVAL, "ac_cluster_join: options.provider %d is neither "
-                                   "AC_CLUSTER_STATIC nor AC_CLUSTER_ETCD", (int)o->provider);
-    if (check_list(o->seeds, o->seeds_count, "seeds", 1024, ac__cluster_address_ok,
-                   "host:port (port 1..65535)") != AC_OK)
-        return ac_last_status();
-    if (check_list(o->etcd_endpoints, o->etcd_endpoints_count, "etcd_endpoints", 16, endpoint_ok,
-                   "an http:// or https:// URL without a path") != AC_OK)
-        return ac_last_status();
-    if (o->provider == AC_CLUSTER_ETCD && o->etcd_endpoints_count == 0)
-        return ac__fail(AC_EINVAL, "ac_cluster_join: options.etcd_endpoints is empty: the etcd "
-                                   "provider needs at least one");
-    if (o->etcd_prefix && !prefix_ok(o->etcd_prefix))
-        return ac__fail(AC_EINVAL, "ac_cluster_join: options.etcd_prefix \"%.80s\" is not a key "
-                                   "prefix like \"/actorc\" (a leading '/', no trailing '/')",
-                        o->etcd_prefix);
-    if (o->lease_ttl_s != 0 && (o->lease_ttl_s < 2 || o->lease_ttl_s > 3600))
-        return ac__fail(AC_EINVAL, "ac_cluster_join: options.lease_ttl_s %d is not 2..3600 "
-                                   "(0: 5)", o->lease_ttl_s);
     if (o->retry_initial_ms < 0 || o->retry_max_ms < 0 || o->retry_initial_ms > 600000 ||
         o->retry_max_ms > 600000)
         return ac__fail(AC_EINVAL, "ac_cluster_join: options.%s is not 0..600000",
@@ -106,7 +44,9 @@ static ac_status check_options(const ac_cluster_options *o)
         return ac__fail(AC_EINVAL, "ac_cluster_join: options.retry_max_ms %d is below "
                                    "options.retry_initial_ms %d", o->retry_max_ms,
                         o->retry_initial_ms);
-    return AC_OK;
+    if (!(*provider = ac__provider_choose(o, provider_options)))
+        return ac_last_status();
+    return (*provider)->check(*provider_options);
 }
 
 /* ---- the cluster's memory ----------------------------------------------- */
@@ -139,20 +79,12 @@ static void cluster_free(ac_cluster *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->member_count; i++) {
-        ac__member_rec *r = c->members[i];
-        for (size_t j = 0; j < r->roles_count; j++)
-            free(r->roles[j]);
-        free(r->roles);
-        free(r->system);
-        free(r->address);
-        free(r);
-    }
+    for (size_t i = 0; i < c->member_count; i++)
+        ac__rec_free(c->members[i]);
     free(c->members);
-    ac__cluster_etcd_free(c);
-    for (size_t i = 0; i < c->seed_state_count; i++)
-        free(c->seed_state[i].address);
-    free(c->seed_state);
+    if (c->provider)
+        c->provider->free(c->provider_state);
+    ac__listings_free(c);
     free(c->active);
     free(c->subs);
     free(c->view.members);
@@ -160,29 +92,19 @@ static void cluster_free(ac_cluster *c)
     free(c->card_leaving);
     free(c->name);
     free_strings(c->roles, c->roles_count);
-    free_strings(c->seeds, c->seeds_count);
-    free_strings(c->endpoints, c->endpoints_count);
-    free(c->prefix);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
 static bool copy_options(ac_cluster *c, const ac_cluster_options *o)
 {
-    c->provider = o->provider;
-    c->lease_ttl_s = o->lease_ttl_s ? o->lease_ttl_s : 5;
     c->retry_initial_ms = o->retry_initial_ms ? o->retry_initial_ms : 100;
     c->retry_max_ms = o->retry_max_ms ? o->retry_max_ms : 5000;
     if (c->retry_max_ms < c->retry_initial_ms)
         c->retry_max_ms = c->retry_initial_ms;
     c->roles_count = o->roles_count;
-    c->seeds_count = o->seeds_count;
-    c->endpoints_count = o->etcd_endpoints_count;
     c->name = ac__strdup(o->name);
-    c->prefix = ac__strdup(o->etcd_prefix ? o->etcd_prefix : "/actorc");
-    return c->name && c->prefix && copy_strings(&c->roles, o->roles, o->roles_count) &&
-           copy_strings(&c->seeds, o->seeds, o->seeds_count) &&
-           copy_strings(&c->endpoints, o->etcd_endpoints, o->etcd_endpoints_count);
+    return c->name && copy_strings(&c->roles, o->roles, o->roles_count);
 }
 
 /* This node's card, and its two texts. */
@@ -203,45 +125,13 @@ static bool make_card(ac_cluster *c)
     return c->card_text && c->card_leaving;
 }
 
-/* The seeds to try: all but this node's own address. */
-static bool make_seeds(ac_cluster *c)
-{
-    c->seed_state = c->seeds_count ? ac__calloc(c->seeds_count, sizeof *c->seed_state) : NULL;
-    if (c->seeds_count && !c->seed_state)
-        return false;
-    for (size_t i = 0; i < c->seeds_count; i++) {
-        if (strcmp(c->seeds[i], c->card.address) == 0)
-            continue;
-        ac__seed *s = &c->seed_state[c->seed_state_count];
-        if (!(s->address = ac__strdup(c->seeds[i])))
-            return false;
-        s->backoff_ms = c->retry_initial_ms;
-        c->seed_state_count++;
-    }
-    return true;
-}
-
-/* ---- telling the actor (any thread) --------------------------------------- */
-
-void ac__cluster_tell_actor(ac_cluster *c, ac_msg *msg)
-{
-    if (!msg)
-        return;
-    pthread_mutex_lock(&c->lock);
-    ac_ref *actor = c->actor ? ac_ref_retain(c->actor) : NULL;
-    pthread_mutex_unlock(&c->lock);
-    if (actor)
-        ac_tell(actor, msg, NULL);
-    else
-        ac_msg_release(msg);
-    ac_ref_release(actor);
-}
+/* ---- the node's hooks (transport thread) ---------------------------------- */
 
 static void note(ac_cluster *c, ac__note_kind kind, const ac__node_peer_info *p, const char *why,
                  ac__wire_span data)
 {
     ac_msg *msg = ac__note_new(kind, p->system, p->address, p->incarnation, why, data.ptr,
-                               data.len, NULL);
+                               data.len);
     if (!msg)
         ac_system_log(c->system, AC_LOG_ERROR, "cluster %s: out of memory: a note on %s is lost",
                       c->name, p->address);
@@ -272,38 +162,20 @@ static void hook_tell(void *ctx, const ac__node_peer_info *from, ac__wire_span p
         note(ctx, AC__NOTE_BEAT, from, NULL, body);
 }
 
-/* ---- status -------------------------------------------------------------- */
-
-void ac__cluster_provider_failed(ac_cluster *c, bool degrade, const char *fmt, ...)
-{
-    char why[sizeof c->status.last_error];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    pthread_mutex_lock(&c->lock);
-    c->status.attempts_failed++;
-    memcpy(c->status.last_error, why, sizeof why);
-    if (degrade && c->status.state == AC_CLUSTER_JOINED)
-        c->status.state = AC_CLUSTER_RETRYING;
-    pthread_mutex_unlock(&c->lock);
-}
-
-void ac__cluster_provider_ok(ac_cluster *c)
-{
-    pthread_mutex_lock(&c->lock);
-    if (c->status.state != AC_CLUSTER_LEFT)
-        c->status.state = AC_CLUSTER_JOINED;
-    pthread_mutex_unlock(&c->lock);
-}
-
 /* ---- the part ---------------------------------------------------------- */
+
+/* Stop the provider, once (leave, the part's stop, a failed join). */
+static void provider_stop(ac_cluster *c)
+{
+    if (!atomic_exchange_explicit(&c->provider_stopped, true, memory_order_acq_rel))
+        c->provider->stop(c->provider_state);
+}
 
 /* Stop everything that could call in, and give back the system's refs. */
 static void cluster_shut(ac_cluster *c)
 {
     ac__node_hooks_set(c->node, NULL);
-    ac__cluster_etcd_stop(c);
+    provider_stop(c);
     if (c->tick) {
         ac_cancel(c->tick);
         ac_cancellable_release(c->tick);
@@ -330,25 +202,46 @@ static void cluster_free_part(void *ctx) { cluster_free(ctx); }
 
 /* ---- join, leave ----------------------------------------------------------- */
 
-static ac_cluster *cluster_new(ac_system *system, ac_node *node, const ac_cluster_options *o)
+/* The provider's state, made before the actor exists (its turns read
+ * it). */
+static bool provider_create(ac_cluster *c, const ac__provider_ops *ops, const void *options)
+{
+    ac__provider_env env = {.system = c->system,
+                            .cluster = c,
+                            .name = c->name,
+                            .self = &c->card,
+                            .retry_initial_ms = c->retry_initial_ms,
+                            .retry_max_ms = c->retry_max_ms};
+    if (ops->create(&env, options, &c->provider_state) != AC_OK)
+        return false;
+    c->provider = ops;
+    return true;
+}
+
+/* The cluster, its provider created; NULL with the error. */
+static ac_cluster *cluster_new(ac_system *system, ac_node *node, const ac_cluster_options *o,
+                               const ac__provider_ops *provider, const void *provider_options)
 {
     ac_cluster *c = ac__calloc(1, sizeof *c);
     if (!c)
-        return NULL;
+        return ac__fail_null(AC_ENOMEM, "ac_cluster_join: out of memory");
     pthread_mutex_init(&c->lock, NULL);
     c->system = system;
     c->node = node;
     atomic_init(&c->left, false);
     atomic_init(&c->stopped, false);
+    atomic_init(&c->provider_stopped, false);
     int hb = ac__node_heartbeat_timeout_ms(node);
     c->unreachable_ms = hb / 2 > 3 * AC__CLUSTER_BEAT_MS ? hb / 2 : 3 * AC__CLUSTER_BEAT_MS;
     c->status.state = AC_CLUSTER_JOINING;
-    if (!copy_options(c, o) || !make_card(c) || !make_seeds(c)) {
+    if (!copy_options(c, o) || !make_card(c)) {
         cluster_free(c);
-        return NULL;
+        return ac__fail_null(AC_ENOMEM, "ac_cluster_join: out of memory");
     }
-    if (c->provider == AC_CLUSTER_STATIC && c->seed_state_count == 0)
-        c->status.state = AC_CLUSTER_JOINED; /* nobody to wait for: others come to it */
+    if (!provider_create(c, provider, provider_options)) {
+        cluster_free(c);
+        return NULL; /* the provider said why */
+    }
     c->hooks = (ac__node_hooks){.hello_type = AC__CLUSTER_CARD_TYPE,
                                 .hello_body = (const uint8_t *)c->card_text,
                                 .hello_len = c->card_len,
@@ -390,14 +283,14 @@ static ac_status cluster_start(ac_cluster *c, bool *owned)
     c->actor = actor;
     pthread_mutex_unlock(&c->lock);
     /* The provider first: the timer's turns read what it sets up. */
-    if (c->provider == AC_CLUSTER_ETCD && ac__cluster_etcd_start(c) != AC_OK)
+    if (c->provider->start(c->provider_state) != AC_OK)
         goto undo;
     if (ac__node_hooks_set(c->node, &c->hooks) != AC_OK) {
         ac__fail(AC_EEXIST, "ac_cluster_join: the node of system %s serves another cluster",
                  ac_system_name(c->system));
         goto undo;
     }
-    ac_msg *tick = ac__note_new(AC__NOTE_TICK, NULL, NULL, 0, NULL, NULL, 0, NULL);
+    ac_msg *tick = ac__note_new(AC__NOTE_TICK, NULL, NULL, 0, NULL, NULL, 0);
     c->tick = tick ? ac_schedule_repeat(actor, 0, AC__CLUSTER_BEAT_MS, tick, NULL) : NULL;
     if (c->tick)
         return AC_OK;
@@ -422,13 +315,10 @@ ac_cluster *ac_cluster_join(ac_system *system, const ac_cluster_options *options
     if (!system || !options)
         return ac__fail_null(AC_EINVAL, "ac_cluster_join: %s is NULL",
                              system ? "options" : "system");
-    if (check_options(options) != AC_OK)
+    const ac__provider_ops *provider = NULL;
+    const void *provider_options = NULL;
+    if (check_options(options, &provider, &provider_options) != AC_OK)
         return NULL;
-#ifndef ACTORC_CLUSTER_HAVE_ETCD
-    if (options->provider == AC_CLUSTER_ETCD)
-        return ac__fail_null(AC_EINVAL, "ac_cluster_join: options.provider is AC_CLUSTER_ETCD but "
-                                        "this actorc was built without etcd (ACTORC_WITH_ETCD)");
-#endif
     ac_node *node = ac_system_node(system);
     if (!node)
         return ac__fail_null(AC_ENOTFOUND, "ac_cluster_join: system %s has no node "
@@ -436,9 +326,9 @@ ac_cluster *ac_cluster_join(ac_system *system, const ac_cluster_options *options
     if (ac__node_stopping(node))
         return ac__fail_null(AC_ESTOPPED, "ac_cluster_join: the node of system %s is stopped",
                              ac_system_name(system));
-    ac_cluster *c = cluster_new(system, node, options);
+    ac_cluster *c = cluster_new(system, node, options, provider, provider_options);
     if (!c)
-        return ac__fail_null(AC_ENOMEM, "ac_cluster_join: out of memory");
+        return NULL;
     bool owned;
     if (cluster_start(c, &owned) != AC_OK) {
         if (!owned)
@@ -451,8 +341,7 @@ ac_cluster *ac_cluster_join(ac_system *system, const ac_cluster_options *options
         ac_system_log(system, AC_LOG_WARN, "cluster %s: no depth publisher on this node (%s)",
                       c->name, ac_last_error());
     ac_system_log(system, AC_LOG_INFO, "cluster %s: %s@%s joined (%s provider)", c->name,
-                  ac_system_name(system), c->card.address,
-                  c->provider == AC_CLUSTER_ETCD ? "etcd" : "static");
+                  ac_system_name(system), c->card.address, c->provider->name);
     return c;
 }
 
@@ -477,10 +366,10 @@ ac_status ac_cluster_leave(ac_cluster *c)
                                                  memory_order_acquire))
         return ac__fail(AC_ESTOPPED, "ac_cluster_leave: this node has left cluster %s", c->name);
     ac__node_hooks_set(c->node, NULL);
-    ac__cluster_etcd_stop(c);
+    provider_stop(c);
     ac_cancel(c->tick); /* released with the rest at the system's end */
     ac__cluster_tell_actor(c,
-                           ac__note_new(AC__NOTE_LEAVE, NULL, NULL, 0, NULL, NULL, 0, NULL));
+                           ac__note_new(AC__NOTE_LEAVE, NULL, NULL, 0, NULL, NULL, 0));
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->subs_count; i++)
         ac_ref_release(c->subs[i]);
@@ -574,7 +463,7 @@ ac_status ac_cluster_subscribe(ac_cluster *c, ac_ref *subscriber)
         return ac__fail(AC_EINVAL, "ac_cluster_subscribe: subscriber %s is on another node: "
                                    "MemberEvents do not cross the wire (subscribe there)",
                         ac_ref_path(subscriber));
-    ac_msg *wake = ac__note_new(AC__NOTE_SUBSCRIBERS, NULL, NULL, 0, NULL, NULL, 0, NULL);
+    ac_msg *wake = ac__note_new(AC__NOTE_SUBSCRIBERS, NULL, NULL, 0, NULL, NULL, 0);
     if (!wake)
         return ac__fail(AC_ENOMEM, "ac_cluster_subscribe: out of memory");
     pthread_mutex_lock(&c->lock);
@@ -594,7 +483,7 @@ ac_status ac_cluster_unsubscribe(ac_cluster *c, ac_ref *subscriber)
         return ac_last_status();
     if (!subscriber)
         return ac__fail(AC_EINVAL, "ac_cluster_unsubscribe: subscriber is NULL");
-    ac_msg *wake = ac__note_new(AC__NOTE_SUBSCRIBERS, NULL, NULL, 0, NULL, NULL, 0, NULL);
+    ac_msg *wake = ac__note_new(AC__NOTE_SUBSCRIBERS, NULL, NULL, 0, NULL, NULL, 0);
     if (!wake)
         return ac__fail(AC_ENOMEM, "ac_cluster_unsubscribe: out of memory");
     ac_ref *gone = NULL;

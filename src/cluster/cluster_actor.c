@@ -5,29 +5,33 @@
  * What it hears. The remote layer's hooks (peer up: an incarnation said
  * hello, with its card when it is in a cluster; peer down: lost for
  * good), beats from the other members (their cards, every
- * AC__CLUSTER_BEAT_MS), keys put and deleted under the etcd prefix, its
- * own timer, and the API (subscribers changed, leave).
+ * AC__CLUSTER_BEAT_MS), the provider's listings (provider.h), its own
+ * timer, and the API (subscribers changed, leave). It knows the provider
+ * only through its ops: two properties (listed_only, listing_noun) and
+ * two calls (tick, member_up).
  *
  * The rules. A node at an address is a member once it is connected, has
- * shown a card naming this cluster and, with etcd, its key is there; it
- * is Up then. A member silent for unreachable_ms (half the remote
- * layer's heartbeat timeout) is Unreachable, and Reachable (Up) again on
- * its next beat: a soft state, nothing is torn down. It is Down when the
- * remote layer loses its incarnation (connection dropped, heartbeats
- * stopped, a new incarnation at its address), when it says it leaves,
- * or (etcd) when its key goes. An incarnation lost by the remote layer
- * while it lives (its heartbeats timed out under load, a hang) is a
- * member again when the remote layer is connected to it again: the seeds
- * and etcd keys are tried as ever, the node that was lost says hello
- * afresh when it hears from us (node.c), and its new Up follows its
- * Down. One that left is remembered (tombstones) and never a member
- * again; one whose key went but whose connection stands is a member
- * again when its key comes back.
+ * shown a card naming this cluster and, with a listed_only provider
+ * (etcd, DNS), while the provider lists it; it is Up then. A member
+ * silent for unreachable_ms (half the remote layer's heartbeat timeout)
+ * is Unreachable, and Reachable (Up) again on its next beat: a soft
+ * state, nothing is torn down. It is Down when the remote layer loses
+ * its incarnation (connection dropped, heartbeats stopped, a new
+ * incarnation at its address), when it says it leaves, or when the
+ * provider no longer lists it (listed_only). An incarnation lost by the
+ * remote layer while it lives (its heartbeats timed out under load, a
+ * hang) is a member again when the remote layer is connected to it
+ * again: the listings are tried as ever, the node that was lost says
+ * hello afresh when it hears from us (node.c), and its new Up follows
+ * its Down. One that left is remembered (tombstones) and never a member
+ * again; one unlisted while its connection stands is a member again when
+ * it is listed again.
  *
- * Static seeds are tried until they answer, with capped exponential
- * backoff from retry_initial_ms to retry_max_ms; a seed that goes down
- * is tried again the same way. Trying is sending a beat: the remote
- * layer connects for it and the HELLOs follow.
+ * Listed addresses (static seeds, etcd keys, DNS records) are tried
+ * until a node there is connected, with capped exponential backoff from
+ * retry_initial_ms to retry_max_ms; one whose node goes down is tried
+ * again the same way. Trying is sending a beat: the remote layer
+ * connects for it and the HELLOs follow.
  *
  * Subscribers. The set callers asked for is published under the lock;
  * the actor keeps its own, `active`, and reconciles the two in its turn,
@@ -43,133 +47,6 @@
 #include "cluster/cluster_internal.h"
 
 static int64_t now_ms(const ac_cluster *c) { return ac_clock_now_ms(c->system); }
-
-/* ---- records ------------------------------------------------------------ */
-
-static void rec_free(ac__member_rec *r)
-{
-    if (!r)
-        return;
-    for (size_t i = 0; i < r->roles_count; i++)
-        free(r->roles[i]);
-    free(r->roles);
-    free(r->system);
-    free(r->address);
-    free(r);
-}
-
-static size_t rec_index(const ac_cluster *c, const char *address, bool *found)
-{
-    size_t lo = 0, hi = c->member_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int cmp = strcmp(c->members[mid]->address, address);
-        if (cmp == 0) {
-            *found = true;
-            return mid;
-        }
-        if (cmp < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = false;
-    return lo;
-}
-
-static ac__member_rec *rec_find(const ac_cluster *c, const char *address)
-{
-    bool found;
-    size_t i = rec_index(c, address, &found);
-    return found ? c->members[i] : NULL;
-}
-
-/* A new record at its place by address; NULL when out of memory. */
-static ac__member_rec *rec_add(ac_cluster *c, const char *address, uint64_t incarnation)
-{
-    bool found;
-    size_t at = rec_index(c, address, &found);
-    if (c->member_count == c->member_cap) {
-        size_t cap = c->member_cap ? c->member_cap * 2 : 8;
-        ac__member_rec **m = ac__realloc(c->members, cap * sizeof *m);
-        if (!m)
-            return NULL;
-        c->members = m;
-        c->member_cap = cap;
-    }
-    ac__member_rec *r = ac__calloc(1, sizeof *r);
-    if (r) {
-        r->address = ac__strdup(address);
-        r->system = ac__strdup("");
-    }
-    if (!r || !r->address || !r->system) {
-        rec_free(r);
-        return NULL;
-    }
-    r->incarnation = incarnation;
-    r->connect_backoff_ms = c->retry_initial_ms;
-    memmove(&c->members[at + 1], &c->members[at], (c->member_count - at) * sizeof *c->members);
-    c->members[at] = r;
-    c->member_count++;
-    return r;
-}
-
-static void rec_remove(ac_cluster *c, ac__member_rec *r)
-{
-    for (size_t i = 0; i < c->member_count; i++)
-        if (c->members[i] == r) {
-            memmove(&c->members[i], &c->members[i + 1],
-                    (c->member_count - i - 1) * sizeof *c->members);
-            c->member_count--;
-            break;
-        }
-    rec_free(r);
-}
-
-/* Take system and roles from a card. False when out of memory (the
- * record is left as it was). */
-static bool rec_set_card(ac__member_rec *r, const ac__card *card)
-{
-    char *system = ac__strdup(card->system);
-    char **roles = card->roles_count ? ac__calloc(card->roles_count, sizeof *roles) : NULL;
-    bool ok = system && (roles || !card->roles_count);
-    for (size_t i = 0; ok && i < card->roles_count; i++)
-        ok = (roles[i] = ac__strdup(card->roles[i])) != NULL;
-    if (!ok) {
-        for (size_t i = 0; roles && i < card->roles_count; i++)
-            free(roles[i]);
-        free(roles);
-        free(system);
-        return false;
-    }
-    for (size_t i = 0; i < r->roles_count; i++)
-        free(r->roles[i]);
-    free(r->roles);
-    free(r->system);
-    r->system = system;
-    r->roles = roles;
-    r->roles_count = card->roles_count;
-    r->carded = true;
-    return true;
-}
-
-/* ---- tombstones --------------------------------------------------------- */
-
-static bool tombstoned(const ac_cluster *c, const char *address, uint64_t incarnation)
-{
-    for (size_t i = 0; i < AC__CLUSTER_TOMBSTONES; i++)
-        if (c->tombstones[i].incarnation == incarnation && incarnation != 0 &&
-            strcmp(c->tombstones[i].address, address) == 0)
-            return true;
-    return false;
-}
-
-static void tombstone(ac_cluster *c, const ac__member_rec *r)
-{
-    size_t i = c->tombstone_next++ % AC__CLUSTER_TOMBSTONES;
-    snprintf(c->tombstones[i].address, sizeof c->tombstones[i].address, "%s", r->address);
-    c->tombstones[i].incarnation = r->incarnation;
-}
 
 /* ---- events ------------------------------------------------------------- */
 
@@ -211,26 +88,18 @@ static void emit(ac_ctx *ctx, ac_cluster *c, ac_member_event_kind kind, const ac
     ac_msg_release(ev);
 }
 
-static bool is_joined(ac_cluster *c)
-{
-    pthread_mutex_lock(&c->lock);
-    bool joined = c->status.state == AC_CLUSTER_JOINED;
-    pthread_mutex_unlock(&c->lock);
-    return joined;
-}
-
 /* A member now, if it has all it takes. */
 static void evaluate(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r)
 {
-    if (r->member || r->self || !r->connected || !r->carded)
+    if (r->member || r->self || !r->carded)
         return;
-    if (c->provider == AC_CLUSTER_ETCD && !r->registered)
+    if (c->provider->listed_only && !ac__listed(c, r))
         return;
     r->member = true;
     r->status = AC_MEMBER_UP;
     r->last_heard_ms = now_ms(c);
-    if (c->provider == AC_CLUSTER_STATIC && !is_joined(c))
-        ac__cluster_provider_ok(c);
+    if (c->provider->member_up)
+        c->provider->member_up(c->provider_state);
     ac__cluster_publish(c);
     emit(ctx, c, AC_MEMBER_EVENT_UP, r, NULL);
 }
@@ -252,8 +121,8 @@ static void lose(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const char *why,
 {
     member_down(ctx, c, r, why);
     if (tomb)
-        tombstone(c, r);
-    rec_remove(c, r);
+        ac__tombstone(c, r);
+    ac__rec_remove(c, r);
 }
 
 /* ---- reaching others ---------------------------------------------------- */
@@ -266,43 +135,41 @@ static void beat(ac_cluster *c, const char *address, uint64_t incarnation, bool 
                                AC__CLUSTER_CARD_TYPE, (const uint8_t *)card, len);
 }
 
-static ac__seed *seed_of(ac_cluster *c, const char *address)
-{
-    for (size_t i = 0; i < c->seed_state_count; i++)
-        if (strcmp(c->seed_state[i].address, address) == 0)
-            return &c->seed_state[i];
-    return NULL;
-}
-
 static int64_t next_backoff(const ac_cluster *c, int64_t b)
 {
     return b * 2 > c->retry_max_ms ? c->retry_max_ms : b * 2;
 }
 
-static void try_seeds(ac_cluster *c, int64_t t)
+/* Every listed address no node is connected at, when its time comes. */
+static void try_listings(ac_cluster *c, int64_t t)
 {
-    for (size_t i = 0; i < c->seed_state_count; i++) {
-        ac__seed *s = &c->seed_state[i];
-        ac__member_rec *r = rec_find(c, s->address);
-        if ((r && r->connected) || t < s->next_ms)
+    for (size_t i = 0; i < c->listing_count; i++) {
+        ac__listing *l = &c->listings[i];
+        if (t < l->next_ms || ac__rec_find(c, l->address) ||
+            (l->incarnation && ac__tombstoned(c, l->address, l->incarnation)))
             continue;
-        beat(c, s->address, 0, false);
-        s->tried = true;
-        s->next_ms = t + s->backoff_ms;
-        s->backoff_ms = next_backoff(c, s->backoff_ms);
+        beat(c, l->address, l->incarnation, false);
+        l->next_ms = t + l->backoff_ms;
+        l->backoff_ms = next_backoff(c, l->backoff_ms);
     }
 }
 
-/* etcd: registered nodes not connected yet. */
-static void try_registered(ac_cluster *c, int64_t t)
+/* A node at `address` is connected: its listings back off from the
+ * start next time. */
+static void listings_reached(ac_cluster *c, const char *address)
 {
-    for (size_t i = 0; i < c->member_count; i++) {
-        ac__member_rec *r = c->members[i];
-        if (r->self || r->connected || !r->registered || t < r->next_connect_ms)
-            continue;
-        beat(c, r->address, r->incarnation, false);
-        r->next_connect_ms = t + r->connect_backoff_ms;
-        r->connect_backoff_ms = next_backoff(c, r->connect_backoff_ms);
+    for (size_t i = 0; i < c->listing_count; i++)
+        if (strcmp(c->listings[i].address, address) == 0)
+            c->listings[i].backoff_ms = c->retry_initial_ms;
+}
+
+/* The node at `address` is lost: its listings wait their backoff. */
+static void listings_lost(ac_cluster *c, const char *address, int64_t t)
+{
+    for (size_t i = 0; i < c->listing_count; i++) {
+        ac__listing *l = &c->listings[i];
+        if (strcmp(l->address, address) == 0 && l->next_ms < t + l->backoff_ms)
+            l->next_ms = t + l->backoff_ms;
     }
 }
 
@@ -322,21 +189,18 @@ static bool card_for(const ac_cluster *c, const ac__note *n, ac__card *card)
 static ac__member_rec *connected_rec(ac_ctx *ctx, ac_cluster *c, const char *address,
                                      uint64_t incarnation)
 {
-    if (tombstoned(c, address, incarnation) || strcmp(address, c->card.address) == 0)
+    if (ac__tombstoned(c, address, incarnation) || strcmp(address, c->card.address) == 0)
         return NULL;
-    ac__member_rec *r = rec_find(c, address);
+    ac__member_rec *r = ac__rec_find(c, address);
     if (r && r->incarnation != incarnation) {
-        lose(ctx, c, r, "a new incarnation of it is here", r->connected);
+        lose(ctx, c, r, "a new incarnation of it is here", true);
         r = NULL;
     }
     if (!r)
-        r = rec_add(c, address, incarnation);
+        r = ac__rec_add(c, address, incarnation);
     if (r) {
-        r->connected = true;
         r->last_heard_ms = now_ms(c);
-        ac__seed *s = seed_of(c, address);
-        if (s)
-            s->backoff_ms = c->retry_initial_ms;
+        listings_reached(c, address);
     }
     return r;
 }
@@ -345,30 +209,36 @@ static void on_peer_up(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
 {
     ac__card card;
     bool carded = card_for(c, n, &card);
-    ac__member_rec *r = rec_find(c, n->address);
+    ac__member_rec *r = ac__rec_find(c, n->address);
     if (!carded && (!r || r->incarnation != n->incarnation))
         return; /* not of this cluster, as far as its hello says; its beats may tell */
     r = connected_rec(ctx, c, n->address, n->incarnation);
     if (!r)
         return;
     if (carded && !r->carded)
-        rec_set_card(r, &card);
+        ac__rec_set_card(r, &card);
     evaluate(ctx, c, r);
+}
+
+/* A listing at `address` that names no incarnation (a seed, a DNS
+ * record): its failed attempts are the provider's to count. */
+static bool listed_blind(const ac_cluster *c, const char *address)
+{
+    return ac__listing_find(c, address, 0) != NULL;
 }
 
 static void on_peer_down(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
 {
-    ac__member_rec *r = rec_find(c, n->address);
-    ac__seed *s = seed_of(c, n->address);
+    ac__member_rec *r = ac__rec_find(c, n->address);
     if (n->incarnation == 0) { /* never said hello: an attempt failed */
-        if (s && !(r && r->connected))
-            ac__cluster_provider_failed(c, false, "seed %s: %s", n->address, n->why ? n->why : "lost");
+        if (!r && listed_blind(c, n->address))
+            ac__provider_failed(c, false, "%s %s: %s", c->provider->listing_noun, n->address,
+                                n->why ? n->why : "lost");
         return;
     }
     if (r && r->incarnation == n->incarnation)
         lose(ctx, c, r, n->why, false);
-    if (s && s->next_ms < now_ms(c) + s->backoff_ms)
-        s->next_ms = now_ms(c) + s->backoff_ms;
+    listings_lost(c, n->address, now_ms(c));
 }
 
 static void on_beat(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
@@ -376,19 +246,19 @@ static void on_beat(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
     ac__card card;
     if (!card_for(c, n, &card))
         return;
-    ac__member_rec *r = rec_find(c, n->address);
+    ac__member_rec *r = ac__rec_find(c, n->address);
     if (card.flags & AC__CARD_LEAVING) {
         if (r && r->incarnation == n->incarnation)
             lose(ctx, c, r, "it left the cluster", true);
         return;
     }
-    if (!r || r->incarnation != n->incarnation || !r->connected)
+    if (!r || r->incarnation != n->incarnation)
         r = connected_rec(ctx, c, n->address, n->incarnation);
     if (!r)
         return;
     r->last_heard_ms = now_ms(c);
     if (!r->carded)
-        rec_set_card(r, &card);
+        ac__rec_set_card(r, &card);
     if (r->member && r->status == AC_MEMBER_UNREACHABLE) {
         r->status = AC_MEMBER_UP;
         ac__cluster_publish(c);
@@ -419,50 +289,41 @@ static void on_tick(ac_ctx *ctx, ac_cluster *c)
     int64_t t = now_ms(c);
     for (size_t i = 0; i < c->member_count; i++) {
         ac__member_rec *r = c->members[i];
-        if (!r->self && r->connected && r->carded)
+        if (!r->self && r->carded)
             beat(c, r->address, r->incarnation, false);
     }
     check_silence(ctx, c, t);
-    if (c->provider == AC_CLUSTER_STATIC) {
-        try_seeds(c, t);
-    } else {
-        ac__cluster_etcd_poll(c);
-        try_registered(c, t);
-    }
+    if (c->provider->tick)
+        c->provider->tick(c->provider_state);
+    try_listings(c, t);
 }
 
-static void on_key_put(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
+static void on_listed(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
 {
-    ac__card card;
-    if (!card_for(c, n, &card) || strcmp(n->address, c->card.address) == 0 ||
-        tombstoned(c, n->address, n->incarnation))
+    if (strcmp(n->address, c->card.address) == 0 ||
+        ac__listing_find(c, n->address, n->incarnation))
         return;
-    ac__member_rec *r = rec_find(c, n->address);
-    if (r && r->incarnation != n->incarnation) {
-        if (r->connected)
-            return; /* the live one stands; a newer one will say hello */
-        rec_remove(c, r);
-        r = NULL;
+    if (!ac__listing_add(c, n->address, n->incarnation)) {
+        ac_log(ctx, AC_LOG_ERROR, "cluster %s: out of memory: the listing of %s is lost",
+               c->name, n->address);
+        return;
     }
-    if (!r && !(r = rec_add(c, n->address, n->incarnation)))
-        return;
-    r->registered = true;
-    if (!r->carded)
-        rec_set_card(r, &card);
-    if (!r->connected)
-        try_registered(c, now_ms(c));
-    evaluate(ctx, c, r);
+    ac__member_rec *r = ac__rec_find(c, n->address);
+    if (r)
+        evaluate(ctx, c, r);
+    else
+        try_listings(c, now_ms(c));
 }
 
-static void on_key_delete(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
+static void on_unlisted(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
 {
-    ac__member_rec *r = rec_find(c, n->address);
-    if (!r || r->self || r->incarnation != n->incarnation)
+    ac__listing *l = ac__listing_find(c, n->address, n->incarnation);
+    if (!l)
         return;
-    r->registered = false;
-    member_down(ctx, c, r, "its registration in etcd is gone");
-    if (!r->connected)
-        rec_remove(c, r);
+    ac__listing_remove(c, l);
+    ac__member_rec *r = ac__rec_find(c, n->address);
+    if (r && !r->self && c->provider->listed_only && !ac__listed(c, r))
+        member_down(ctx, c, r, n->why ? n->why : "it is no longer listed");
 }
 
 /* ---- subscribers -------------------------------------------------------- */
@@ -569,7 +430,7 @@ static void on_leave(ac_ctx *ctx, ac_cluster *c)
             self = r;
             continue;
         }
-        if (r->connected && r->carded)
+        if (r->carded)
             beat(c, r->address, r->incarnation, true);
         member_down(ctx, c, r, "this node left the cluster");
     }
@@ -582,7 +443,7 @@ static void on_leave(ac_ctx *ctx, ac_cluster *c)
         active_drop(c, c->active_count - 1);
     }
     while (c->member_count)
-        rec_remove(c, c->members[c->member_count - 1]);
+        ac__rec_remove(c, c->members[c->member_count - 1]);
     ac__cluster_publish(c);
 }
 
@@ -619,11 +480,11 @@ static void cluster_receive(ac_ctx *ctx, ac_msg *msg)
     case AC__NOTE_LEAVE:
         on_leave(ctx, c);
         break;
-    case AC__NOTE_KEY_PUT:
-        on_key_put(ctx, c, n);
+    case AC__NOTE_LISTED:
+        on_listed(ctx, c, n);
         break;
-    case AC__NOTE_KEY_DELETE:
-        on_key_delete(ctx, c, n);
+    case AC__NOTE_UNLISTED:
+        on_unlisted(ctx, c, n);
         break;
     }
 }
@@ -645,39 +506,12 @@ static const ac_actor_def cluster_def = {
 
 ac_ref *ac__cluster_actor_spawn(ac_cluster *c)
 {
-    ac__member_rec *self = rec_add(c, c->card.address, c->card.incarnation);
-    if (!self || !rec_set_card(self, &c->card))
+    ac__member_rec *self = ac__rec_add(c, c->card.address, c->card.incarnation);
+    if (!self || !ac__rec_set_card(self, &c->card))
         return ac__fail_null(AC_ENOMEM, "ac_cluster_join: out of memory");
-    self->self = self->member = self->connected = self->carded = true;
+    self->self = self->member = self->carded = true;
     self->status = AC_MEMBER_UP;
     ac__cluster_publish(c);
     ac_props *props = ac_props_new(&cluster_def, c);
     return props ? ac_spawn(c->system, props, NULL) : NULL;
-}
-
-void ac__cluster_publish(ac_cluster *c)
-{
-    ac__member_rec **shown = ac__calloc(c->member_count ? c->member_count : 1, sizeof *shown);
-    if (!shown)
-        return; /* the last view stands */
-    size_t n = 0, up = 0, unreachable = 0;
-    for (size_t i = 0; i < c->member_count; i++) {
-        ac__member_rec *r = c->members[i];
-        if (!r->member)
-            continue;
-        shown[n++] = r;
-        up += r->status == AC_MEMBER_UP;
-        unreachable += r->status == AC_MEMBER_UNREACHABLE;
-    }
-    ac_member_list list = ac__member_list_pack((const ac__member_rec *const *)shown, n);
-    free(shown);
-    if (!list.members)
-        return;
-    pthread_mutex_lock(&c->lock);
-    ac_member_list old = c->view;
-    c->view = list;
-    c->status.members_up = up;
-    c->status.members_unreachable = unreachable;
-    pthread_mutex_unlock(&c->lock);
-    free(old.members);
 }

@@ -1,23 +1,31 @@
 /*
  * A cluster's insides (cluster.c: the API and the options; cluster_actor.c:
- * the actor that owns the membership; cluster_card.c: how a node describes
- * itself to the others; cluster_view.c: member lists and MemberEvents;
- * cluster_etcd.c: the etcd provider).
+ * the actor that owns the membership; cluster_members.c: its records;
+ * cluster_card.c: how a node describes itself to the others;
+ * cluster_view.c: member lists and MemberEvents; provider.c: the
+ * provider seam, provider.h, and the providers behind it).
  *
- * Threads. The membership (members, seeds, subscribers as the actor
+ * Who calls whom, one way only: cluster.c starts the actor and the
+ * provider; the actor calls the provider's tick and member_up through
+ * its ops; providers call provider.c, which reaches the actor only by
+ * message. Nothing of a provider is named outside its own file and the
+ * table in provider.c.
+ *
+ * Threads. The membership (members, listings, subscribers as the actor
  * knows them) is the cluster actor's: only its turns touch it. What the
  * API reads from any thread is published under `lock`: a copy of the
  * member list, the status, and the set of subscribers as callers asked
  * for it (which the actor reconciles with its own in its turn, so that a
  * subscriber's first events are the current members, then changes).
  * Notes reach the actor as messages: from the transport thread (peer up
- * and down, beats), from the etcd threads (keys put and deleted, the
- * provider's health), from the API (subscribe, leave) and from its timer.
+ * and down, beats), from the provider (listed, unlisted; its health goes
+ * straight into the status), from the API (subscribe, leave) and from
+ * its timer.
  *
  * Lock order: `lock` may be held while the node's lock is taken (the
  * release of a subscriber that is a remote ref), never the other way: the
- * transport calls the hooks with no lock held. Nothing calls into the
- * etcd client's stop with `lock` held (its callbacks take it).
+ * transport calls the hooks with no lock held. Nothing calls a
+ * provider's ops with `lock` held (a provider's threads take it).
  */
 #ifndef AC_CLUSTER_INTERNAL_H
 #define AC_CLUSTER_INTERNAL_H
@@ -28,10 +36,10 @@
 #include <actorc.h>
 #include <actorc/cluster.h>
 
+#include "cluster/cluster_card.h"
+#include "cluster/provider.h"
 #include "remote/node_internal.h"
 
-#define AC__CLUSTER_MAX_ROLES 16
-#define AC__CLUSTER_MAX_TEXT 64 /* a name, a role, a system name */
 /* Where a node's cluster layer takes frames from the others. */
 #define AC__CLUSTER_PATH "/system/cluster"
 /* A node's card: the type name of its HELLO body and of its beats. */
@@ -41,36 +49,12 @@
 /* Down incarnations remembered, so that one is never up again. */
 #define AC__CLUSTER_TOMBSTONES 256
 
-/* ---- cards: a node as it describes itself (cluster_card.c) ------------- */
-
-#define AC__CARD_LEAVING 1u /* the node leaves the cluster */
-
-typedef struct ac__card {
-    char cluster[AC__CLUSTER_MAX_TEXT + 1];
-    char system[AC__CLUSTER_MAX_TEXT + 1];
-    char address[256];
-    uint64_t incarnation;
-    unsigned flags;
-    char roles[AC__CLUSTER_MAX_ROLES][AC__CLUSTER_MAX_TEXT + 1];
-    size_t roles_count;
-} ac__card;
-
-/* Text for the wire (a card's body): lines, see cluster_card.c. The
- * length in *len; NULL when out of memory. */
-char *ac__card_encode(const ac__card *card, size_t *len);
-/* Parse a body; false for anything malformed. */
-bool ac__card_decode(const uint8_t *body, size_t len, ac__card *out);
-
-/* [A-Za-z0-9._-]{1,64}: a cluster name or a role. */
-bool ac__cluster_name_ok(const char *s);
-/* "host:port": a host (no whitespace, '/', '@'), a port 1..65535. */
-bool ac__cluster_address_ok(const char *s);
-
 /* ---- members as the actor keeps them ------------------------------------ */
 
-/* A node this one knows of at an address: a member once it is connected
- * (its hello came), has shown a card of this cluster and, with etcd, is
- * registered. */
+/* A node this one is connected to at an address (its incarnation said
+ * hello and is not lost since), or this node itself: a member once it
+ * has shown a card of this cluster and, when the provider says so
+ * (listed_only), while it is listed. */
 typedef struct ac__member_rec {
     char *system;  /* "" until its card came */
     char *address;
@@ -80,20 +64,17 @@ typedef struct ac__member_rec {
     ac_member_status status; /* while a member */
     bool self;
     bool member;     /* Up or Unreachable, events told */
-    bool connected;  /* its incarnation said hello; not lost since */
     bool carded;     /* its card (cluster, system, roles) is known */
-    bool registered; /* etcd: its key is there */
     int64_t last_heard_ms;   /* a beat or its hello, on the system's clock */
-    int64_t next_connect_ms; /* etcd: the next attempt to reach it */
-    int64_t connect_backoff_ms;
 } ac__member_rec;
 
-typedef struct ac__seed {
+/* An address the provider lists: tried until a node there is connected. */
+typedef struct ac__listing {
     char *address;
-    int64_t next_ms;     /* the next attempt to reach it */
-    int64_t backoff_ms;  /* the wait after that attempt */
-    bool tried;          /* an attempt is out */
-} ac__seed;
+    uint64_t incarnation; /* 0: whichever node is there */
+    int64_t next_ms;      /* the next attempt to reach it */
+    int64_t backoff_ms;   /* the wait after that attempt */
+} ac__listing;
 
 /* A member list (cluster.h) in one allocation: free(list.members). */
 ac_member_list ac__member_list_pack(const ac__member_rec *const *recs, size_t n);
@@ -109,15 +90,15 @@ typedef enum ac__note_kind {
     AC__NOTE_TICK,       /* the actor's timer */
     AC__NOTE_SUBSCRIBERS, /* the published subscriber set changed */
     AC__NOTE_LEAVE,      /* ac_cluster_leave */
-    AC__NOTE_KEY_PUT,    /* etcd: a member's key, its value */
-    AC__NOTE_KEY_DELETE, /* etcd: a member's key is gone */
+    AC__NOTE_LISTED,     /* the provider: a node at an address */
+    AC__NOTE_UNLISTED,   /* the provider: no longer listed */
 } ac__note_kind;
 
 typedef struct ac__note {
     ac__note_kind kind;
-    char *system, *address, *why, *key; /* owned; may be NULL */
+    char *system, *address, *why; /* owned; may be NULL */
     uint64_t incarnation;
-    uint8_t *data; /* owned: a card's body, a key's value */
+    uint8_t *data; /* owned: a card's body */
     size_t len;
 } ac__note;
 
@@ -125,12 +106,9 @@ extern const ac_msg_type ac__msg_type_cluster_note;
 
 /* A note with copies of the strings and bytes; NULL when out of memory. */
 ac_msg *ac__note_new(ac__note_kind kind, const char *system, const char *address,
-                     uint64_t incarnation, const char *why, const void *data, size_t len,
-                     const char *key);
+                     uint64_t incarnation, const char *why, const void *data, size_t len);
 
 /* ---- the cluster ------------------------------------------------------- */
-
-typedef struct ac__cluster_etcd ac__cluster_etcd;
 
 struct ac_cluster {
     ac_system *system;
@@ -144,14 +122,15 @@ struct ac_cluster {
     char *name;
     char **roles;
     size_t roles_count;
-    ac_cluster_provider provider;
-    char **seeds;
-    size_t seeds_count;
-    char **endpoints;
-    size_t endpoints_count;
-    char *prefix;
-    int lease_ttl_s, retry_initial_ms, retry_max_ms;
+    int retry_initial_ms, retry_max_ms;
     int unreachable_ms; /* silent this long: unreachable */
+
+    /* The provider: its ops and state, set before its start (the
+     * actor's turns read them after: the provider's first note, or the
+     * timer, comes later); immutable after. */
+    const ac__provider_ops *provider;
+    void *provider_state;
+    atomic_bool provider_stopped; /* its stop was called */
 
     /* This node, immutable. */
     ac__card card;
@@ -164,10 +143,10 @@ struct ac_cluster {
     atomic_bool stopped; /* the part stopped: the system terminates */
 
     /* The actor's, in its turns only. */
-    ac__member_rec **members; /* by address, this node first */
+    ac__member_rec **members; /* by address */
     size_t member_count, member_cap;
-    ac__seed *seed_state; /* seeds_count, this node's own left out */
-    size_t seed_state_count;
+    ac__listing *listings; /* what the provider lists, this node's own left out */
+    size_t listing_count, listing_cap;
     ac_ref **active; /* subscribers told every event */
     size_t active_count, active_cap;
     struct {
@@ -183,30 +162,37 @@ struct ac_cluster {
     ac_cluster_status status;
     ac_ref **subs; /* the subscribers callers asked for, retained */
     size_t subs_count, subs_cap;
-
-    /* The etcd provider (cluster_etcd.c); NULL for the static one. */
-    ac__cluster_etcd *etcd;
 };
 
 /* cluster_actor.c */
 ac_ref *ac__cluster_actor_spawn(ac_cluster *c);
-/* Publish the member list and counts (the actor's turn). */
-void ac__cluster_publish(ac_cluster *c);
-/* Tell the cluster's actor msg (consumed; dropped once the cluster has
- * stopped). Any thread. */
-void ac__cluster_tell_actor(ac_cluster *c, ac_msg *msg);
-/* Record a provider failure (any thread): attempts_failed, last_error;
- * when `degrade`, a joined cluster is RETRYING. */
-void ac__cluster_provider_failed(ac_cluster *c, bool degrade, const char *fmt, ...)
-    AC_PRINTF(3, 4);
-void ac__cluster_provider_ok(ac_cluster *c);
 
-/* cluster_etcd.c: start (join), stop (leave, terminate) and free. */
-ac_status ac__cluster_etcd_start(ac_cluster *c);
-void ac__cluster_etcd_stop(ac_cluster *c);
-void ac__cluster_etcd_free(ac_cluster *c);
-/* Read how the keeper and the watcher do, and say JOINED when both are
- * well (the actor's timer). */
-void ac__cluster_etcd_poll(ac_cluster *c);
+/* cluster_members.c: the actor's records and listings, in its turns
+ * (and at join and free, before and after the actor). */
+ac__member_rec *ac__rec_find(const ac_cluster *c, const char *address);
+/* A new record at its place by address; NULL when out of memory. */
+ac__member_rec *ac__rec_add(ac_cluster *c, const char *address, uint64_t incarnation);
+void ac__rec_remove(ac_cluster *c, ac__member_rec *r);
+void ac__rec_free(ac__member_rec *r);
+/* Take system and roles from a card. False when out of memory (the
+ * record is left as it was). */
+bool ac__rec_set_card(ac__member_rec *r, const ac__card *card);
+bool ac__tombstoned(const ac_cluster *c, const char *address, uint64_t incarnation);
+void ac__tombstone(ac_cluster *c, const ac__member_rec *r);
+/* The listing of exactly (address, incarnation), or NULL. */
+ac__listing *ac__listing_find(const ac_cluster *c, const char *address, uint64_t incarnation);
+/* Is r listed (at its address, of its incarnation or of any)? */
+bool ac__listed(const ac_cluster *c, const ac__member_rec *r);
+/* A new listing, to be tried at once; NULL when out of memory. */
+ac__listing *ac__listing_add(ac_cluster *c, const char *address, uint64_t incarnation);
+/* Remove l (the last listing takes its place). */
+void ac__listing_remove(ac_cluster *c, ac__listing *l);
+void ac__listings_free(ac_cluster *c);
+/* Publish the member list and counts. */
+void ac__cluster_publish(ac_cluster *c);
+
+/* provider.c: tell the cluster's actor msg (consumed; dropped once the
+ * cluster has stopped). Any thread. */
+void ac__cluster_tell_actor(ac_cluster *c, ac_msg *msg);
 
 #endif

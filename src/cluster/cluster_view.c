@@ -122,7 +122,6 @@ static void note_destroy(void *payload, size_t size)
     free(n->system);
     free(n->address);
     free(n->why);
-    free(n->key);
     free(n->data);
 }
 
@@ -138,8 +137,7 @@ static bool copy_text(char **dst, const char *src)
 }
 
 ac_msg *ac__note_new(ac__note_kind kind, const char *system, const char *address,
-                     uint64_t incarnation, const char *why, const void *data, size_t len,
-                     const char *key)
+                     uint64_t incarnation, const char *why, const void *data, size_t len)
 {
     ac_msg *msg = ac_msg_new(&ac__msg_type_cluster_note, sizeof(ac__note));
     if (!msg)
@@ -148,7 +146,7 @@ ac_msg *ac__note_new(ac__note_kind kind, const char *system, const char *address
     n->kind = kind;
     n->incarnation = incarnation;
     bool ok = copy_text(&n->system, system) && copy_text(&n->address, address) &&
-              copy_text(&n->why, why) && copy_text(&n->key, key);
+              copy_text(&n->why, why);
     if (ok && data && len) {
         n->data = ac__malloc(len);
         ok = n->data != NULL;

@@ -123,7 +123,9 @@ typedef struct args {
     const char *system, *bind;
     ac_node_options node;
     ac_cluster_options cluster;
-    const char *roles[MAX_LIST], *seeds[MAX_LIST], *etcd[MAX_LIST];
+    ac_cluster_static_options seeds;
+    ac_cluster_etcd_options etcd;
+    const char *roles[MAX_LIST], *seed_v[MAX_LIST], *etcd_v[MAX_LIST];
 } args;
 
 static int parse(args *a, int argc, char **argv)
@@ -143,15 +145,16 @@ static int parse(args *a, int argc, char **argv)
             c->name = argv[++i];
         } else if (strcmp(arg, "--role") == 0 && one && c->roles_count < MAX_LIST) {
             a->roles[c->roles_count++] = argv[++i];
-        } else if (strcmp(arg, "--seed") == 0 && one && c->seeds_count < MAX_LIST) {
-            a->seeds[c->seeds_count++] = argv[++i];
-        } else if (strcmp(arg, "--etcd") == 0 && one && c->etcd_endpoints_count < MAX_LIST) {
-            a->etcd[c->etcd_endpoints_count++] = argv[++i];
-            c->provider = AC_CLUSTER_ETCD;
+        } else if (strcmp(arg, "--seed") == 0 && one && a->seeds.seeds_count < MAX_LIST) {
+            a->seed_v[a->seeds.seeds_count++] = argv[++i];
+            c->static_options = &a->seeds;
+        } else if (strcmp(arg, "--etcd") == 0 && one && a->etcd.endpoints_count < MAX_LIST) {
+            a->etcd_v[a->etcd.endpoints_count++] = argv[++i];
+            c->etcd_options = &a->etcd;
         } else if (strcmp(arg, "--prefix") == 0 && one) {
-            c->etcd_prefix = argv[++i];
+            a->etcd.prefix = argv[++i];
         } else if (strcmp(arg, "--ttl") == 0 && one) {
-            c->lease_ttl_s = atoi(argv[++i]);
+            a->etcd.lease_ttl_s = atoi(argv[++i]);
         } else if (strcmp(arg, "--retry") == 0 && two) {
             c->retry_initial_ms = atoi(argv[++i]);
             c->retry_max_ms = atoi(argv[++i]);
@@ -161,8 +164,8 @@ static int parse(args *a, int argc, char **argv)
         }
     }
     c->roles = a->roles;
-    c->seeds = a->seeds;
-    c->etcd_endpoints = a->etcd;
+    a->seeds.seeds = a->seed_v;
+    a->etcd.endpoints = a->etcd_v;
     return 0;
 }
 

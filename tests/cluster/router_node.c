@@ -208,8 +208,9 @@ int main(int argc, char **argv)
         spawn_top(sys, &pool_def, "pool", false);
     }
     spawn_top(sys, &asker_def, "asker", false);
+    ac_cluster_static_options seed_opts = {.seeds = seeds, .seeds_count = ns};
     ac_cluster_options co = {.name = "routers", .roles = roles, .roles_count = nr,
-                             .seeds = seeds, .seeds_count = ns};
+                             .static_options = &seed_opts};
     if (!ac_cluster_join(sys, &co)) {
         fprintf(stderr, "cluster node: cannot join: %s\n", ac_last_error());
         return 1;

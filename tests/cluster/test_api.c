@@ -79,8 +79,9 @@ static void pair_start(pair *p)
     }
     for (int i = 0; i < 2; i++) {
         const char *seeds[] = {p->addr[0], p->addr[1]};
+        ac_cluster_static_options seed_opts = {.seeds = seeds, .seeds_count = 2};
         ac_cluster_options o = {.name = "pair", .roles = roles[i], .roles_count = 2,
-                                .seeds = seeds, .seeds_count = 2};
+                                .static_options = &seed_opts};
         p->cluster[i] = ac_cluster_join(p->sys[i], &o);
         assert_non_null(p->cluster[i]);
         assert_ptr_equal(ac_system_cluster(p->sys[i]), p->cluster[i]);
@@ -299,7 +300,8 @@ static void test_members_roles_status(void **state)
     /* It stays the system's, left; joining again is refused. */
     assert_ptr_equal(ac_system_cluster(p.sys[0]), p.cluster[0]);
     const char *seeds[] = {p.addr[1]};
-    ac_cluster_options o = {.name = "pair", .seeds = seeds, .seeds_count = 1};
+    ac_cluster_static_options seed_opts = {.seeds = seeds, .seeds_count = 1};
+    ac_cluster_options o = {.name = "pair", .static_options = &seed_opts};
     assert_null(ac_cluster_join(p.sys[0], &o));
     assert_int_equal(ac_last_status(), AC_EEXIST);
     /* The other sees it Down. */
@@ -339,8 +341,9 @@ static void test_big_card(void **state)
     }
     for (int i = 0; i < 2; i++) {
         const char *seeds[] = {ac_node_address(node[1 - i])};
+        ac_cluster_static_options seed_opts = {.seeds = seeds, .seeds_count = 1};
         ac_cluster_options o = {.name = name, .roles = i ? roles : NULL, .roles_count = i ? 16 : 0,
-                                .seeds = seeds, .seeds_count = 1};
+                                .static_options = &seed_opts};
         c[i] = ac_cluster_join(sys[i], &o);
         assert_non_null(c[i]);
     }
@@ -414,42 +417,50 @@ static void test_bad_options(void **state)
     expect_refused(&o, AC_EINVAL, "options.roles_count");
 
     o = ok;
-    o.provider = (ac_cluster_provider)7;
-    expect_refused(&o, AC_EINVAL, "options.provider");
-
-    o = ok;
+    ac_cluster_static_options seed_opts = {0};
+    o.static_options = &seed_opts;
     const char *seeds[] = {"host:0", "host", ":80", "h:65536", "h:12x", "a b:1", "h:1/x", NULL};
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
-        o.seeds = &seeds[i];
-        o.seeds_count = 1;
-        expect_refused(&o, AC_EINVAL, "options.seeds[0]");
+        seed_opts.seeds = &seeds[i];
+        seed_opts.seeds_count = 1;
+        expect_refused(&o, AC_EINVAL, "options.static_options.seeds[0]");
     }
-    o.seeds = NULL;
-    expect_refused(&o, AC_EINVAL, "options.seeds");
+    seed_opts.seeds = NULL;
+    expect_refused(&o, AC_EINVAL, "options.static_options.seeds");
 
     o = ok;
-    o.provider = AC_CLUSTER_ETCD;
-    expect_refused(&o, AC_EINVAL, "options.etcd_endpoints");
+    ac_cluster_etcd_options eo = {0};
+    o.etcd_options = &eo;
+#ifdef ACTORC_TEST_HAVE_ETCD
+    expect_refused(&o, AC_EINVAL, "options.etcd_options.endpoints");
     const char *endpoints[] = {"ftp://x:1", "http://", "http://h:1/path", "127.0.0.1:2379", NULL};
     for (size_t i = 0; i < sizeof endpoints / sizeof endpoints[0]; i++) {
-        o.etcd_endpoints = &endpoints[i];
-        o.etcd_endpoints_count = 1;
-        expect_refused(&o, AC_EINVAL, "options.etcd_endpoints[0]");
+        eo.endpoints = &endpoints[i];
+        eo.endpoints_count = 1;
+        expect_refused(&o, AC_EINVAL, "options.etcd_options.endpoints[0]");
     }
     const char *good_endpoint[] = {"http://127.0.0.1:1"};
-    o.etcd_endpoints = good_endpoint;
+    eo.endpoints = good_endpoint;
     const char *prefixes[] = {"actorc", "/", "/a/", "/a//b", "/a b"};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
-        o.etcd_prefix = prefixes[i];
-        expect_refused(&o, AC_EINVAL, "options.etcd_prefix");
+        eo.prefix = prefixes[i];
+        expect_refused(&o, AC_EINVAL, "options.etcd_options.prefix");
     }
-    o.etcd_prefix = NULL;
+    eo.prefix = NULL;
     const int ttls[] = {1, -1, 3601};
     for (size_t i = 0; i < sizeof ttls / sizeof ttls[0]; i++) {
-        o.lease_ttl_s = ttls[i];
-        expect_refused(&o, AC_EINVAL, "options.lease_ttl_s");
+        eo.lease_ttl_s = ttls[i];
+        expect_refused(&o, AC_EINVAL, "options.etcd_options.lease_ttl_s");
     }
-    o.lease_ttl_s = 0;
+    eo.lease_ttl_s = 0;
+    /* One provider at a time. */
+    o.static_options = &seed_opts;
+    expect_refused(&o, AC_EINVAL, "choose one provider");
+#else
+    expect_refused(&o, AC_EINVAL, "built without etcd");
+#endif
+
+    o = ok;
     o.retry_initial_ms = -1;
     expect_refused(&o, AC_EINVAL, "options.retry_initial_ms");
     o.retry_initial_ms = 0;

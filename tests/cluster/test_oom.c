@@ -39,8 +39,9 @@ static void test_join(void **state)
     (void)state;
     const char *roles[] = {"a", "b"};
     const char *seeds[] = {"127.0.0.1:1", "127.0.0.1:2"};
-    ac_cluster_options o = {.name = "oom", .roles = roles, .roles_count = 2, .seeds = seeds,
-                            .seeds_count = 2};
+    ac_cluster_static_options seed_opts = {.seeds = seeds, .seeds_count = 2};
+    ac_cluster_options o = {.name = "oom", .roles = roles, .roles_count = 2,
+                            .static_options = &seed_opts};
     for (long n = 1; n < SWEEP_MAX; n++) {
         ac_system_options so = {.workers = 1, .log_level = AC_LOG_OFF};
         ac_system *sys = ac_system_create("oom", &so);

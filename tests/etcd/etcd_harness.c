@@ -13,6 +13,7 @@
 #endif
 
 #include "etcd_harness.h"
+#include "test_support.h"
 
 #include "cluster/etcd.h"
 
@@ -140,26 +141,16 @@ static void track_dir(const char *dir, bool on)
 const char *eh_etcd_binary(void)
 {
     static char found[512];
-    const char *path = getenv("PATH");
-    while (path && *path) {
-        const char *colon = strchr(path, ':');
-        size_t n = colon ? (size_t)(colon - path) : strlen(path);
-        if (n > 0 && n < sizeof found - 6) {
-            snprintf(found, sizeof found, "%.*s/etcd", (int)n, path);
-            if (access(found, X_OK) == 0)
-                return found;
-        }
-        path = colon ? colon + 1 : NULL;
-    }
-    return access("/usr/bin/etcd", X_OK) == 0 ? "/usr/bin/etcd" : NULL;
+    return ts_find_program("etcd", "/usr/bin", found, sizeof found);
 }
 
 bool eh_skip(const char *test)
 {
     if (eh_etcd_binary())
         return false;
-    fprintf(stderr, "%s: skipped: no etcd binary on PATH or at /usr/bin/etcd "
-            "(Debian package etcd-server)\n", test);
+    int status = ts_missing_program(test, "etcd", "etcd-server");
+    if (status != EH_SKIP)
+        exit(status);
     return true;
 }
 

@@ -18,7 +18,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* What a test that needs etcd exits with when there is none. */
+/* What a test that needs etcd exits with when there is none and skipping
+ * is asked for (test_support.h: TS_SKIP). */
 #define EH_SKIP 77
 
 typedef struct eh_etcd {
@@ -33,7 +34,10 @@ typedef struct eh_etcd {
 
 /* The etcd binary (on PATH, or /usr/bin/etcd); NULL when there is none. */
 const char *eh_etcd_binary(void);
-/* For main: true (after saying why on stderr) when there is no etcd. */
+/* For main, when there is no etcd: says so on stderr, then exits with a
+ * failure, or returns true (the test returns EH_SKIP) when
+ * ACTORC_TEST_SKIP_MISSING=1 asks to skip (ts_missing_program). False
+ * when there is one. */
 bool eh_skip(const char *test);
 
 /* A port of 127.0.0.1 free when asked. */

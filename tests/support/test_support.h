@@ -153,6 +153,24 @@ ac_system *ts_fx_system(ts_fixture *fx, const char *name, const ac_system_option
 /* Terminate fx->sys (if any) and clear it; returns the status. */
 ac_status ts_fx_terminate(ts_fixture *fx);
 
+/* ---- programs a test needs (ts_tools.c) ------------------------------ */
+
+/* The exit status of a test that needs a program this machine lacks
+ * (etcd, dnsmasq): 77, counted as skipped, only when the environment says
+ * ACTORC_TEST_SKIP_MISSING=1; else 1, a failure, so that a machine
+ * meant to run everything (CI, `make test`, which installs them first)
+ * cannot pass without running them. */
+#define TS_SKIP 77
+
+/* `name` on PATH or in one of `also` (a ':'-separated list of
+ * directories, may be NULL), as a path into buf; NULL when none is
+ * there. */
+const char *ts_find_program(const char *name, const char *also, char *buf, size_t cap);
+/* Say loudly on stderr that `test` cannot run without `program`
+ * (Debian package `package`) and return its exit status: TS_SKIP when
+ * skipping is asked for, else 1. */
+int ts_missing_program(const char *test, const char *program, const char *package);
+
 /* ---- misc -------------------------------------------------------------- */
 
 /* Spawn a top-level actor; NULL on failure (the test then checks it). */
