@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
@@ -190,16 +191,21 @@ static bool write_file(const char *path, const char *text)
 }
 
 /* The conf file: where it listens, what it reads, its SRV records. It
- * runs as the user running the test, so that it can read our files. */
+ * runs as the user and group running the test, so that it can read our
+ * files, and so that it keeps the parent-death signal: a change of its
+ * credentials (dnsmasq's default group is "dip") would clear it, and a
+ * test killed with SIGKILL would leave its dnsmasq running. */
 static bool write_conf(const dh_dnsmasq *d)
 {
     const struct passwd *pw = getpwuid(geteuid());
+    const struct group *gr = getgrgid(getegid());
     char text[8192];
     int at = snprintf(text, sizeof text,
                       "port=%d\nlisten-address=127.0.0.1\nbind-interfaces\nno-resolv\n"
                       "no-hosts\nno-poll\naddn-hosts=%s\nlocal=/" DH_DOMAIN "/\n"
-                      "cache-size=0\nlocal-ttl=0\npid-file=\nlog-facility=%s\nuser=%s\n",
-                      d->port, d->hosts, d->log, pw ? pw->pw_name : "root");
+                      "cache-size=0\nlocal-ttl=0\npid-file=\nlog-facility=%s\nuser=%s\ngroup=%s\n",
+                      d->port, d->hosts, d->log, pw ? pw->pw_name : "root",
+                      gr ? gr->gr_name : "root");
     for (size_t i = 0; i < d->srv_count && at > 0 && (size_t)at < sizeof text; i++)
         at += snprintf(text + at, sizeof text - (size_t)at, "srv-host=%s\n", d->srv[i]);
     return at > 0 && (size_t)at < sizeof text && write_file(d->conf, text);
