@@ -21,6 +21,16 @@
  * again after a routee was added). What follows holds for both shapes; a
  * group given no routees answers as a pool whose routees have all stopped.
  *
+ * Round-robin, random, broadcast, smallest-mailbox and consistent-hashing
+ * routers without breakers route in the sender's thread: the sender picks
+ * the routee from the router's current set and delivers to it directly,
+ * one hop instead of two. Nothing a user sees changes but the speed: one
+ * sender's messages reach each routee in order, and keep their order with
+ * the router's own messages (none sent after a RemoveRoutee reaches the
+ * routee removed; none sent after a Broadcast overtakes it); the router's
+ * own messages (GetRoutees, AddRoutee, RemoveRoutee, Broadcast,
+ * PoisonPill) go to the router as before.
+ *
  * The one-shot strategies (round-robin, random, broadcast, smallest
  * mailbox, custom) spread work for throughput. Scatter/gather-first-
  * completed (scatter_gather.h) asks every routee and takes the first reply,
@@ -183,8 +193,10 @@ AC_API ac_props *ac_router_group_smallest_mailbox(ac_ref *const *routees, size_t
  * AC_EINVAL. */
 AC_API ac_props *ac_router_group_custom(ac_ref *const *routees, size_t n, ac_routing_fn strategy,
                                         void *user_data);
-/* A key for consistent hashing, computed from a message in the router's
- * turn. */
+/* A key for consistent hashing, computed from a message in the sender's
+ * thread (the router routes in it: any thread, several at once), or in
+ * the router's turn for a message that waited at its mailbox. It must be
+ * thread-safe and must not block. */
 typedef uint64_t (*ac_hash_key_fn)(const ac_msg *msg, void *user);
 /* Consistent hashing (rendezvous hashing): each message goes to the
  * routee whose identity, hashed with the message's key, weighs most. A

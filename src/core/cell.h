@@ -82,6 +82,7 @@ struct ac__actor {
     const char *name; /* points into path */
     ac__children *children;
     struct ac__cell_ext *ext; /* NULL until first needed */
+    struct ac__front *front; /* core/front.h; set at spawn, freed with the cell */
     uint64_t seq; /* anonymous child names, ac_ask_in correlation ids */
     struct ac__actor *reg_prev, *reg_next; /* system registry, under its lock */
     _Alignas(16) unsigned char state_mem[];

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/front.h"
 #include "core/last_error.h"
 #include "core/props.h"
 
@@ -58,6 +59,8 @@ void ac_props_free(ac_props *props)
         return;
     if (props->user_data_free)
         props->user_data_free(props->user_data);
+    if (props->front)
+        props->front->ops->free(props->front);
     ac__free_small(props, sizeof *props);
 }
 
@@ -69,3 +72,5 @@ void ac__props_on_spawn(ac_props *props, void (*fn)(ac_system *system, void *use
 {
     props->on_spawn = fn;
 }
+
+void ac__props_front(ac_props *props, ac__front *front) { props->front = front; }

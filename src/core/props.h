@@ -16,6 +16,7 @@ struct ac_props {
     bool skip_cancelled;
     ac_supervisor_strategy strategy;
     void (*on_spawn)(ac_system *system, void *user_data);
+    struct ac__front *front; /* core/front.h; moved into the cell at spawn */
 };
 
 /* Keep a count of queued messages for actors spawned from `props`. */

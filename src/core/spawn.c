@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/front.h"
 #include "core/last_error.h"
 #include "core/lifecycle.h"
 #include "core/names.h"
@@ -50,6 +51,8 @@ static void free_cell(ac__actor *a)
             a->ext->user_data_free(a->user_data);
         ac__free_small(a->ext, sizeof *a->ext);
     }
+    if (a->front)
+        a->front->ops->free(a->front);
     free(a);
 }
 
@@ -73,6 +76,21 @@ static const char *actor_path(const ac_ref *self) { return ((const ac__actor *)s
 static const ac__ref_ops actor_ops = {
     .kind = AC__REF_ACTOR,
     .deliver = ac__actor_deliver,
+    .destroy = actor_destroy,
+    .path = actor_path,
+};
+
+/* An actor with a front (core/front.h): the front sees each message first. */
+static void fronted_deliver(ac_ref *self, ac__node *node)
+{
+    ac__front *front = ((ac__actor *)self)->front;
+    if (!front->ops->deliver(front, self, node))
+        ac__actor_deliver(self, node);
+}
+
+static const ac__ref_ops fronted_actor_ops = {
+    .kind = AC__REF_ACTOR,
+    .deliver = fronted_deliver,
     .destroy = actor_destroy,
     .path = actor_path,
 };
@@ -144,6 +162,11 @@ static ac_status spawn_child_of(ac__actor *parent, ac_props *props, const char *
     }
     a->count_mailbox = props->count_mailbox;
     a->skip_cancelled = props->skip_cancelled;
+    if (props->front) {
+        a->front = props->front;
+        props->front = NULL;
+        a->ref.ops = &fronted_actor_ops;
+    }
     a->parent = parent;
     a->user_data = props->user_data;
     if (props->on_spawn)

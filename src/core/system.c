@@ -17,6 +17,7 @@
 
 #include "actorc/metrics.h" /* the metrics option: the registry, on at creation */
 #include "core/alloc.h"
+#include "core/hazard.h"
 #include "core/clock.h"
 #include "core/core_msgs.h"
 #include "core/hooks.h"
@@ -277,7 +278,10 @@ ac_status ac_system_terminate(ac_system *system)
     /* acq_rel: pairs with the other systems' decrements, so the last one
      * trims after every other teardown's frees. */
     if (atomic_fetch_sub_explicit(&live_systems, 1, memory_order_acq_rel) == 1)
+    {
         ac__alloc_trim();
+        ac__hazard_trim();
+    }
     return AC_OK;
 }
 

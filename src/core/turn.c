@@ -21,6 +21,7 @@
 
 #include "core/alloc.h"
 #include "core/core_msgs.h"
+#include "core/front.h"
 #include "core/hooks.h"
 #include "core/lifecycle.h"
 #include "core/scheduler.h"
@@ -143,6 +144,20 @@ static AC__NOINLINE ac_status tell_admitted(ac_ref *target, ac_msg *msg, ac_ref 
     snprintf(why, sizeof why, "%s", ac_last_error());
     ac__dead_letter_why(target->system, node, target, why);
     return ac__fail(st, "%s", why);
+}
+
+void ac__ref_deliver_node(ac_ref *target, ac__node *node)
+{
+    if (AC__UNLIKELY(target->ops->admit != NULL)) {
+        ac_status st = target->ops->admit(target, node->msg);
+        if (st != AC_OK) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", ac_last_error());
+            ac__dead_letter_why(target->system, node, target, why);
+            return;
+        }
+    }
+    target->ops->deliver(target, node);
 }
 
 ac_status ac_tell(ac_ref *target, ac_msg *msg, ac_ref *sender)

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/last_error.h"
+#include "routing/router_front.h"
 #include "routing/router_internal.h"
 
 /* FNV-1a over the identity. */
@@ -70,6 +71,30 @@ const char *ac__router_identity(const ac__router_state *st, size_t i, size_t *le
     return path;
 }
 
+uint64_t ac__router_identity_hash(const ac__router_state *st, size_t i)
+{
+    size_t len;
+    const char *id = ac__router_identity(st, i, &len);
+    return hash_bytes(id, len);
+}
+
+/* In the sender's thread (router_front.h), from the hashed identities. */
+static bool send_hashing(ac__router_front *f, const ac__route_snap *s, ac__node *node)
+{
+    uint64_t key = mix(f->hash_key(node->msg, f->hash_user));
+    size_t best = 0;
+    uint64_t best_weight = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        uint64_t w = mix(s->ids[i] ^ key);
+        if (i == 0 || w > best_weight) {
+            best = i;
+            best_weight = w;
+        }
+    }
+    ac__route_to(s, best, node);
+    return true;
+}
+
 static void route_hashing(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_msg *msg)
 {
     uint64_t key = mix(cfg->hash_key(msg, cfg->hash_user));
@@ -87,8 +112,8 @@ static void route_hashing(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
     ac_tell(st->routees[best], ac_msg_retain(msg), ac_sender(ctx));
 }
 
-const ac__router_kind ac__consistent_hashing_kind = {.name = "consistent-hashing",
-                                                     .route = route_hashing};
+const ac__router_kind ac__consistent_hashing_kind = {
+    .name = "consistent-hashing", .route = route_hashing, .send = send_hashing, .snap_ids = true};
 
 ac_props *ac_router_group_consistent_hashing(ac_ref *const *routees, size_t n,
                                              ac_hash_key_fn key_fn, void *user)

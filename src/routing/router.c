@@ -33,6 +33,7 @@
 #include "core/last_error.h"
 #include "core/spawn.h"
 #include "routing/member_group.h"
+#include "routing/router_front.h"
 #include "routing/router_internal.h"
 
 /* ---- the Broadcast wrapper -------------------------------------------- */
@@ -188,6 +189,7 @@ static void router_pre_start(ac_ctx *ctx)
         ac__router_group_start(ctx, cfg, st);
         if (cfg->members)
             cfg->members->start(ctx, cfg->members_user);
+        ac__router_front_publish(ac__router_front_of(ctx), st);
         return;
     }
     for (int i = 1; i <= cfg->n; i++) {
@@ -207,12 +209,14 @@ static void router_pre_start(ac_ctx *ctx)
         st->numbers[st->n] = (uint32_t)i;
         st->routees[st->n++] = r; /* the spawn's reference */
     }
+    ac__router_front_publish(ac__router_front_of(ctx), st);
 }
 
 static void router_post_stop(ac_ctx *ctx)
 {
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
     ac__router_state *st = ac_ctx_state(ctx);
+    ac__router_front_withdraw(ac__router_front_of(ctx));
     if (cfg->kind->on_stop)
         cfg->kind->on_stop(ctx, cfg);
     if (cfg->members)
@@ -240,6 +244,7 @@ static void prune(ac_ctx *ctx, ac__router_state *st, ac_ref *gone)
         if (st->routees[i] != gone)
             continue;
         ac__router_drop(st, i);
+        ac__router_front_publish(ac__router_front_of(ctx), st);
         ac_log_debug(ctx, "routee %s stopped; %zu left", ac_ref_path(gone), st->n);
         return;
     }
@@ -257,7 +262,7 @@ static bool pool_empty(ac_ctx *ctx, ac__router_state *st, ac_msg *msg)
     return true;
 }
 
-static void router_receive(ac_ctx *ctx, ac_msg *msg)
+static void router_handle(ac_ctx *ctx, ac_msg *msg)
 {
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
     ac__router_state *st = ac_ctx_state(ctx);
@@ -273,6 +278,7 @@ static void router_receive(ac_ctx *ctx, ac_msg *msg)
     }
     if (ac__router_is_change(msg)) {
         ac__router_change(ctx, cfg, st, msg);
+        ac__router_front_publish(ac__router_front_of(ctx), st);
         return;
     }
     if (ac_msg_is(msg, &ac_msg_type_broadcast)) {
@@ -284,8 +290,19 @@ static void router_receive(ac_ctx *ctx, ac_msg *msg)
     }
     if (!cfg->kind->answers_empty && pool_empty(ctx, st, msg))
         return;
-    cfg->kind->route(ctx, cfg, st, msg);
+    /* As its sender would have (router_front.h), when the router has a
+     * front: one round-robin count, one snapshot. */
+    if (!ac__router_front_route(ac__router_front_of(ctx), msg, ac_sender(ctx)))
+        cfg->kind->route(ctx, cfg, st, msg);
     st->index++;
+}
+
+static void router_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    router_handle(ctx, msg);
+    ac__router_front *front = ac__router_front_of(ctx);
+    if (front)
+        ac__router_front_handled(front);
 }
 
 static const ac_actor_def router_def = {
@@ -364,6 +381,9 @@ ac_props *ac__router_props(ac__router_cfg *cfg, const ac_routee_options *routee_
         return NULL;
     }
     ac_props_set_user_data_free(props, cfg_free);
+    ac__router_front *front = ac__router_front_new(cfg);
+    if (front)
+        ac__props_front(props, &front->base);
     if (cfg->kind->on_spawn)
         ac__props_on_spawn(props, cfg_on_spawn);
     if (routee_opts && routee_opts->supervisor &&

@@ -50,6 +50,8 @@ typedef struct ac__router_state {
 
 typedef struct ac__router_cfg ac__router_cfg;
 typedef struct ac__member_group_ops ac__member_group_ops; /* member_group.h */
+typedef struct ac__router_front ac__router_front;     /* router_front.h */
+typedef struct ac__route_snap ac__route_snap;         /* router_front.h */
 
 /* What differs between router kinds. */
 typedef struct ac__router_kind {
@@ -64,6 +66,13 @@ typedef struct ac__router_kind {
     bool count_mailbox;
     /* Answers a message itself when no routees are left (not a dead letter). */
     bool answers_empty;
+    /* Route an ordinary message in the sender's thread (router_front.h)
+     * from the snapshot s (at least one routee): deliver `node` and return
+     * true, or return false to leave it to the router's turn. Any thread;
+     * must not block. Optional: without it the kind routes in its turn. */
+    bool (*send)(ac__router_front *f, const ac__route_snap *s, ac__node *node);
+    /* The snapshot keeps each routee's identity hashed (hashing.c). */
+    bool snap_ids;
 } ac__router_kind;
 
 struct ac__router_cfg {
@@ -146,6 +155,8 @@ bool ac__router_make_room(ac__router_state *st);
  * group; else the node address ("host:port") of a ref to another node's
  * actor, or the path of a local one. Borrowed from st or the ref. */
 const char *ac__router_identity(const ac__router_state *st, size_t i, size_t *len);
+/* That identity hashed, as consistent hashing weighs it. */
+uint64_t ac__router_identity_hash(const ac__router_state *st, size_t i);
 
 /* ---- groups (group.c) ---- */
 

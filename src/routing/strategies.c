@@ -13,6 +13,7 @@
 
 #include "core/last_error.h"
 #include "routing/member_group.h"
+#include "routing/router_front.h"
 #include "routing/router_internal.h"
 
 static void send_to(ac_ctx *ctx, ac_ref *routee, ac_msg *msg)
@@ -204,11 +205,82 @@ static void route_custom(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
             send_to(ctx, st->scratch[i], msg);
 }
 
-const ac__router_kind ac__round_robin_kind = {.name = "round-robin", .route = route_round_robin};
-const ac__router_kind ac__random_kind = {.name = "random", .route = route_random};
-const ac__router_kind ac__broadcast_kind = {.name = "broadcast", .route = route_broadcast};
-const ac__router_kind ac__smallest_mailbox_kind = {
-    .name = "smallest-mailbox", .route = route_smallest_mailbox, .count_mailbox = true};
+/* ---- in the sender's thread (router_front.h) ---- */
+
+static bool send_round_robin(ac__router_front *f, const ac__route_snap *s, ac__node *node)
+{
+    uint64_t i = atomic_load_explicit(&f->index, memory_order_relaxed);
+    atomic_store_explicit(&f->index, i + 1, memory_order_relaxed);
+    ac__route_to(s, (size_t)(i % s->n), node);
+    return true;
+}
+
+/* Each sending thread draws from its own generator. */
+static _Thread_local uint64_t tls_rng;
+
+static bool send_random(ac__router_front *f, const ac__route_snap *s, ac__node *node)
+{
+    uint64_t x = tls_rng;
+    if (AC__UNLIKELY(!x))
+        x = ((uint64_t)(uintptr_t)&tls_rng ^ ac__now_ns() ^ (uint64_t)(uintptr_t)f) | 1;
+    x ^= x >> 12; /* xorshift64*, as next_random */
+    x ^= x << 25;
+    x ^= x >> 27;
+    tls_rng = x;
+    uint64_t r = (x * 2685821657736338717ull) >> 32;
+    ac__route_to(s, (size_t)((r * s->n) >> 32), node);
+    return true;
+}
+
+static bool send_broadcast(ac__router_front *f, const ac__route_snap *s, ac__node *node)
+{
+    (void)f;
+    for (size_t i = 0; i + 1 < s->n; i++) {
+        ac__node *copy = ac__node_make(ac_msg_retain(node->msg), node->sender);
+        if (copy) /* out of memory: that routee misses it, as a failed tell */
+            ac__route_to(s, i, copy);
+    }
+    ac__route_to(s, s->n - 1, node);
+    return true;
+}
+
+/* The smallest known depth from a rotating start, as smallest_mailbox();
+ * when every routee has stopped, the router's turn decides. */
+static bool send_smallest_mailbox(ac__router_front *f, const ac__route_snap *s, ac__node *node)
+{
+    size_t start = (size_t)(atomic_fetch_add_explicit(&f->index, 1, memory_order_relaxed) % s->n);
+    size_t best = SIZE_MAX, unknown = SIZE_MAX;
+    int best_len = 0;
+    for (size_t k = 0; k < s->n; k++) {
+        size_t i = (start + k) % s->n;
+        int len = ac__mailbox_len(s->routees[i]);
+        if (len == AC__MAILBOX_UNKNOWN && unknown == SIZE_MAX)
+            unknown = i;
+        if (len < 0)
+            continue;
+        if (best == SIZE_MAX || len < best_len) {
+            best = i;
+            best_len = len;
+        }
+    }
+    if (best == SIZE_MAX)
+        best = unknown;
+    if (best == SIZE_MAX)
+        return false;
+    ac__route_to(s, best, node);
+    return true;
+}
+
+const ac__router_kind ac__round_robin_kind = {
+    .name = "round-robin", .route = route_round_robin, .send = send_round_robin};
+const ac__router_kind ac__random_kind = {
+    .name = "random", .route = route_random, .send = send_random};
+const ac__router_kind ac__broadcast_kind = {
+    .name = "broadcast", .route = route_broadcast, .send = send_broadcast};
+const ac__router_kind ac__smallest_mailbox_kind = {.name = "smallest-mailbox",
+                                                   .route = route_smallest_mailbox,
+                                                   .count_mailbox = true,
+                                                   .send = send_smallest_mailbox};
 const ac__router_kind ac__custom_kind = {.name = "custom", .route = route_custom};
 
 
