@@ -18,11 +18,11 @@ static const char *const outcome_names[AC__BREAKER_OUTCOMES] = {"success", "fail
 
 /* ---- the breaker as a ref: it answers refused asks -------------------- */
 
-static void breaker_deliver(ac_ref *self, ac__node *node)
+static void breaker_deliver(ac_ref *self, ac__mailbox_node *node)
 {
     ac_breaker *b = (ac_breaker *)self;
     ac_ref *sender;
-    ac_msg *msg = ac__node_take_msg(node, &sender);
+    ac_msg *msg = ac__mailbox_node_take_msg(node, &sender);
     ac_msg_release(msg); /* never reaches the target */
     if (sender) {
         ac_msg *m = ac_msg_error_new(ac__breaker_open_error(b));
