@@ -20,10 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cluster/etcd_internal.h"
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/sync.h"
 
 struct ac__etcd_reg {
@@ -47,12 +47,7 @@ struct ac__etcd_reg {
     ac__etcd_reg_info info;
 };
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+static uint64_t now_ms(void) { return ac__now_ns() / 1000000u; }
 
 static uint64_t keepalive_interval_ms(const ac__etcd_reg *r)
 {

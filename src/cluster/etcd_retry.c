@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "cluster/etcd_internal.h"
+#include "core/clock.h"
 
 ac_status ac__etcd_stop_init(ac__etcd_stop *s)
 {
@@ -69,15 +70,7 @@ bool ac__etcd_stop_raised(ac__etcd_stop *s)
 
 static struct timespec deadline_after(uint64_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
+    return ac__timespec_of_ns(ac__now_ns() + ms * 1000000ull);
 }
 
 bool ac__etcd_stop_sleep(ac__etcd_stop *s, uint64_t ms)
@@ -126,9 +119,7 @@ void ac__etcd_backoff_init(ac__etcd_backoff *b, const ac__etcd_options *o)
     b->attempt = 0;
     b->next_ms = o->backoff_initial_ms;
     if (getrandom(&b->rng, sizeof b->rng, GRND_NONBLOCK) != (ssize_t)sizeof b->rng) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        b->rng = (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)b;
+        b->rng = ac__now_ns() ^ (uint64_t)(uintptr_t)b;
     }
     if (b->rng == 0)
         b->rng = 0x9E3779B97F4A7C15ull;
