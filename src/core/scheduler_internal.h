@@ -3,10 +3,11 @@
  * lifecycle) and worker.c (a worker's loop: finding work, stealing,
  * spinning, parking). The worker and scheduler structs and the run queues
  * (a worker's ring and runnext, the injection list) with the wake-ups of
- * idle workers, all inline: the push and the worker's loop are the hot
- * path, and each file keeps them inline as one file did. Which thread may
- * call what is said at each function; the design is at the top of
- * scheduler.c.
+ * idle workers. The push and the worker's loop are the hot path, so these
+ * are static in each file that uses them (AC__MODULE_STATIC), compiled as
+ * when they were static functions of one file: no call across files.
+ * Which thread may call what is said at each function; the design is at
+ * the top of scheduler.c.
  */
 #ifndef AC_CORE_SCHEDULER_INTERNAL_H
 #define AC_CORE_SCHEDULER_INTERNAL_H
@@ -60,7 +61,7 @@ struct ac__scheduler {
 
 /* Owner only. False when full; *was_empty tells whether the ring was
  * empty before the push. */
-static inline bool ac__ring_push(ac__worker *w, ac__actor *a, bool *was_empty)
+AC__MODULE_STATIC bool ac__ring_push(ac__worker *w, ac__actor *a, bool *was_empty)
 {
     /* Acquire pairs with consumers' CAS on head: their read of the slot we
      * are about to reuse is done. */
@@ -78,7 +79,7 @@ static inline bool ac__ring_push(ac__worker *w, ac__actor *a, bool *was_empty)
 /* Owner or thief. Acquire loads of head and tail pair with the CAS of
  * other consumers and ac__ring_push's release store of tail; the acq_rel CAS
  * with the other consumers' CAS and ac__ring_push's acquire load of head. */
-static inline ac__actor *ac__ring_pop(ac__worker *w)
+AC__MODULE_STATIC ac__actor *ac__ring_pop(ac__worker *w)
 {
     uint32_t h = atomic_load_explicit(&w->head, memory_order_acquire);
     for (;;) {
@@ -94,7 +95,7 @@ static inline ac__actor *ac__ring_pop(ac__worker *w)
 }
 
 /* Actors queued in w's ring (a snapshot; seq_cst for park's handshake). */
-static inline uint32_t ac__ring_len(ac__worker *w)
+AC__MODULE_STATIC uint32_t ac__ring_len(ac__worker *w)
 {
     return atomic_load_explicit(&w->tail, memory_order_seq_cst) -
            atomic_load_explicit(&w->head, memory_order_seq_cst);
@@ -102,7 +103,7 @@ static inline uint32_t ac__ring_len(ac__worker *w)
 
 /* ---- the injection list ----------------------------------------------- */
 
-static inline void ac__inject_push(ac__scheduler *s, ac__actor *a)
+AC__MODULE_STATIC void ac__inject_push(ac__scheduler *s, ac__actor *a)
 {
     a->run_next = NULL;
     pthread_mutex_lock(&s->inject_lock);
@@ -117,7 +118,7 @@ static inline void ac__inject_push(ac__scheduler *s, ac__actor *a)
     pthread_mutex_unlock(&s->inject_lock);
 }
 
-static inline ac__actor *ac__inject_pop(ac__scheduler *s)
+AC__MODULE_STATIC ac__actor *ac__inject_pop(ac__scheduler *s)
 {
     if (atomic_load_explicit(&s->inject_len, memory_order_relaxed) == 0)
         return NULL;
@@ -135,7 +136,7 @@ static inline ac__actor *ac__inject_pop(ac__scheduler *s)
 
 /* ---- waking idle workers ---------------------------------------------- */
 
-static inline void ac__wake_one_if_idle(ac__scheduler *s)
+AC__MODULE_STATIC void ac__wake_one_if_idle(ac__scheduler *s)
 {
     /* Read-modify-writes (adding 0), not loads: each is ordered against
      * the spinner's decrement of nspinning and the parker's increment of
@@ -153,7 +154,7 @@ static inline void ac__wake_one_if_idle(ac__scheduler *s)
  * runnext exchange and our load of nparked_sound, its increment and its
  * second look at runnext, are all seq_cst: either we see it, or it sees
  * our runnext when it looks again. */
-static inline void ac__wake_sound_sleeper(ac__scheduler *s)
+AC__MODULE_STATIC void ac__wake_sound_sleeper(ac__scheduler *s)
 {
     pthread_mutex_lock(&s->park_lock);
     pthread_cond_signal(&s->park_cond);

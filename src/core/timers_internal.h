@@ -2,9 +2,10 @@
  * What the timer service's files share: timers.c (the timer thread,
  * arming, the clock) and timer_watch.c (workers that watch and fire a
  * deadline). The service's struct, its units, and collecting and firing
- * what is due, inline: a worker that serves the timers fires them without
- * a call across files, as when this was one file. The design is at the top
- * of timers.c.
+ * what is due, static in each file that uses them (AC__MODULE_STATIC): a
+ * worker that serves the timers fires them without a call across files,
+ * compiled as when this was one file. The design is at the top of
+ * timers.c.
  */
 #ifndef AC_CORE_TIMERS_INTERNAL_H
 #define AC_CORE_TIMERS_INTERNAL_H
@@ -59,14 +60,14 @@ _Static_assert((uint64_t)AC_CLOCK_MAX_MS <= UINT64_MAX / AC__TICKS_PER_MS / 2,
                "the clock's end, in ticks, leaves room for the longest delay");
 
 /* The clock in ticks, rounded down. */
-static inline uint64_t ac__timers_now_ticks(ac__timers *t)
+AC__MODULE_STATIC uint64_t ac__timers_now_ticks(ac__timers *t)
 {
     if (t->manual) /* acquire: as in clock_now */
         return atomic_load_explicit(&t->manual_now, memory_order_acquire) * AC__TICKS_PER_MS;
     return (ac__now_ns() - t->start_ns) / AC__TICK_NS;
 }
 
-static inline void ac__timers_fire_all(ac__timer *due)
+AC__MODULE_STATIC void ac__timers_fire_all(ac__timer *due)
 {
     ac__timer *t;
     while ((t = ac__timer_list_pop(due)))
@@ -75,7 +76,7 @@ static inline void ac__timers_fire_all(ac__timer *due)
 
 /* Call with the lock held: publish the earliest deadline for watching
  * workers (the real clock only; with a manual clock no worker watches). */
-static inline void ac__timers_publish_due(ac__timers *t)
+AC__MODULE_STATIC void ac__timers_publish_due(ac__timers *t)
 {
     if (t->manual)
         return;
@@ -85,7 +86,7 @@ static inline void ac__timers_publish_due(ac__timers *t)
 }
 
 /* Call with the lock held: advance the wheel to the clock. */
-static inline void ac__timers_collect_due(ac__timers *t, ac__timer *due)
+AC__MODULE_STATIC void ac__timers_collect_due(ac__timers *t, ac__timer *due)
 {
     ac__wheel_advance(&t->wheel, ac__timers_now_ticks(t), due);
     atomic_store_explicit(&t->armed, t->wheel.armed, memory_order_relaxed);
@@ -96,7 +97,7 @@ static inline void ac__timers_collect_due(ac__timers *t, ac__timer *due)
  * lock. False if nothing was due, or the timers are stopping, or (when
  * not `wait`) another thread is firing: that one goes on until nothing is
  * due, so a worker need not queue behind it while actors wait for it. */
-static inline bool ac__timers_fire_due(ac__timers *t, bool wait)
+AC__MODULE_STATIC bool ac__timers_fire_due(ac__timers *t, bool wait)
 {
     ac__timer due;
     ac__timer_list_init(&due);
