@@ -1,7 +1,8 @@
 /*
  * How the keeper's and watcher's threads wait: a stop signal that ends
  * their sleeps and their requests at once, and capped exponential
- * backoff with jitter between their retries.
+ * backoff with jitter between their retries; and how such a thread starts
+ * and ends.
  *
  * A request in progress sits in curl_multi_poll; the signal reaches it
  * through curl_multi_wakeup on the handle the request registered, which
@@ -100,6 +101,47 @@ void ac__etcd_stop_leave(ac__etcd_stop *s)
     pthread_mutex_lock(&s->lock);
     s->active = NULL;
     pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- a client's thread ---------------------------------------------------- */
+
+ac_status ac__etcd_thread_start(ac__etcd_thread *t, ac__etcd *e, void *(*main)(void *), void *arg,
+                                const char *what, const char *whose)
+{
+    ac_status st;
+    int rc = pthread_mutex_init(&t->lock, NULL);
+    if (rc != 0)
+        return ac__fail(AC_ESYS, "%s: cannot make a mutex (error %d)", what, rc);
+    st = ac__etcd_stop_init(&t->stop);
+    if (st != AC_OK)
+        goto fail_stop;
+    atomic_fetch_add_explicit(&e->users, 1, memory_order_relaxed);
+    rc = pthread_create(&t->thread, NULL, main, arg);
+    if (rc != 0) {
+        st = ac__fail(AC_ESYS, "%s: cannot start %s thread (error %d)", what, whose, rc);
+        goto fail_thread;
+    }
+    return AC_OK;
+
+fail_thread:
+    atomic_fetch_sub_explicit(&e->users, 1, memory_order_relaxed);
+    ac__etcd_stop_fini(&t->stop);
+fail_stop:
+    pthread_mutex_destroy(&t->lock);
+    return st;
+}
+
+void ac__etcd_thread_join(ac__etcd_thread *t)
+{
+    ac__etcd_stop_raise(&t->stop);
+    pthread_join(t->thread, NULL);
+}
+
+void ac__etcd_thread_fini(ac__etcd_thread *t, ac__etcd *e)
+{
+    atomic_fetch_sub_explicit(&e->users, 1, memory_order_relaxed);
+    ac__etcd_stop_fini(&t->stop);
+    pthread_mutex_destroy(&t->lock);
 }
 
 /* ---- backoff ------------------------------------------------------------ */
