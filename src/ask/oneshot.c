@@ -38,14 +38,14 @@ bool ac__oneshot_settled(const ac_ref *self)
     return atomic_load_explicit(claim, memory_order_acquire) != 0;
 }
 
-void ac__oneshot_deliver(ac_ref *self, ac__node *node)
+void ac__oneshot_deliver(ac_ref *self, ac__mailbox_node *node)
 {
     if (!ac__oneshot_claim(self)) {
-        ac__node_free(node); /* settled already: dropped, silently */
+        ac__mailbox_node_free(node); /* settled already: dropped, silently */
         return;
     }
     ac_ref *sender;
-    ac_msg *msg = ac__node_take_msg(node, &sender);
+    ac_msg *msg = ac__mailbox_node_take_msg(node, &sender);
     if (ac_msg_is(msg, &ac_msg_type_error)) {
         ac_error *err = ac_error_retain(ac_msg_error(msg));
         ac_msg_release(msg);

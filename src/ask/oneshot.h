@@ -33,7 +33,7 @@ bool ac__oneshot_claim(ac_ref *self);
 bool ac__oneshot_settled(const ac_ref *self);
 /* ac__ref_ops.deliver: claim and settle with the reply (an error message
  * settles with its error), or drop the node. */
-void ac__oneshot_deliver(ac_ref *self, ac__node *node);
+void ac__oneshot_deliver(ac_ref *self, ac__mailbox_node *node);
 /* ac__ref_ops.undeliverable: claim and settle with ActorStoppedError or
  * UndeliverableError. */
 void ac__oneshot_undeliverable(ac_ref *self, ac_ref *recipient, const char *why);

@@ -39,27 +39,6 @@ bool ac__cluster_name_ok(const char *s)
     return true;
 }
 
-bool ac__cluster_address_ok(const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n < 3 || n > 255)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f || s[i] == '/' || s[i] == '@' ||
-            s[i] == ',')
-            return false;
-    const char *colon = strrchr(s, ':');
-    if (!colon || colon == s || !colon[1] || strlen(colon + 1) > 5)
-        return false;
-    long port = 0;
-    for (const char *p = colon + 1; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return false;
-        port = port * 10 + (*p - '0');
-    }
-    return port >= 1 && port <= 65535;
-}
-
 /* A system name as the card carries it: printable, no line break. */
 static bool system_ok(const char *s)
 {
@@ -157,7 +136,7 @@ bool ac__card_decode(const uint8_t *body, size_t len, ac__card *out)
         !next_line(&p, end, line, sizeof line) || p != end)
         return false;
     if (!ac__cluster_name_ok(out->cluster) || !system_ok(out->system) ||
-        !ac__cluster_address_ok(out->address) || !parse_hex64(inc, &out->incarnation))
+        !ac__host_port_ok(out->address) || !parse_hex64(inc, &out->incarnation))
         return false;
     char *fend;
     unsigned long f = strtoul(flags, &fend, 10);

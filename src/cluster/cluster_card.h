@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/host_port.h"
+
 #define AC__CLUSTER_MAX_ROLES 16
 #define AC__CLUSTER_MAX_TEXT 64 /* a name, a role, a system name */
 
@@ -34,7 +36,7 @@ bool ac__card_decode(const uint8_t *body, size_t len, ac__card *out);
 
 /* [A-Za-z0-9._-]{1,64}: a cluster name or a role. */
 bool ac__cluster_name_ok(const char *s);
-/* "host:port": a host (no whitespace, '/', '@'), a port 1..65535. */
-bool ac__cluster_address_ok(const char *s);
+/* A member's address is "host:port" by the rule of core/host_port.h
+ * (ac__host_port_ok). */
 
 #endif

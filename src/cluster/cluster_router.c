@@ -30,12 +30,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "actorc/cluster.h"
 #include "cluster/cluster_internal.h"
 #include "cluster/depth.h"
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "routing/member_group.h"
 
 typedef struct member_entry {
@@ -60,13 +60,6 @@ typedef struct cluster_router {
     member_entry *members;
     size_t n, cap;
 } cluster_router;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the member table ------------------------------------------------- */
 
@@ -152,7 +145,7 @@ static void on_depth(cluster_router *cr, const ac__depth_report *r)
     if (!e)
         return; /* a member since gone, or another router's path */
     e->depth = r->depth;
-    e->depth_at_ns = now_ns();
+    e->depth_at_ns = ac__now_ns();
     e->routed_since = 0;
 }
 
@@ -169,7 +162,7 @@ static int routee_depth(void *user, const ac_ref *routee)
     cluster_router *cr = user;
     const member_entry *e = entry_of_routee(cr, routee);
     if (!e || e->depth < 0 || !e->depth_at_ns ||
-        now_ns() - e->depth_at_ns > (uint64_t)AC__DEPTH_STALE_MS * 1000000ull)
+        ac__now_ns() - e->depth_at_ns > (uint64_t)AC__DEPTH_STALE_MS * 1000000ull)
         return -2; /* AC__MAILBOX_UNKNOWN */
     return e->depth + e->routed_since;
 }

@@ -32,6 +32,7 @@
 #include "cluster/dns_resolve.h"
 #include "core/alloc.h"
 #include "core/base.h"
+#include "core/host_port.h"
 
 #define CLASS_IN 1
 #define TYPE_A 1
@@ -87,11 +88,8 @@ bool ac__dns_server_ok(const char *s)
         return false;
     if (!colon)
         return true;
-    long port = 0;
-    const char *p = colon + 1;
-    for (; *p >= '0' && *p <= '9' && port <= 65535; p++)
-        port = port * 10 + (*p - '0');
-    return *p == '\0' && p > colon + 1 && port >= 1 && port <= 65535;
+    size_t p = ac__port_len(colon + 1);
+    return p > 0 && colon[1 + p] == '\0';
 }
 
 /* ---- the resolver ---------------------------------------------------------- */

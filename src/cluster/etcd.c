@@ -20,6 +20,7 @@
 
 #include "cluster/etcd_internal.h"
 #include "core/alloc.h"
+#include "core/host_port.h"
 
 #define DEFAULT_REQUEST_TIMEOUT_MS 2000
 #define DEFAULT_CONNECT_TIMEOUT_MS 1000
@@ -88,16 +89,6 @@ static size_t host_len(const char *s)
     return i;
 }
 
-/* The port at s (after the ':'); its length, or 0 when not 1..65535. */
-static size_t port_len(const char *s)
-{
-    size_t i = 0;
-    long port = 0;
-    while (s[i] >= '0' && s[i] <= '9' && i < 5)
-        port = port * 10 + (s[i++] - '0');
-    return (port >= 1 && port <= 65535 && !(s[i] >= '0' && s[i] <= '9')) ? i : 0;
-}
-
 /* Check endpoint i; the length of its normalised form (no trailing '/'). */
 static ac_status check_endpoint(const char *url, size_t i, size_t *len)
 {
@@ -122,7 +113,7 @@ static ac_status check_endpoint(const char *url, size_t i, size_t *len)
                         "(a name, an IPv4 address or an IPv6 one in brackets)", i, q);
     at += h;
     if (url[at] == ':') {
-        size_t p = port_len(url + at + 1);
+        size_t p = ac__port_len(url + at + 1);
         if (p == 0)
             return ac__fail(AC_EINVAL, "etcd endpoint %zu %s: the port must be 1 to 65535",
                             i, q);

@@ -75,6 +75,27 @@ bool ac__etcd_stop_sleep(ac__etcd_stop *s, uint64_t ms);
 bool ac__etcd_stop_enter(ac__etcd_stop *s, CURLM *m);
 void ac__etcd_stop_leave(ac__etcd_stop *s);
 
+/* ---- a client's thread ----------------------------------------------------- */
+
+/* What the keeper and the watcher share: their thread, its stop signal,
+ * and the lock of what they report. While the thread runs it counts as a
+ * use of the client (ac__etcd.users). */
+typedef struct ac__etcd_thread {
+    ac__etcd_stop stop;
+    pthread_t thread;
+    pthread_mutex_t lock; /* guards what the thread reports */
+} ac__etcd_thread;
+
+/* Make the lock and the stop signal, count a use of e and run main(arg)
+ * on a thread of its own. On failure nothing is left, and the error
+ * names `what` ("etcd watch") and `whose` thread ("the watcher's"). */
+ac_status ac__etcd_thread_start(ac__etcd_thread *t, ac__etcd *e, void *(*main)(void *), void *arg,
+                                const char *what, const char *whose);
+/* Raise the stop and join the thread. Not from the thread itself. */
+void ac__etcd_thread_join(ac__etcd_thread *t);
+/* Once joined: the use of e given back, the stop signal and lock gone. */
+void ac__etcd_thread_fini(ac__etcd_thread *t, ac__etcd *e);
+
 /* ---- backoff -------------------------------------------------------------- */
 
 /* Capped exponential backoff with jitter; one per thread. */

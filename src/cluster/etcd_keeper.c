@@ -20,10 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cluster/etcd_internal.h"
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/sync.h"
 
 struct ac__etcd_reg {
@@ -33,8 +33,7 @@ struct ac__etcd_reg {
     size_t value_len;
     int64_t ttl_s;
     char what[96]; /* "register 'key'" */
-    ac__etcd_stop stop;
-    pthread_t thread;
+    ac__etcd_thread t; /* its lock guards info */
 
     /* The thread's own (read by unregister after the join). */
     int64_t lease;
@@ -43,16 +42,10 @@ struct ac__etcd_reg {
     uint64_t next_keepalive_ms;
     ac__etcd_backoff backoff;
 
-    pthread_mutex_t lock; /* guards info */
     ac__etcd_reg_info info;
 };
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+static uint64_t now_ms(void) { return ac__now_ns() / 1000000u; }
 
 static uint64_t keepalive_interval_ms(const ac__etcd_reg *r)
 {
@@ -64,7 +57,7 @@ static uint64_t keepalive_interval_ms(const ac__etcd_reg *r)
 
 static void set_registered(ac__etcd_reg *r, bool fresh)
 {
-    pthread_mutex_lock(&r->lock);
+    pthread_mutex_lock(&r->t.lock);
     r->info.state = AC__ETCD_REG_REGISTERED;
     r->info.status = AC_OK;
     r->info.lease_id = r->lease;
@@ -72,7 +65,7 @@ static void set_registered(ac__etcd_reg *r, bool fresh)
         r->info.registrations++;
     snprintf(r->info.why, sizeof r->info.why, "registered under lease %" PRId64 " (TTL %" PRId64
              " s)", r->lease, r->granted_ttl_s);
-    pthread_mutex_unlock(&r->lock);
+    pthread_mutex_unlock(&r->t.lock);
 }
 
 /* Record a failure and say so to on_retry; the delay before the next
@@ -80,14 +73,14 @@ static void set_registered(ac__etcd_reg *r, bool fresh)
 static uint64_t note_failure(ac__etcd_reg *r, ac_status st, const char *msg, uint64_t delay_ms)
 {
     uint64_t attempt = r->backoff.attempt;
-    pthread_mutex_lock(&r->lock);
+    pthread_mutex_lock(&r->t.lock);
     r->info.state = AC__ETCD_REG_RETRYING;
     r->info.status = st;
     r->info.lease_id = r->lease;
     r->info.failures++;
     snprintf(r->info.why, sizeof r->info.why, "retrying (attempt %" PRIu64 ", next in %" PRIu64
              " ms): %s", attempt, delay_ms, msg);
-    pthread_mutex_unlock(&r->lock);
+    pthread_mutex_unlock(&r->t.lock);
     const ac__etcd_options *o = &r->e->o;
     if (o->on_retry)
         o->on_retry(&(ac__etcd_retry){.what = r->what, .status = st, .message = msg,
@@ -102,7 +95,7 @@ static void retry_later(ac__etcd_reg *r, ac_status st, const char *msg, uint64_t
     uint64_t delay = ac__etcd_backoff_next(&r->backoff);
     if (delay > cap_ms)
         delay = cap_ms;
-    ac__etcd_stop_sleep(&r->stop, note_failure(r, st, msg, delay));
+    ac__etcd_stop_sleep(&r->t.stop, note_failure(r, st, msg, delay));
 }
 
 /* ---- the steps ------------------------------------------------------------ */
@@ -110,7 +103,7 @@ static void retry_later(ac__etcd_reg *r, ac_status st, const char *msg, uint64_t
 static void grant(ac__etcd_reg *r)
 {
     ac__etcd_err err;
-    ac_status st = ac__etcd_grant_in(r->e, &r->stop, r->ttl_s, &r->lease, &r->granted_ttl_s,
+    ac_status st = ac__etcd_grant_in(r->e, &r->t.stop, r->ttl_s, &r->lease, &r->granted_ttl_s,
                                      &err);
     if (st != AC_OK && st != AC_ETERMINATED)
         retry_later(r, st, err.msg, UINT64_MAX);
@@ -119,7 +112,7 @@ static void grant(ac__etcd_reg *r)
 static void put(ac__etcd_reg *r)
 {
     ac__etcd_err err;
-    ac_status st = ac__etcd_put_in(r->e, &r->stop, r->key, r->value, r->value_len, r->lease,
+    ac_status st = ac__etcd_put_in(r->e, &r->t.stop, r->key, r->value, r->value_len, r->lease,
                                    &err);
     if (st == AC_OK) {
         r->put_done = true;
@@ -138,11 +131,11 @@ static void put(ac__etcd_reg *r)
 static void keep_alive(ac__etcd_reg *r)
 {
     uint64_t now = now_ms();
-    if (now < r->next_keepalive_ms && !ac__etcd_stop_sleep(&r->stop, r->next_keepalive_ms - now))
+    if (now < r->next_keepalive_ms && !ac__etcd_stop_sleep(&r->t.stop, r->next_keepalive_ms - now))
         return;
     ac__etcd_err err;
     int64_t ttl = 0;
-    ac_status st = ac__etcd_keepalive_in(r->e, &r->stop, r->lease, &ttl, &err);
+    ac_status st = ac__etcd_keepalive_in(r->e, &r->t.stop, r->lease, &ttl, &err);
     if (st == AC_OK) {
         r->next_keepalive_ms = now_ms() + keepalive_interval_ms(r);
         if (r->backoff.attempt > 0) {
@@ -165,7 +158,7 @@ static void *keeper_main(void *arg)
 {
     ac__etcd_reg *r = arg;
     ac__thread_name("ac-etcd-keeper");
-    while (!ac__etcd_stop_raised(&r->stop)) {
+    while (!ac__etcd_stop_raised(&r->t.stop)) {
         if (r->lease == 0)
             grant(r);
         else if (!r->put_done)
@@ -243,31 +236,13 @@ ac_status ac__etcd_register(ac__etcd *e, const char *key, const void *value, siz
     ac__etcd_reg *r = reg_new(e, key, value, value_len, ttl_s);
     if (!r)
         return AC_ENOMEM;
-    int rc = pthread_mutex_init(&r->lock, NULL);
-    if (rc != 0) {
-        st = ac__fail(AC_ESYS, "etcd register: cannot make a mutex (error %d)", rc);
-        goto fail_mutex;
-    }
-    st = ac__etcd_stop_init(&r->stop);
-    if (st != AC_OK)
-        goto fail_stop;
-    atomic_fetch_add_explicit(&e->users, 1, memory_order_relaxed);
-    rc = pthread_create(&r->thread, NULL, keeper_main, r);
-    if (rc != 0) {
-        st = ac__fail(AC_ESYS, "etcd register: cannot start the keeper's thread (error %d)", rc);
-        goto fail_thread;
+    st = ac__etcd_thread_start(&r->t, e, keeper_main, r, "etcd register", "the keeper's");
+    if (st != AC_OK) {
+        reg_free(r);
+        return st;
     }
     *reg = r;
     return AC_OK;
-
-fail_thread:
-    atomic_fetch_sub_explicit(&e->users, 1, memory_order_relaxed);
-    ac__etcd_stop_fini(&r->stop);
-fail_stop:
-    pthread_mutex_destroy(&r->lock);
-fail_mutex:
-    reg_free(r);
-    return st;
 }
 
 ac_status ac__etcd_reg_status(ac__etcd_reg *reg, ac__etcd_reg_info *info)
@@ -275,9 +250,9 @@ ac_status ac__etcd_reg_status(ac__etcd_reg *reg, ac__etcd_reg_info *info)
     if (!reg || !info)
         return ac__fail(AC_EINVAL, "etcd registration status: %s is NULL",
                         !reg ? "the registration" : "info");
-    pthread_mutex_lock(&reg->lock);
+    pthread_mutex_lock(&reg->t.lock);
     *info = reg->info;
-    pthread_mutex_unlock(&reg->lock);
+    pthread_mutex_unlock(&reg->t.lock);
     return AC_OK;
 }
 
@@ -285,18 +260,15 @@ ac_status ac__etcd_unregister(ac__etcd_reg *reg)
 {
     if (!reg)
         return AC_OK;
-    if (pthread_equal(pthread_self(), reg->thread))
+    if (pthread_equal(pthread_self(), reg->t.thread))
         return ac__fail(AC_EINVAL, "etcd unregister: called from the keeper's own thread "
                         "(an on_retry callback); call it from another thread");
-    ac__etcd_stop_raise(&reg->stop);
-    pthread_join(reg->thread, NULL);
+    ac__etcd_thread_join(&reg->t);
     ac__etcd_err err;
     ac_status st = reg->lease ? ac__etcd_revoke_in(reg->e, NULL, reg->lease, &err) : AC_OK;
     if (st == AC_ENOTFOUND) /* expired already: the key is gone too */
         st = AC_OK;
-    atomic_fetch_sub_explicit(&reg->e->users, 1, memory_order_relaxed);
-    ac__etcd_stop_fini(&reg->stop);
-    pthread_mutex_destroy(&reg->lock);
+    ac__etcd_thread_fini(&reg->t, reg->e);
     reg_free(reg);
     return st == AC_OK ? AC_OK : ac__fail(st, "%s", err.msg);
 }

@@ -1,7 +1,8 @@
 /*
  * How the keeper's and watcher's threads wait: a stop signal that ends
  * their sleeps and their requests at once, and capped exponential
- * backoff with jitter between their retries.
+ * backoff with jitter between their retries; and how such a thread starts
+ * and ends.
  *
  * A request in progress sits in curl_multi_poll; the signal reaches it
  * through curl_multi_wakeup on the handle the request registered, which
@@ -19,6 +20,7 @@
 #include <time.h>
 
 #include "cluster/etcd_internal.h"
+#include "core/clock.h"
 
 ac_status ac__etcd_stop_init(ac__etcd_stop *s)
 {
@@ -69,15 +71,7 @@ bool ac__etcd_stop_raised(ac__etcd_stop *s)
 
 static struct timespec deadline_after(uint64_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
+    return ac__timespec_of_ns(ac__now_ns() + ms * 1000000ull);
 }
 
 bool ac__etcd_stop_sleep(ac__etcd_stop *s, uint64_t ms)
@@ -109,6 +103,47 @@ void ac__etcd_stop_leave(ac__etcd_stop *s)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* ---- a client's thread ---------------------------------------------------- */
+
+ac_status ac__etcd_thread_start(ac__etcd_thread *t, ac__etcd *e, void *(*main)(void *), void *arg,
+                                const char *what, const char *whose)
+{
+    ac_status st;
+    int rc = pthread_mutex_init(&t->lock, NULL);
+    if (rc != 0)
+        return ac__fail(AC_ESYS, "%s: cannot make a mutex (error %d)", what, rc);
+    st = ac__etcd_stop_init(&t->stop);
+    if (st != AC_OK)
+        goto fail_stop;
+    atomic_fetch_add_explicit(&e->users, 1, memory_order_relaxed);
+    rc = pthread_create(&t->thread, NULL, main, arg);
+    if (rc != 0) {
+        st = ac__fail(AC_ESYS, "%s: cannot start %s thread (error %d)", what, whose, rc);
+        goto fail_thread;
+    }
+    return AC_OK;
+
+fail_thread:
+    atomic_fetch_sub_explicit(&e->users, 1, memory_order_relaxed);
+    ac__etcd_stop_fini(&t->stop);
+fail_stop:
+    pthread_mutex_destroy(&t->lock);
+    return st;
+}
+
+void ac__etcd_thread_join(ac__etcd_thread *t)
+{
+    ac__etcd_stop_raise(&t->stop);
+    pthread_join(t->thread, NULL);
+}
+
+void ac__etcd_thread_fini(ac__etcd_thread *t, ac__etcd *e)
+{
+    atomic_fetch_sub_explicit(&e->users, 1, memory_order_relaxed);
+    ac__etcd_stop_fini(&t->stop);
+    pthread_mutex_destroy(&t->lock);
+}
+
 /* ---- backoff ------------------------------------------------------------ */
 
 static uint64_t rng_next(uint64_t *x)
@@ -126,9 +161,7 @@ void ac__etcd_backoff_init(ac__etcd_backoff *b, const ac__etcd_options *o)
     b->attempt = 0;
     b->next_ms = o->backoff_initial_ms;
     if (getrandom(&b->rng, sizeof b->rng, GRND_NONBLOCK) != (ssize_t)sizeof b->rng) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        b->rng = (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)b;
+        b->rng = ac__now_ns() ^ (uint64_t)(uintptr_t)b;
     }
     if (b->rng == 0)
         b->rng = 0x9E3779B97F4A7C15ull;

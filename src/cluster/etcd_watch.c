@@ -40,8 +40,7 @@ struct ac__etcd_watch {
     char what[96]; /* "watch 'prefix'" */
     ac__etcd_event_fn on_event;
     void *user;
-    ac__etcd_stop stop;
-    pthread_t thread;
+    ac__etcd_thread t; /* its lock guards info */
 
     /* The thread's own. */
     known *keys; /* sorted by key */
@@ -52,7 +51,6 @@ struct ac__etcd_watch {
     ac_status stream_st;    /* why the stream's consumer ended it */
     ac__etcd_err stream_err;
 
-    pthread_mutex_t lock; /* guards info */
     ac__etcd_watch_info info;
 };
 
@@ -64,43 +62,43 @@ static void set_state(ac__etcd_watch *w, ac__etcd_watch_state state, const char 
 static void set_state(ac__etcd_watch *w, ac__etcd_watch_state state, const char *fmt, ...)
 {
     va_list ap;
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->t.lock);
     w->info.state = state;
     w->info.status = AC_OK;
     va_start(ap, fmt);
     vsnprintf(w->info.why, sizeof w->info.why, fmt, ap);
     va_end(ap);
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->t.lock);
 }
 
 /* The revision and key count, after a change. */
 static void note_progress(ac__etcd_watch *w, bool listed)
 {
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->t.lock);
     w->info.revision = w->revision;
     w->info.keys = w->nkeys;
     if (listed)
         w->info.lists++;
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->t.lock);
 }
 
 static void retry_later(ac__etcd_watch *w, ac_status st, const char *msg)
 {
     uint64_t delay = ac__etcd_backoff_next(&w->backoff);
     uint64_t attempt = w->backoff.attempt;
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->t.lock);
     w->info.state = AC__ETCD_WATCH_RETRYING;
     w->info.status = st;
     w->info.failures++;
     snprintf(w->info.why, sizeof w->info.why, "retrying (attempt %" PRIu64 ", next in %" PRIu64
              " ms): %s", attempt, delay, msg);
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->t.lock);
     const ac__etcd_options *o = &w->e->o;
     if (o->on_retry)
         o->on_retry(&(ac__etcd_retry){.what = w->what, .status = st, .message = msg,
                                       .attempt = attempt, .delay_ms = delay},
                     o->user);
-    ac__etcd_stop_sleep(&w->stop, delay);
+    ac__etcd_stop_sleep(&w->t.stop, delay);
 }
 
 /* ---- the keys told ------------------------------------------------------------ */
@@ -224,7 +222,7 @@ static ac_status relist(ac__etcd_watch *w, ac__etcd_err *err)
 {
     set_state(w, AC__ETCD_WATCH_LISTING, "listing the prefix");
     ac__etcd_kvs kvs;
-    ac_status st = ac__etcd_get_prefix_in(w->e, &w->stop, w->prefix, &kvs, err);
+    ac_status st = ac__etcd_get_prefix_in(w->e, &w->t.stop, w->prefix, &kvs, err);
     if (st != AC_OK)
         return st;
     known *next = ac__calloc(kvs.count ? kvs.count : 1, sizeof *next);
@@ -349,7 +347,7 @@ static ac_status watch_stream(ac__etcd_watch *w, ac__etcd_err *err)
     json_decref(create);
     w->created = false;
     w->stream_st = AC_OK;
-    ac_status st = ac__etcd_stream(w->e, &w->stop, w->what, "/v3/watch", body, on_line, w, err);
+    ac_status st = ac__etcd_stream(w->e, &w->t.stop, w->what, "/v3/watch", body, on_line, w, err);
     if (st == AC_OK) { /* the line handler ended it, and said why */
         *err = w->stream_err;
         st = w->stream_st;
@@ -361,7 +359,7 @@ static void *watch_main(void *arg)
 {
     ac__etcd_watch *w = arg;
     ac__thread_name("ac-etcd-watch");
-    while (!ac__etcd_stop_raised(&w->stop)) {
+    while (!ac__etcd_stop_raised(&w->t.stop)) {
         ac__etcd_err err;
         ac_status st = relist(w, &err);
         if (st == AC_OK)
@@ -418,32 +416,13 @@ ac_status ac__etcd_watch_prefix(ac__etcd *e, const char *prefix, ac__etcd_event_
     ac__etcd_watch *w = watch_new(e, prefix, on_event, user);
     if (!w)
         return AC_ENOMEM;
-    ac_status st;
-    int rc = pthread_mutex_init(&w->lock, NULL);
-    if (rc != 0) {
-        st = ac__fail(AC_ESYS, "etcd watch: cannot make a mutex (error %d)", rc);
-        goto fail_mutex;
-    }
-    st = ac__etcd_stop_init(&w->stop);
-    if (st != AC_OK)
-        goto fail_stop;
-    atomic_fetch_add_explicit(&e->users, 1, memory_order_relaxed);
-    rc = pthread_create(&w->thread, NULL, watch_main, w);
-    if (rc != 0) {
-        st = ac__fail(AC_ESYS, "etcd watch: cannot start the watcher's thread (error %d)", rc);
-        goto fail_thread;
+    ac_status st = ac__etcd_thread_start(&w->t, e, watch_main, w, "etcd watch", "the watcher's");
+    if (st != AC_OK) {
+        watch_free(w);
+        return st;
     }
     *out = w;
     return AC_OK;
-
-fail_thread:
-    atomic_fetch_sub_explicit(&e->users, 1, memory_order_relaxed);
-    ac__etcd_stop_fini(&w->stop);
-fail_stop:
-    pthread_mutex_destroy(&w->lock);
-fail_mutex:
-    watch_free(w);
-    return st;
 }
 
 ac_status ac__etcd_watch_status(ac__etcd_watch *w, ac__etcd_watch_info *info)
@@ -451,9 +430,9 @@ ac_status ac__etcd_watch_status(ac__etcd_watch *w, ac__etcd_watch_info *info)
     if (!w || !info)
         return ac__fail(AC_EINVAL, "etcd watch status: %s is NULL",
                         !w ? "the watcher" : "info");
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->t.lock);
     *info = w->info;
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->t.lock);
     return AC_OK;
 }
 
@@ -461,14 +440,11 @@ ac_status ac__etcd_watch_stop(ac__etcd_watch *w)
 {
     if (!w)
         return AC_OK;
-    if (pthread_equal(pthread_self(), w->thread))
+    if (pthread_equal(pthread_self(), w->t.thread))
         return ac__fail(AC_EINVAL, "etcd watch stop: called from the watcher's own thread "
                         "(an on_event or on_retry callback); call it from another thread");
-    ac__etcd_stop_raise(&w->stop);
-    pthread_join(w->thread, NULL);
-    atomic_fetch_sub_explicit(&w->e->users, 1, memory_order_relaxed);
-    ac__etcd_stop_fini(&w->stop);
-    pthread_mutex_destroy(&w->lock);
+    ac__etcd_thread_join(&w->t);
+    ac__etcd_thread_fini(&w->t, w->e);
     watch_free(w);
     return AC_OK;
 }

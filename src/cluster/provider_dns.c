@@ -38,6 +38,7 @@ static const void *dns_options_of(const ac_cluster_options *o) { return o->dns_o
 #ifdef ACTORC_CLUSTER_HAVE_DNS
 
 #include "cluster/dns_resolve.h"
+#include "core/clock.h"
 
 #define DEFAULT_INTERVAL_MS 5000
 #define MAX_SERVERS 8
@@ -156,14 +157,8 @@ static void report(dns_state *s, const ac__dns_result *r)
 /* Wait an interval, or until stopping. True when stopping. */
 static bool sleep_interval(dns_state *s)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += s->interval_ms / 1000;
-    until.tv_nsec += (long)(s->interval_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until =
+        ac__timespec_of_ns(ac__now_ns() + (uint64_t)s->interval_ms * 1000000ull);
     pthread_mutex_lock(&s->lock);
     while (!s->stopping && pthread_cond_timedwait(&s->wake, &s->lock, &until) == 0)
         ;

@@ -152,7 +152,7 @@ static bool parse_node_id(const etcd_state *e, const char *key, char *address,
         return false;
     memcpy(address, id, (size_t)(dash - id));
     address[dash - id] = '\0';
-    return ac__cluster_address_ok(address);
+    return ac__host_port_ok(address);
 }
 
 /* Is the value a member's, matching its key? False when it is

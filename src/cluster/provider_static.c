@@ -32,7 +32,7 @@ static ac_status static_check(const void *options)
     if (!o)
         return AC_OK;
     return ac__provider_check_list(o->seeds, o->seeds_count, "static_options.seeds", MAX_SEEDS,
-                                   ac__cluster_address_ok, "host:port (port 1..65535)");
+                                   ac__host_port_ok, "host:port (port 1..65535)");
 }
 
 static void static_free(void *state)

@@ -29,6 +29,11 @@
 #define AC__LIKELY(x) __builtin_expect(!!(x), 1)
 #define AC__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define AC__NOINLINE __attribute__((noinline))
+/* A static function of an internal header that gives the files of one
+ * module what was static in one file: compiled as it was there (no
+ * `inline`, which would change the compiler's inlining choices on a hot
+ * path), and no warning in a file that does not call it. */
+#define AC__MODULE_STATIC static __attribute__((unused))
 /* For thread-locals on hot paths (a few words each): the model that reads
  * them straight off the thread pointer, also in the shared library. */
 #define AC__TLS_FAST __attribute__((tls_model("initial-exec")))

@@ -19,7 +19,10 @@
 #include "core/last_error.h"
 #include "core/system_internal.h"
 
-ac_msg *ac__ext_node_take(ac__node *node, ac_ref **sender) { return ac__node_take_msg(node, sender); }
+ac_msg *ac__ext_node_take(ac__mailbox_node *node, ac_ref **sender)
+{
+    return ac__mailbox_node_take_msg(node, sender);
+}
 
 /* ---- paths ------------------------------------------------------------ */
 
@@ -285,7 +288,7 @@ bool ac__ext_ref_is_dead(const ac_ref *ref) { return ac__ref_is_dead(ref); }
 void ac__ext_dead_letter(ac_system *sys, ac_msg *msg, ac_ref *sender, ac_ref *recipient,
                          const char *why)
 {
-    ac__node *node = ac__node_make(msg, sender);
+    ac__mailbox_node *node = ac__mailbox_node_make(msg, sender);
     if (AC__UNLIKELY(!node)) { /* an ask waiting for it must still be told */
         if (sender && sender->ops->undeliverable)
             sender->ops->undeliverable(sender, recipient, why);

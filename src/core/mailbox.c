@@ -35,17 +35,17 @@ static void push_link(ac__mailbox *mb, ac__link *link)
     atomic_store_explicit(&prev->next, link, memory_order_release);
 }
 
-void ac__mailbox_push(ac__mailbox *mb, ac__node *node)
+void ac__mailbox_push(ac__mailbox *mb, ac__mailbox_node *node)
 {
     push_link(mb, &node->link);
 }
 
 /* The link is a node's first member. */
-static ac__node *node_of(ac__link *link) { return (ac__node *)(void *)link; }
+static ac__mailbox_node *node_of(ac__link *link) { return (ac__mailbox_node *)(void *)link; }
 
 /* Every acquire load of a `next` pairs with push_link's release store of
  * prev->next: a node seen linked is seen whole. */
-ac__node *ac__mailbox_pop(ac__mailbox *mb)
+ac__mailbox_node *ac__mailbox_pop(ac__mailbox *mb)
 {
     ac__link *tail = mb->tail;
     ac__link *next = atomic_load_explicit(&tail->next, memory_order_acquire);

@@ -17,9 +17,9 @@ typedef struct ac__mailbox {
 
 void ac__mailbox_init(ac__mailbox *mb);
 /* Any thread. */
-void ac__mailbox_push(ac__mailbox *mb, ac__node *node);
+void ac__mailbox_push(ac__mailbox *mb, ac__mailbox_node *node);
 /* Consumer only. NULL when empty (or when a push is half done). */
-ac__node *ac__mailbox_pop(ac__mailbox *mb);
+ac__mailbox_node *ac__mailbox_pop(ac__mailbox *mb);
 /* Consumer only: may the queue hold something (including a push in
  * progress)? Sequentially consistent with producers' pushes. */
 bool ac__mailbox_maybe_nonempty(ac__mailbox *mb);

@@ -147,9 +147,9 @@ void ac__self_credit_give_back(void)
     ac__credit.n = 0;
 }
 
-ac__node *ac__node_make(ac_msg *msg, ac_ref *sender)
+ac__mailbox_node *ac__mailbox_node_make(ac_msg *msg, ac_ref *sender)
 {
-    ac__node *node;
+    ac__mailbox_node *node;
     /* Acquire pairs with the release in ac_msg_release: once we see 1, the
      * last user of the embedded node is done with it. */
     if (atomic_load_explicit(&msg->refs, memory_order_acquire) == 1) {
@@ -167,7 +167,7 @@ ac__node *ac__node_make(ac_msg *msg, ac_ref *sender)
     return node;
 }
 
-ac_msg *ac__node_take_msg(ac__node *node, ac_ref **sender_out)
+ac_msg *ac__mailbox_node_take_msg(ac__mailbox_node *node, ac_ref **sender_out)
 {
     ac_msg *msg = node->msg;
     ac_ref *sender = node->sender;
@@ -180,9 +180,9 @@ ac_msg *ac__node_take_msg(ac__node *node, ac_ref **sender_out)
     return msg;
 }
 
-void ac__node_free(ac__node *node)
+void ac__mailbox_node_free(ac__mailbox_node *node)
 {
-    ac_msg_release(ac__node_take_msg(node, NULL));
+    ac_msg_release(ac__mailbox_node_take_msg(node, NULL));
 }
 
 /* ---- built-in types ---------------------------------------------------- */

@@ -8,23 +8,25 @@
 
 #include "core/base.h"
 
-/* A queue node: one message on its way to one receiver. Every message has
- * one embedded in it, used when the message is sent by its only owner (the
- * common case); a shared message sent again gets a separate envelope. */
+/* A mailbox node: one message on its way to one receiver, linked into a
+ * mailbox by `link` (no relation to ac_node, a remote node). Every message
+ * has one embedded in it, used when the message is sent by its only owner
+ * (the common case); a shared message sent again gets a separate
+ * envelope. */
 typedef struct ac__link {
     _Atomic(struct ac__link *) next;
 } ac__link;
 
-typedef struct ac__node {
+typedef struct ac__mailbox_node {
     ac__link link; /* first: a queue's link is its node */
     ac_msg *msg;
     ac_ref *sender; /* retained, or NULL */
-} ac__node;
+} ac__mailbox_node;
 
 #define AC__MSG_IMMORTAL UINT32_MAX
 
 struct ac_msg {
-    ac__node node;
+    ac__mailbox_node node;
     const ac_msg_type *type;
     atomic_uint refs; /* AC__MSG_IMMORTAL: static, never freed */
     uint32_t pad;
@@ -34,7 +36,7 @@ struct ac_msg {
 
 /* Wrap `msg` (consumed) and `sender` (borrowed, retained) in a node. NULL
  * when out of memory (msg is then released). */
-ac__node *ac__node_make(ac_msg *msg, ac_ref *sender);
+ac__mailbox_node *ac__mailbox_node_make(ac_msg *msg, ac_ref *sender);
 /* Self-references taken in advance for the running turn's sends (see
  * msg.c). `ref` is NULL or the running actor (set at its first send as
  * sender, cleared after its turn); `sent` counts its sends retained one by
@@ -57,9 +59,9 @@ static inline void ac__self_credit_flush(void)
     }
 }
 /* Release the node's message, sender and the node itself. */
-void ac__node_free(ac__node *node);
+void ac__mailbox_node_free(ac__mailbox_node *node);
 /* Detach a node from its message: frees a separate envelope, releases the
  * sender; the message reference is handed to the caller. */
-ac_msg *ac__node_take_msg(ac__node *node, ac_ref **sender_out);
+ac_msg *ac__mailbox_node_take_msg(ac__mailbox_node *node, ac_ref **sender_out);
 
 #endif

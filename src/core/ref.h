@@ -18,7 +18,7 @@ typedef enum ac__ref_kind {
 typedef struct ac__ref_ops {
     ac__ref_kind kind;
     /* Deliver a node (consumed). */
-    void (*deliver)(ac_ref *self, ac__node *node);
+    void (*deliver)(ac_ref *self, ac__mailbox_node *node);
     /* Free the object once its last reference is gone. */
     void (*destroy)(ac_ref *self);
     const char *(*path)(const ac_ref *self);

@@ -26,9 +26,9 @@
 
 static void drain_queues(ac__actor *a)
 {
-    ac__node *node;
+    ac__mailbox_node *node;
     while ((node = ac__mailbox_pop(&a->mailbox)))
-        ac__node_free(node);
+        ac__mailbox_node_free(node);
     /* Acquire pairs with the pushers' CAS in ac__actor_push_sys. */
     ac__sysmsg *m = atomic_exchange_explicit(&a->sysq, NULL, memory_order_acquire);
     while (m) {

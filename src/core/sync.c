@@ -32,8 +32,6 @@
 #include "core/clock.h"
 #include "core/sync.h"
 
-#define NS_PER_S 1000000000ull
-
 ac_status ac__pthread_fail(int rc, const char *what)
 {
     if (rc == 0)
@@ -83,14 +81,9 @@ ac_status ac__cond_init(pthread_cond_t *c, bool monotonic, const char *what)
     return ac__pthread_fail(rc, what);
 }
 
-static struct timespec timespec_of(uint64_t ns)
-{
-    return (struct timespec){.tv_sec = (time_t)(ns / NS_PER_S), .tv_nsec = (long)(ns % NS_PER_S)};
-}
-
 void ac__cond_wait_until_ns(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t deadline_ns)
 {
-    struct timespec ts = timespec_of(deadline_ns);
+    struct timespec ts = ac__timespec_of_ns(deadline_ns);
     pthread_cond_timedwait(cond, lock, &ts);
 }
 
@@ -116,7 +109,7 @@ void ac__futex_wait_until_ns(atomic_int *addr, int seen, uint64_t deadline_ns)
         uint64_t now = ac__now_ns();
         if (now >= deadline_ns)
             return;
-        ts = timespec_of(deadline_ns - now); /* FUTEX_WAIT's timeout is relative */
+        ts = ac__timespec_of_ns(deadline_ns - now); /* FUTEX_WAIT's timeout is relative */
         tsp = &ts;
     }
     syscall(SYS_futex, (int *)addr, FUTEX_WAIT_PRIVATE, seen, tsp, NULL, 0);

@@ -385,15 +385,15 @@ ac_error *ac__undeliverable_error(const ac_ref *recipient, const char *why)
     return err;
 }
 
-void ac__dead_letter(ac_system *sys, ac__node *node, ac_ref *recipient)
+void ac__dead_letter(ac_system *sys, ac__mailbox_node *node, ac_ref *recipient)
 {
     ac__dead_letter_why(sys, node, recipient, NULL);
 }
 
-void ac__dead_letter_why(ac_system *sys, ac__node *node, ac_ref *recipient, const char *why)
+void ac__dead_letter_why(ac_system *sys, ac__mailbox_node *node, ac_ref *recipient, const char *why)
 {
     ac_ref *sender;
-    ac_msg *msg = ac__node_take_msg(node, &sender);
+    ac_msg *msg = ac__mailbox_node_take_msg(node, &sender);
     if (msg->type == &ac_msg_type_terminated) {
         /* A death notice for a watcher that has itself stopped (a parent
          * watching its children, typically) is of no use to anyone. */

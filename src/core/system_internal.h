@@ -52,10 +52,11 @@ struct ac_system {
 void ac__registry_add(ac_system *sys, ac__actor *a);
 void ac__registry_remove(ac_system *sys, ac__actor *a);
 /* Count, log and publish one undeliverable message. Consumes node. */
-void ac__dead_letter(ac_system *sys, ac__node *node, ac_ref *recipient);
+void ac__dead_letter(ac_system *sys, ac__mailbox_node *node, ac_ref *recipient);
 /* The same, with the reason it was not delivered (NULL: the recipient had
  * stopped), told to a sender that waits for an answer. */
-void ac__dead_letter_why(ac_system *sys, ac__node *node, ac_ref *recipient, const char *why);
+void ac__dead_letter_why(ac_system *sys, ac__mailbox_node *node, ac_ref *recipient,
+                         const char *why);
 /* The error an ask gets for a request that was not delivered:
  * ActorStoppedError (why == NULL) or UndeliverableError. */
 ac_error *ac__undeliverable_error(const ac_ref *recipient, const char *why);

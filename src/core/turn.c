@@ -46,7 +46,7 @@ void ac__actor_schedule(ac__actor *a)
     ac__scheduler_push(a->ref.system->sched, a, ac__tls_actor != NULL);
 }
 
-void ac__actor_deliver(ac_ref *self, ac__node *node)
+void ac__actor_deliver(ac_ref *self, ac__mailbox_node *node)
 {
     ac__actor *a = (ac__actor *)self;
     /* Acquire pairs with set_state's release store of DEAD (lifecycle.c). */
@@ -60,9 +60,9 @@ void ac__actor_deliver(ac_ref *self, ac__node *node)
     ac__actor_schedule(a);
 }
 
-static ac__node *pop_message(ac__actor *a)
+static ac__mailbox_node *pop_message(ac__actor *a)
 {
-    ac__node *node = ac__mailbox_pop(&a->mailbox);
+    ac__mailbox_node *node = ac__mailbox_pop(&a->mailbox);
     if (AC__UNLIKELY(a->count_mailbox) && node)
         atomic_fetch_sub_explicit(&a->mailbox_len, 1, memory_order_relaxed);
     return node;
@@ -132,9 +132,9 @@ void ac__actor_push_sysmsg(ac__actor *a, ac__sysmsg *m)
 static AC__NOINLINE ac_status tell_admitted(ac_ref *target, ac_msg *msg, ac_ref *sender)
 {
     ac_status st = target->ops->admit(target, msg);
-    ac__node *node = ac__node_make(msg, sender);
+    ac__mailbox_node *node = ac__mailbox_node_make(msg, sender);
     if (AC__UNLIKELY(!node))
-        return AC_ENOMEM; /* msg released, error recorded by ac__node_make */
+        return AC_ENOMEM; /* msg released, error recorded by ac__mailbox_node_make */
     if (st == AC_OK) {
         target->ops->deliver(target, node);
         return AC_OK;
@@ -172,9 +172,9 @@ ac_status ac_tell(ac_ref *target, ac_msg *msg, ac_ref *sender)
     }
     if (AC__UNLIKELY(target->ops->admit != NULL))
         return tell_admitted(target, msg, sender);
-    ac__node *node = ac__node_make(msg, sender);
+    ac__mailbox_node *node = ac__mailbox_node_make(msg, sender);
     if (AC__UNLIKELY(!node))
-        return AC_ENOMEM; /* msg released, error recorded by ac__node_make */
+        return AC_ENOMEM; /* msg released, error recorded by ac__mailbox_node_make */
     target->ops->deliver(target, node);
     return AC_OK;
 }
@@ -188,9 +188,9 @@ ac_status ac_reply(ac_ctx *ctx, ac_msg *msg)
     if (!ctx->sender) {
         if (!msg)
             return ac__fail(AC_EINVAL, "ac_reply: message is NULL");
-        ac__node *node = ac__node_make(msg, &ctx->self->ref);
+        ac__mailbox_node *node = ac__mailbox_node_make(msg, &ctx->self->ref);
         if (!node)
-            return AC_ENOMEM; /* msg released, error recorded by ac__node_make */
+            return AC_ENOMEM; /* msg released, error recorded by ac__mailbox_node_make */
         ac__dead_letter(ctx->self->ref.system, node, NULL);
         return AC_OK;
     }
@@ -261,10 +261,10 @@ static AC__NOINLINE bool request_cancelled(ac_ref *sender)
     return sender && sender->ops->cancelled && sender->ops->cancelled(sender, true);
 }
 
-static void dispatch(ac__actor *a, ac__node *node, sender_refs *held)
+static void dispatch(ac__actor *a, ac__mailbox_node *node, sender_refs *held)
 {
     ac_ref *sender;
-    ac_msg *msg = ac__node_take_msg(node, &sender);
+    ac_msg *msg = ac__mailbox_node_take_msg(node, &sender);
     if (AC__UNLIKELY(msg->type == &ac_msg_type_poison_pill)) {
         ac__actor_begin_stop(a);
     } else if (AC__UNLIKELY(msg->type == &ac_msg_type_terminated) &&
@@ -288,7 +288,7 @@ static void dispatch(ac__actor *a, ac__node *node, sender_refs *held)
 
 static void drain_to_dead_letters(ac__actor *a)
 {
-    ac__node *node;
+    ac__mailbox_node *node;
     while ((node = pop_message(a)))
         ac__dead_letter(a->ref.system, node, &a->ref);
 }
@@ -338,7 +338,7 @@ void ac__actor_turn(ac__actor *a, int batch)
     for (int i = 0; i < batch && state_of(a) == AC__ACTOR_RUNNING; i++) {
         if (atomic_load_explicit(&a->sysq, memory_order_relaxed) && drain_sys(a))
             continue;
-        ac__node *node = pop_message(a);
+        ac__mailbox_node *node = pop_message(a);
         if (!node)
             break;
         dispatch(a, node, &held);

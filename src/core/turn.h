@@ -19,7 +19,7 @@ void ac__actor_turn(ac__actor *actor, int batch);
 void ac__actor_schedule(ac__actor *actor);
 /* The actor ref kind's deliver: enqueue and schedule, or a dead letter
  * once the actor is dead. Consumes node. Any thread. */
-void ac__actor_deliver(ac_ref *self, ac__node *node);
+void ac__actor_deliver(ac_ref *self, ac__mailbox_node *node);
 /* How many messages wait at `ref`, as far as can be told without
  * walking its mailbox: for an actor that counts them (ac__props_count_
  * mailbox; the count lives in the cell, kept by delivery and the turn)

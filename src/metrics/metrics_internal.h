@@ -101,10 +101,23 @@ struct ac__metrics {
  * thread. */
 ac__metrics *ac__metrics_of(const ac_system *sys);
 
+static inline const char *ac__metric_kind_name(ac__metric_kind kind)
+{
+    return kind == AC__METRIC_COUNTER ? "counter" : kind == AC__METRIC_GAUGE ? "gauge" : "histogram";
+}
+
 /* registry.c */
 ac_metric_family *ac__family_register(ac__metrics *reg, ac__metric_kind kind, const char *name,
                                       const ac_metric_options *options, bool sharded);
 void ac__family_destroy(ac_metric_family *f);
+
+/* series.c. Find or create a series (values: f->nlabels strings); NULL
+ * with the error when at the family's cap or out of memory. Any thread. */
+ac__series *ac__series_get(ac_metric_family *f, const char *const *values);
+/* The series with these values, or NULL; never creates. Lock-free. */
+ac__series *ac__series_find(ac_metric_family *f, const char *const *values);
+/* Free a series (teardown). */
+void ac__series_free(const ac_metric_family *f, ac__series *s);
 uint64_t ac__counter_read(const ac_counter *c);
 double ac__bits_to_double(uint64_t bits);
 

@@ -1,5 +1,7 @@
 /*
- * Circuit breaker: the state machine, its events, and calls through it.
+ * Circuit breaker: the state machine. Its changes are told by
+ * breaker_events.c, a breaker is made and freed by breaker_create.c, and
+ * calls go through it in breaker_call.c.
  *
  * State lives in one atomic word: the state (closed, half-open, open), a
  * probe-in-flight bit, the consecutive failures counted while closed, and
@@ -34,18 +36,13 @@
  */
 #include <math.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/last_error.h"
 #include "core/clock.h"
 #include "core/ref.h"
-#include "core/sync.h"
-#include "core/system_internal.h"
 #include "core/timers.h"
-#include "core/turn.h"
-#include "patterns/breaker_internal.h"
+#include "patterns/breaker_state.h"
 
 /* ---- the state word --------------------------------------------------- */
 
@@ -71,62 +68,6 @@ static uint64_t permit_word(uint64_t epoch, bool probe) { return epoch << 1 | (p
 static uint64_t permit_epoch(const ac_breaker_permit *p) { return p->word >> 1; }
 static bool permit_probe(const ac_breaker_permit *p) { return p->word & 1; }
 
-/* ---- the breaker ------------------------------------------------------ */
-
-typedef enum outcome {
-    OUT_SUCCESS,
-    OUT_FAILURE,
-    OUT_TIMEOUT,
-    OUT_IGNORED,
-    OUT_REJECTED,
-    OUT_COUNT
-} outcome;
-
-static const char *const outcome_names[OUT_COUNT] = {"success", "failure", "timeout", "ignored",
-                                                     "rejected"};
-
-typedef struct probe_timer probe_timer;
-
-struct ac_breaker {
-    ac_ref ref; /* the breaker's reference count; answers refused asks */
-    /* Holds taken with ac_breaker_retain (the creator's, a router's, a
-     * gather's), a subset of `ref`'s count. When the last goes, nobody can
-     * call through the breaker again: its probe timer is cancelled rather
-     * than left armed for up to a reset timeout, keeping it alive. */
-    atomic_uint handles;
-    _Atomic uint64_t word;
-    atomic_int_least64_t open_until_ms; /* published by `word` (see the top) */
-    atomic_int_least64_t opened_at_ms;
-    /* configuration, fixed at creation */
-    char *name;
-    int max_failures;
-    uint32_t call_timeout_ms, reset_timeout_ms, max_reset_timeout_ms;
-    double backoff, random_factor;
-    ac_breaker_failure_fn is_failure;
-    void *is_failure_user;
-    ac_breaker_transition_fn on_transition;
-    void *on_transition_user;
-    /* under lock */
-    pthread_mutex_t lock;
-    /* reset timeout of the next open period, before jitter; and the opens
-     * so far. Written under the lock, read without it (ac_breaker_get_info
-     * may be called from a transition callback, which holds the lock). */
-    atomic_int_least64_t backoff_ms;
-    uint64_t rng;
-    atomic_uint_least64_t opened;
-    ac__refset subscribers;
-    probe_timer *probe; /* the armed probe timer, if any */
-    bool abandoned;     /* no handle left: arm no more probe timers */
-    /* the open error, made at most once per epoch and ms (under cache_lock) */
-    atomic_flag cache_lock;
-    ac_error *cached;
-    uint64_t cached_epoch;
-    int64_t cached_ms;
-    /* metrics; NULL when off */
-    ac_gauge *state_gauge;
-    ac_counter *calls[OUT_COUNT];
-    ac_counter *transitions[3];
-};
 
 /* acquire: pairs with cas_word, so that what was written before a change
  * (open_until_ms, opened_at_ms) is seen with it. */
@@ -142,70 +83,6 @@ static bool cas_word(ac_breaker *b, uint64_t *w, uint64_t next)
 {
     return atomic_compare_exchange_strong_explicit(&b->word, w, next, memory_order_acq_rel,
                                                    memory_order_acquire);
-}
-
-const char *ac_breaker_state_name(ac_breaker_state s)
-{
-    switch (s) {
-    case AC_BREAKER_CLOSED:
-        return "closed";
-    case AC_BREAKER_HALF_OPEN:
-        return "half-open";
-    case AC_BREAKER_OPEN:
-        return "open";
-    }
-    return "unknown";
-}
-
-static int64_t now_ms(const ac_breaker *b) { return ac_clock_now_ms(b->ref.system); }
-
-static void count(ac_breaker *b, outcome o) { ac_counter_inc(b->calls[o]); }
-
-/* ---- transition messages ---------------------------------------------- */
-
-static void transition_destroy(void *payload, size_t size)
-{
-    (void)size;
-    ac_ref_release(&((ac_breaker_transition *)payload)->breaker->ref); /* not a handle */
-}
-
-const ac_msg_type ac_msg_type_breaker_transition = {.name = "actorc.BreakerTransition",
-                                                    .destroy = transition_destroy};
-
-const ac_breaker_transition *ac_breaker_transition_of(const ac_msg *msg)
-{
-    ac__clear_status();
-    if (!ac_msg_is(msg, &ac_msg_type_breaker_transition))
-        return ac__fail_null(msg ? AC_ETYPE : AC_EINVAL,
-                             "ac_breaker_transition_of: message is %s, not a transition",
-                             ac_msg_type_name(msg));
-    return ac_msg_data(msg);
-}
-
-static void tell_subscribers(ac_breaker *b, const ac_breaker_transition *t)
-{
-    for (uint32_t i = 0; i < b->subscribers.count; i++) {
-        ac_msg *m = ac_msg_new(&ac_msg_type_breaker_transition, sizeof *t);
-        if (!m)
-            continue;
-        ac_breaker_transition *p = ac_msg_payload(m);
-        *p = *t;
-        ac_ref_retain(&b->ref);
-        ac_tell(b->subscribers.items[i], m, NULL);
-    }
-}
-
-/* Announce a change. Call with the lock held, after the word changed. */
-static void announce(ac_breaker *b, ac_breaker_state from, ac_breaker_state to)
-{
-    ac_gauge_set(b->state_gauge, (double)to);
-    ac_counter_inc(b->transitions[to]);
-    ac_breaker_transition t = {.breaker = b, .from = from, .to = to, .at_ms = now_ms(b)};
-    if (to == AC_BREAKER_OPEN)
-        t.next_probe_ms = atomic_load_explicit(&b->open_until_ms, memory_order_relaxed);
-    if (b->on_transition)
-        b->on_transition(b, from, to, b->on_transition_user);
-    tell_subscribers(b, &t);
 }
 
 /* ---- opening ---------------------------------------------------------- */
@@ -241,7 +118,7 @@ static int64_t open_period(ac_breaker *b)
 
 /* Cancel the armed probe timer, if any: one is armed at a time. False
  * when it is firing now (it then clears itself). Call with the lock held. */
-static void cancel_probe_locked(ac_breaker *b)
+void ac__breaker_cancel_probe_locked(ac_breaker *b)
 {
     probe_timer *pt = b->probe;
     if (!pt)
@@ -255,7 +132,7 @@ static void cancel_probe_locked(ac_breaker *b)
 
 static void arm_probe_timer(ac_breaker *b, uint64_t epoch, int64_t delay_ms)
 {
-    cancel_probe_locked(b); /* an earlier period's, its probe taken early */
+    ac__breaker_cancel_probe_locked(b); /* an earlier period's, its probe taken early */
     if (b->abandoned)
         return; /* nobody can call through it: nothing to move on for */
     probe_timer *pt = ac__calloc(1, sizeof *pt);
@@ -273,7 +150,7 @@ static void arm_probe_timer(ac_breaker *b, uint64_t epoch, int64_t delay_ms)
  * the word moved meanwhile. Call with the lock held. */
 static bool open_locked(ac_breaker *b, uint64_t w)
 {
-    int64_t now = now_ms(b);
+    int64_t now = ac__breaker_now_ms(b);
     int64_t period = open_period(b);
     atomic_store_explicit(&b->opened_at_ms, now, memory_order_relaxed);
     atomic_store_explicit(&b->open_until_ms, now + period, memory_order_relaxed);
@@ -283,7 +160,7 @@ static bool open_locked(ac_breaker *b, uint64_t w)
         return false;
     atomic_fetch_add_explicit(&b->opened, 1, memory_order_relaxed);
     arm_probe_timer(b, word_epoch(next), period);
-    announce(b, word_state(w), AC_BREAKER_OPEN);
+    ac__breaker_announce(b, word_state(w), AC_BREAKER_OPEN);
     return true;
 }
 
@@ -294,7 +171,7 @@ static bool half_open_locked(ac_breaker *b, uint64_t w, bool as_probe)
     uint64_t next = word_next(w, AC_BREAKER_HALF_OPEN) | (as_probe ? PROBE_BIT : 0);
     if (!cas_word(b, &w, next))
         return false;
-    announce(b, AC_BREAKER_OPEN, AC_BREAKER_HALF_OPEN);
+    ac__breaker_announce(b, AC_BREAKER_OPEN, AC_BREAKER_HALF_OPEN);
     return true;
 }
 
@@ -332,7 +209,7 @@ static void close_locked(ac_breaker *b, uint64_t w)
     if (!cas_word(b, &w, next))
         return;
     atomic_store_explicit(&b->backoff_ms, b->reset_timeout_ms, memory_order_relaxed);
-    announce(b, AC_BREAKER_HALF_OPEN, AC_BREAKER_CLOSED);
+    ac__breaker_announce(b, AC_BREAKER_HALF_OPEN, AC_BREAKER_CLOSED);
 }
 
 /* ---- admission -------------------------------------------------------- */
@@ -363,7 +240,8 @@ static bool admit(ac_breaker *b, ac_breaker_permit *p)
             }
             break;
         case AC_BREAKER_OPEN:
-            if (now_ms(b) < atomic_load_explicit(&b->open_until_ms, memory_order_relaxed))
+            if (ac__breaker_now_ms(b) <
+                atomic_load_explicit(&b->open_until_ms, memory_order_relaxed))
                 return false;
             if (take_probe_after_deadline(b, w)) {
                 p->word = permit_word(word_epoch(w) + 1, true);
@@ -377,15 +255,15 @@ static bool admit(ac_breaker *b, ac_breaker_permit *p)
 
 /* ---- outcomes --------------------------------------------------------- */
 
-static outcome classify(ac_breaker *b, const ac_error *err)
+static ac__breaker_outcome classify(ac_breaker *b, const ac_error *err)
 {
     if (!err)
-        return OUT_SUCCESS;
+        return AC__BREAKER_SUCCEEDED;
     if (ac_error_is(err, AC_ASK_TIMEOUT_ERROR) || ac_error_is(err, AC_CIRCUIT_BREAKER_TIMEOUT_ERROR))
-        return OUT_TIMEOUT;
+        return AC__BREAKER_TIMED_OUT;
     if (b->is_failure && !b->is_failure(err, b->is_failure_user))
-        return OUT_IGNORED;
-    return OUT_FAILURE;
+        return AC__BREAKER_IGNORED;
+    return AC__BREAKER_FAILED;
 }
 
 /* A failed probe: the next open period is `backoff` times longer, up to
@@ -451,10 +329,10 @@ static void record_closed(ac_breaker *b, uint64_t epoch, bool failed)
     }
 }
 
-static void record_outcome(ac_breaker *b, const ac_breaker_permit *p, outcome o)
+static void record_outcome(ac_breaker *b, const ac_breaker_permit *p, ac__breaker_outcome o)
 {
-    count(b, o);
-    bool failed = o == OUT_FAILURE || o == OUT_TIMEOUT;
+    ac__breaker_count(b, o);
+    bool failed = o == AC__BREAKER_FAILED || o == AC__BREAKER_TIMED_OUT;
     if (permit_probe(p))
         record_probe(b, permit_epoch(p), failed);
     else
@@ -497,10 +375,10 @@ static void cache_unlock(ac_breaker *b)
 
 /* The open error for now: one error per epoch and ms, shared by every
  * refused call in between, so refusing costs no allocation. */
-static ac_error *open_error(ac_breaker *b)
+ac_error *ac__breaker_open_error(ac_breaker *b)
 {
     uint64_t w = load_word(b);
-    int64_t now = now_ms(b);
+    int64_t now = ac__breaker_now_ms(b);
     cache_lock(b);
     ac_error *e = b->cached && b->cached_epoch == word_epoch(w) && b->cached_ms == now
                       ? ac_error_retain(b->cached)
@@ -521,222 +399,6 @@ static ac_error *open_error(ac_breaker *b)
     return e;
 }
 
-/* ---- the breaker as a ref: it answers refused asks -------------------- */
-
-static void breaker_deliver(ac_ref *self, ac__node *node)
-{
-    ac_breaker *b = (ac_breaker *)self;
-    ac_ref *sender;
-    ac_msg *msg = ac__node_take_msg(node, &sender);
-    ac_msg_release(msg); /* never reaches the target */
-    if (sender) {
-        ac_msg *m = ac_msg_error_new(open_error(b));
-        if (m)
-            ac_tell(sender, m, NULL);
-        ac_ref_release(sender);
-    }
-}
-
-static void breaker_destroy(ac_ref *self)
-{
-    ac_breaker *b = (ac_breaker *)self;
-    ac__refset_clear(&b->subscribers);
-    ac_error_release(b->cached);
-    pthread_mutex_destroy(&b->lock);
-    free(b->name);
-    free(b);
-}
-
-static const char *breaker_path(const ac_ref *self)
-{
-    (void)self;
-    return "actorc://temp/breaker";
-}
-
-static const ac__ref_ops breaker_ops = {
-    .kind = AC__REF_REPLY,
-    .deliver = breaker_deliver,
-    .destroy = breaker_destroy,
-    .path = breaker_path,
-};
-
-/* ---- options ---------------------------------------------------------- */
-
-static ac_status check_ms(const char *fn, const char *what, int64_t v, int64_t lo)
-{
-    if (v == 0 || (v >= lo && v <= INT32_MAX))
-        return AC_OK;
-    return ac__fail(AC_EINVAL, "%s: %s = %lld; use %lld..%d, or 0 for the default%s", fn, what,
-                    (long long)v, (long long)lo, INT32_MAX,
-                    lo > 1 ? " (the ceiling is at least reset_timeout_ms)" : "");
-}
-
-static ac_status check_factors(const char *fn, const ac_breaker_options *o)
-{
-    if (o->backoff != 0 && !(o->backoff >= 1.0 && o->backoff <= 1000.0))
-        return ac__fail(AC_EINVAL, "%s: backoff = %g; use 1..1000, or 0 for the default (%g)",
-                        fn, o->backoff, AC_BREAKER_DEFAULT_BACKOFF);
-    if (!(o->random_factor >= 0.0 && o->random_factor <= 1.0))
-        return ac__fail(AC_EINVAL, "%s: random_factor = %g; use 0..1", fn, o->random_factor);
-    return AC_OK;
-}
-
-static ac_status check_name(const char *fn, const char *name, bool need_name)
-{
-    if (!need_name)
-        return AC_OK;
-    if (!name || !*name)
-        return ac__fail(AC_EINVAL, "%s: name is %s; a breaker needs a name (1..255 bytes)", fn,
-                        name ? "empty" : "NULL");
-    if (strlen(name) > 255)
-        return ac__fail(AC_EINVAL, "%s: name is %zu bytes long; at most 255", fn, strlen(name));
-    return AC_OK;
-}
-
-ac_status ac_breaker_options_check(const char *fn, const ac_breaker_options *o, bool need_name)
-{
-    if (!fn)
-        fn = "ac_breaker_options_check";
-    if (!o)
-        return ac__fail(AC_EINVAL, "%s: breaker options are NULL", fn);
-    if (check_name(fn, o->name, need_name) != AC_OK)
-        return AC_EINVAL;
-    if (o->max_failures < 0 || o->max_failures > AC_BREAKER_MAX_FAILURES_LIMIT)
-        return ac__fail(AC_EINVAL, "%s: max_failures = %d; use 1..%d, or 0 for the default (%d)",
-                        fn, o->max_failures, AC_BREAKER_MAX_FAILURES_LIMIT,
-                        AC_BREAKER_DEFAULT_MAX_FAILURES);
-    if (check_ms(fn, "call_timeout_ms", o->call_timeout_ms, 1) != AC_OK ||
-        check_ms(fn, "reset_timeout_ms", o->reset_timeout_ms, 1) != AC_OK)
-        return AC_EINVAL;
-    int64_t reset = o->reset_timeout_ms ? o->reset_timeout_ms : AC_BREAKER_DEFAULT_RESET_TIMEOUT_MS;
-    if (o->max_reset_timeout_ms != 0 &&
-        check_ms(fn, "max_reset_timeout_ms", o->max_reset_timeout_ms, reset) != AC_OK)
-        return AC_EINVAL;
-    return check_factors(fn, o);
-}
-
-/* ---- creation --------------------------------------------------------- */
-
-static void metrics_init(ac_breaker *b, ac_system *sys)
-{
-    if (!ac_metrics_enabled(sys))
-        return;
-    static const char *const by_breaker[] = {"breaker"};
-    static const char *const by_outcome[] = {"breaker", "outcome"};
-    static const char *const by_to[] = {"breaker", "to"};
-    ac_metric_options so = {.help = "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
-                            .label_names = by_breaker, .label_count = 1};
-    ac_metric_options co = {.help = "Calls through a circuit breaker, by outcome.",
-                            .label_names = by_outcome, .label_count = 2};
-    ac_metric_options to = {.help = "Circuit breaker state changes, by the state entered.",
-                            .label_names = by_to, .label_count = 2};
-    ac_metric_family *state = ac_metrics_gauge(sys, "circuit_breaker_state", &so);
-    ac_metric_family *calls = ac_metrics_counter(sys, "circuit_breaker_calls_total", &co);
-    ac_metric_family *trans = ac_metrics_counter(sys, "circuit_breaker_transitions_total", &to);
-    const char *one[] = {b->name};
-    b->state_gauge = ac_gauge_series(state, one);
-    ac_gauge_set(b->state_gauge, AC_BREAKER_CLOSED);
-    for (int i = 0; i < OUT_COUNT; i++) {
-        const char *v[] = {b->name, outcome_names[i]};
-        b->calls[i] = ac_counter_series(calls, v);
-    }
-    for (int s = 0; s < 3; s++) {
-        const char *v[] = {b->name, ac_breaker_state_name((ac_breaker_state)s)};
-        b->transitions[s] = ac_counter_series(trans, v);
-    }
-    ac_clear_error(); /* a family at its cap is no failure of ours */
-}
-
-static void configure(ac_breaker *b, const ac_breaker_options *o)
-{
-    b->max_failures = o->max_failures ? o->max_failures : AC_BREAKER_DEFAULT_MAX_FAILURES;
-    b->call_timeout_ms = (uint32_t)o->call_timeout_ms;
-    b->reset_timeout_ms =
-        (uint32_t)(o->reset_timeout_ms ? o->reset_timeout_ms : AC_BREAKER_DEFAULT_RESET_TIMEOUT_MS);
-    b->max_reset_timeout_ms =
-        (uint32_t)(o->max_reset_timeout_ms ? o->max_reset_timeout_ms : b->reset_timeout_ms);
-    b->backoff = o->backoff ? o->backoff : AC_BREAKER_DEFAULT_BACKOFF;
-    b->random_factor = o->random_factor;
-    b->is_failure = o->is_failure;
-    b->is_failure_user = o->is_failure_user;
-    b->on_transition = o->on_transition;
-    b->on_transition_user = o->on_transition_user;
-    atomic_init(&b->backoff_ms, b->reset_timeout_ms);
-    atomic_init(&b->opened, 0);
-    b->rng = o->seed ? o->seed : ((uint64_t)(uintptr_t)b ^ ac__now_ns() ^ 0x9e3779b97f4a7c15ull);
-    if (!b->rng)
-        b->rng = 1;
-}
-
-ac_breaker *ac__breaker_create_named(ac_system *sys, const ac_breaker_options *o,
-                                     const char *name)
-{
-    ac_breaker *b = ac__calloc(1, sizeof *b);
-    char *copy = ac__strdup(name);
-    if (!b || !copy) {
-        free(b);
-        free(copy);
-        return ac__fail_null(AC_ENOMEM, "ac_breaker_create: out of memory");
-    }
-    if (ac__mutex_init_hot(&b->lock, "a circuit breaker's lock") != AC_OK) {
-        free(b);
-        free(copy);
-        return NULL;
-    }
-    ac__ref_init(&b->ref, &breaker_ops, sys);
-    atomic_init(&b->handles, 1);
-    atomic_init(&b->word, (uint64_t)AC_BREAKER_CLOSED);
-    atomic_init(&b->open_until_ms, 0);
-    atomic_init(&b->opened_at_ms, 0);
-    atomic_flag_clear(&b->cache_lock);
-    b->name = copy;
-    configure(b, o);
-    metrics_init(b, sys);
-    return b;
-}
-
-ac_breaker *ac_breaker_create(ac_system *sys, const ac_breaker_options *o)
-{
-    ac__clear_status();
-    static const char fn[] = "ac_breaker_create";
-    if (!sys)
-        return ac__fail_null(AC_EINVAL, "%s: system is NULL", fn);
-    if (ac_breaker_options_check(fn, o, true) != AC_OK)
-        return NULL;
-    if (atomic_load_explicit(&sys->terminating, memory_order_relaxed))
-        return ac__fail_null(AC_ETERMINATED, "%s: system \"%s\" is terminating", fn, sys->name);
-    return ac__breaker_create_named(sys, o, o->name);
-}
-
-ac_breaker *ac_breaker_retain(ac_breaker *b)
-{
-    if (b) {
-        atomic_fetch_add_explicit(&b->handles, 1, memory_order_relaxed);
-        ac_ref_retain(&b->ref);
-    }
-    return b;
-}
-
-void ac_breaker_release(ac_breaker *b)
-{
-    if (!b)
-        return;
-    /* acq_rel: the last handle's holder sees every other's calls done. */
-    if (atomic_fetch_sub_explicit(&b->handles, 1, memory_order_acq_rel) == 1) {
-        pthread_mutex_lock(&b->lock);
-        b->abandoned = true;
-        cancel_probe_locked(b);
-        pthread_mutex_unlock(&b->lock);
-    }
-    ac_ref_release(&b->ref);
-}
-
-const char *ac_breaker_name(const ac_breaker *b) { return b ? b->name : ""; }
-
-ac_ref *ac__breaker_ref(ac_breaker *b) { return &b->ref; }
-
-uint32_t ac__breaker_call_timeout_ms(const ac_breaker *b) { return b->call_timeout_ms; }
-
 /* ---- permits ---------------------------------------------------------- */
 
 bool ac_breaker_acquire(ac_breaker *b, ac_breaker_permit *permit, ac_error **open_err)
@@ -749,9 +411,9 @@ bool ac_breaker_acquire(ac_breaker *b, ac_breaker_permit *permit, ac_error **ope
     }
     if (admit(b, permit))
         return true;
-    count(b, OUT_REJECTED);
+    ac__breaker_count(b, AC__BREAKER_REJECTED);
     if (open_err)
-        *open_err = open_error(b);
+        *open_err = ac__breaker_open_error(b);
     return false;
 }
 
@@ -782,7 +444,7 @@ ac_breaker_state ac_breaker_state_of(ac_breaker *b)
         return AC_BREAKER_CLOSED;
     uint64_t w = load_word(b);
     if (word_state(w) == AC_BREAKER_OPEN &&
-        now_ms(b) >= atomic_load_explicit(&b->open_until_ms, memory_order_relaxed))
+        ac__breaker_now_ms(b) >= atomic_load_explicit(&b->open_until_ms, memory_order_relaxed))
         return AC_BREAKER_HALF_OPEN;
     return word_state(w);
 }
@@ -802,32 +464,5 @@ ac_status ac_breaker_get_info(ac_breaker *b, ac_breaker_info *info)
     }
     info->reset_timeout_ms = atomic_load_explicit(&b->backoff_ms, memory_order_relaxed);
     info->opened = atomic_load_explicit(&b->opened, memory_order_relaxed);
-    return AC_OK;
-}
-
-ac_status ac_breaker_subscribe(ac_breaker *b, ac_ref *subscriber)
-{
-    if (!b || !subscriber)
-        return ac__fail(AC_EINVAL, "ac_breaker_subscribe: %s is NULL",
-                        b ? "subscriber" : "breaker");
-    pthread_mutex_lock(&b->lock);
-    int rc = ac__refset_add(&b->subscribers, subscriber);
-    pthread_mutex_unlock(&b->lock);
-    if (rc < 0)
-        return ac__fail(AC_ENOMEM, "ac_breaker_subscribe: out of memory");
-    return AC_OK;
-}
-
-ac_status ac_breaker_unsubscribe(ac_breaker *b, ac_ref *subscriber)
-{
-    if (!b || !subscriber)
-        return ac__fail(AC_EINVAL, "ac_breaker_unsubscribe: %s is NULL",
-                        b ? "subscriber" : "breaker");
-    pthread_mutex_lock(&b->lock);
-    bool removed = ac__refset_remove(&b->subscribers, subscriber);
-    pthread_mutex_unlock(&b->lock);
-    if (!removed)
-        return ac__fail(AC_ENOTFOUND, "ac_breaker_unsubscribe: %s is not subscribed to \"%s\"",
-                        ac_ref_path(subscriber), b->name);
     return AC_OK;
 }

@@ -111,15 +111,15 @@ static void finish_error(call *c, ac_error *err)
 
 /* ---- reply: the target answers here ----------------------------------- */
 
-static void reply_deliver(ac_ref *self, ac__node *node)
+static void reply_deliver(ac_ref *self, ac__mailbox_node *node)
 {
     call *c = of_reply(self);
     if (!claim(c)) {
-        ac__node_free(node); /* settled already: dropped, silently */
+        ac__mailbox_node_free(node); /* settled already: dropped, silently */
         return;
     }
     ac_ref *sender;
-    ac_msg *msg = ac__node_take_msg(node, &sender);
+    ac_msg *msg = ac__mailbox_node_take_msg(node, &sender);
     const ac_error *err = ac_msg_is(msg, &ac_msg_type_error) ? ac_msg_error(msg) : NULL;
     finish(c, err, msg, sender);
     ac_ref_release(sender);
@@ -217,11 +217,11 @@ static void call_abandon(call *c)
 
 /* ---- entry: where an ask through the breaker is sent ------------------ */
 
-static void entry_deliver(ac_ref *self, ac__node *node)
+static void entry_deliver(ac_ref *self, ac__mailbox_node *node)
 {
     call *c = of_entry(self);
     ac_ref *sender;
-    ac_msg *msg = ac__node_take_msg(node, &sender);
+    ac_msg *msg = ac__mailbox_node_take_msg(node, &sender);
     if (c->started) { /* only the ask's own request ever comes here */
         ac_msg_release(msg);
         ac_ref_release(sender);

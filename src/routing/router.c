@@ -82,7 +82,7 @@ static ac_msg *broadcast_inner(const ac_msg *m)
 
 void ac__router_dead_letter(ac_ctx *ctx, ac_msg *msg)
 {
-    ac__node *node = ac__node_make(ac_msg_retain(msg), ac_sender(ctx));
+    ac__mailbox_node *node = ac__mailbox_node_make(ac_msg_retain(msg), ac_sender(ctx));
     if (node)
         ac__dead_letter_why(ac_ctx_system(ctx), node, ac_self(ctx),
                             "the router has no routees left");

@@ -11,12 +11,12 @@
 #include "core/internal.h"
 
 typedef struct item {
-    ac__node node; /* first: a node's link is its first member */
+    ac__mailbox_node node; /* first: a node's link is its first member */
     int producer;
     long seq;
 } item;
 
-static item *item_of(ac__node *n) { return (item *)(void *)n; }
+static item *item_of(ac__mailbox_node *n) { return (item *)(void *)n; }
 
 static void test_fifo_and_empty(void **state)
 {
@@ -34,7 +34,7 @@ static void test_fifo_and_empty(void **state)
             assert_true(ac__mailbox_maybe_nonempty(&mb));
         }
         for (int i = 0; i < 5; i++) {
-            ac__node *n = ac__mailbox_pop(&mb);
+            ac__mailbox_node *n = ac__mailbox_pop(&mb);
             assert_non_null(n);
             assert_ptr_equal(n, &items[i].node);
             assert_int_equal(i < 4, ac__mailbox_maybe_nonempty(&mb));
@@ -116,7 +116,7 @@ static void test_many_producers_keep_their_order(void **state)
     long got = 0;
     double end = ts_now() + TS_WAIT_S * 3;
     while (got < (long)PRODUCERS * PER_PRODUCER) {
-        ac__node *n = ac__mailbox_pop(&mb);
+        ac__mailbox_node *n = ac__mailbox_pop(&mb);
         if (!n) {
             /* empty, or a push half done: maybe_nonempty sees the latter */
             if (ts_now() > end) {
