@@ -23,7 +23,7 @@ typedef struct ac__front_ops {
     /* Take `node` (a message and its sender) sent to `self`, and return
      * true; or leave it (false), and it is queued at the actor. Any
      * thread; must not block. */
-    bool (*deliver)(ac__front *front, ac_ref *self, ac__node *node);
+    bool (*deliver)(ac__front *front, ac_ref *self, ac__mailbox_node *node);
     /* Free the front: the cell is being freed, nobody can send any more. */
     void (*free)(ac__front *front);
 } ac__front_ops;
@@ -40,6 +40,6 @@ void ac__props_front(ac_props *props, ac__front *front);
 /* Deliver `node` to `target` as ac_tell would: through the target's admit
  * check when it has one (a refusal makes the message a dead letter), then
  * its deliver. Consumes node. Any thread. */
-void ac__ref_deliver_node(ac_ref *target, ac__node *node);
+void ac__ref_deliver_node(ac_ref *target, ac__mailbox_node *node);
 
 #endif

@@ -101,7 +101,8 @@ void ac__hazard_trim(void)
         pthread_setspecific(exit_key, NULL);
         atomic_store_explicit(&mine->in_use, false, memory_order_relaxed);
     }
-    ac__hazard_rec *keep = NULL, *r = atomic_exchange_explicit(&records, NULL, memory_order_acquire);
+    ac__hazard_rec *keep = NULL;
+    ac__hazard_rec *r = atomic_exchange_explicit(&records, NULL, memory_order_acquire);
     while (r) {
         ac__hazard_rec *next = r->next;
         if (atomic_load_explicit(&r->in_use, memory_order_acquire)) {

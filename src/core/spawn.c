@@ -81,7 +81,7 @@ static const ac__ref_ops actor_ops = {
 };
 
 /* An actor with a front (core/front.h): the front sees each message first. */
-static void fronted_deliver(ac_ref *self, ac__node *node)
+static void fronted_deliver(ac_ref *self, ac__mailbox_node *node)
 {
     ac__front *front = ((ac__actor *)self)->front;
     if (!front->ops->deliver(front, self, node))

@@ -146,7 +146,7 @@ static AC__NOINLINE ac_status tell_admitted(ac_ref *target, ac_msg *msg, ac_ref 
     return ac__fail(st, "%s", why);
 }
 
-void ac__ref_deliver_node(ac_ref *target, ac__node *node)
+void ac__ref_deliver_node(ac_ref *target, ac__mailbox_node *node)
 {
     if (AC__UNLIKELY(target->ops->admit != NULL)) {
         ac_status st = target->ops->admit(target, node->msg);

@@ -79,7 +79,7 @@ uint64_t ac__router_identity_hash(const ac__router_state *st, size_t i)
 }
 
 /* In the sender's thread (router_front.h), from the hashed identities. */
-static bool send_hashing(ac__router_front *f, const ac__route_snap *s, ac__node *node)
+static bool send_hashing(ac__router_front *f, const ac__route_snap *s, ac__mailbox_node *node)
 {
     uint64_t key = mix(f->hash_key(node->msg, f->hash_user));
     size_t best = 0;

@@ -99,17 +99,17 @@ bool ac__router_front_route(ac__router_front *f, ac_msg *msg, ac_ref *sender)
     ac__route_snap *s = atomic_load_explicit(&f->snap, memory_order_relaxed);
     if (!s || s->n == 0)
         return false;
-    ac__node *node = ac__node_make(ac_msg_retain(msg), sender);
+    ac__mailbox_node *node = ac__mailbox_node_make(ac_msg_retain(msg), sender);
     if (!node)
         return true; /* out of memory: lost, as a failed tell */
     if (f->kind->send(f, s, node))
         return true;
-    ac__node_free(node); /* the kind's route decides; it has the message */
+    ac__mailbox_node_free(node); /* the kind's route decides; it has the message */
     return false;
 }
 
 /* ac__front_ops.deliver: any thread. */
-static bool front_deliver(ac__front *front, ac_ref *self, ac__node *node)
+static bool front_deliver(ac__front *front, ac_ref *self, ac__mailbox_node *node)
 {
     (void)self;
     ac__router_front *f = (ac__router_front *)front;

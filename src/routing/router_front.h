@@ -85,7 +85,7 @@ void ac__router_front_handled(ac__router_front *f);
 bool ac__router_front_route(ac__router_front *f, ac_msg *msg, ac_ref *sender);
 
 /* For the kinds' `send` hooks: deliver node to routee i of s. */
-static inline void ac__route_to(const ac__route_snap *s, size_t i, ac__node *node)
+static inline void ac__route_to(const ac__route_snap *s, size_t i, ac__mailbox_node *node)
 {
     ac__ref_deliver_node(s->routees[i], node);
 }

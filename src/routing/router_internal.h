@@ -70,7 +70,7 @@ typedef struct ac__router_kind {
      * from the snapshot s (at least one routee): deliver `node` and return
      * true, or return false to leave it to the router's turn. Any thread;
      * must not block. Optional: without it the kind routes in its turn. */
-    bool (*send)(ac__router_front *f, const ac__route_snap *s, ac__node *node);
+    bool (*send)(ac__router_front *f, const ac__route_snap *s, ac__mailbox_node *node);
     /* The snapshot keeps each routee's identity hashed (hashing.c). */
     bool snap_ids;
 } ac__router_kind;

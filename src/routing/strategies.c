@@ -207,7 +207,7 @@ static void route_custom(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
 
 /* ---- in the sender's thread (router_front.h) ---- */
 
-static bool send_round_robin(ac__router_front *f, const ac__route_snap *s, ac__node *node)
+static bool send_round_robin(ac__router_front *f, const ac__route_snap *s, ac__mailbox_node *node)
 {
     uint64_t i = atomic_load_explicit(&f->index, memory_order_relaxed);
     atomic_store_explicit(&f->index, i + 1, memory_order_relaxed);
@@ -218,7 +218,7 @@ static bool send_round_robin(ac__router_front *f, const ac__route_snap *s, ac__n
 /* Each sending thread draws from its own generator. */
 static _Thread_local uint64_t tls_rng;
 
-static bool send_random(ac__router_front *f, const ac__route_snap *s, ac__node *node)
+static bool send_random(ac__router_front *f, const ac__route_snap *s, ac__mailbox_node *node)
 {
     uint64_t x = tls_rng;
     if (AC__UNLIKELY(!x))
@@ -232,11 +232,11 @@ static bool send_random(ac__router_front *f, const ac__route_snap *s, ac__node *
     return true;
 }
 
-static bool send_broadcast(ac__router_front *f, const ac__route_snap *s, ac__node *node)
+static bool send_broadcast(ac__router_front *f, const ac__route_snap *s, ac__mailbox_node *node)
 {
     (void)f;
     for (size_t i = 0; i + 1 < s->n; i++) {
-        ac__node *copy = ac__node_make(ac_msg_retain(node->msg), node->sender);
+        ac__mailbox_node *copy = ac__mailbox_node_make(ac_msg_retain(node->msg), node->sender);
         if (copy) /* out of memory: that routee misses it, as a failed tell */
             ac__route_to(s, i, copy);
     }
@@ -246,7 +246,8 @@ static bool send_broadcast(ac__router_front *f, const ac__route_snap *s, ac__nod
 
 /* The smallest known depth from a rotating start, as smallest_mailbox();
  * when every routee has stopped, the router's turn decides. */
-static bool send_smallest_mailbox(ac__router_front *f, const ac__route_snap *s, ac__node *node)
+static bool send_smallest_mailbox(ac__router_front *f, const ac__route_snap *s,
+                                  ac__mailbox_node *node)
 {
     size_t start = (size_t)(atomic_fetch_add_explicit(&f->index, 1, memory_order_relaxed) % s->n);
     size_t best = SIZE_MAX, unknown = SIZE_MAX;

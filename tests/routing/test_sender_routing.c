@@ -206,7 +206,8 @@ static void release_board(board *b)
 /* Senders on three threads through each kind of group while another
  * thread keeps removing and adding routees: every message arrives, each
  * routee sees each sender's messages in order. */
-static void churn_through(void **state, const char *name, ac_props *(*make)(ac_ref *const *, size_t))
+static void churn_through(void **state, const char *name,
+                          ac_props *(*make)(ac_ref *const *, size_t))
 {
     ts_fixture *fx = *state;
     board *b = ts_fx_data(fx, sizeof *b, NULL);
