@@ -2,6 +2,7 @@
  * Routing in the sender's thread: a router's front door. See
  * router_front.h for the snapshot, its reclamation and why order holds.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,8 +81,18 @@ void ac__router_front_publish(ac__router_front *f, const ac__router_state *st)
 
 void ac__router_front_withdraw(ac__router_front *f)
 {
-    if (f)
-        swap_in(f, NULL);
+    if (!f)
+        return;
+    swap_in(f, NULL);
+    /* Nothing of the set outlives the router's stop: a sender holds a
+     * snapshot only while it delivers, so this waits a few instructions
+     * (or for a preempted sender's next slice). At a system's teardown
+     * the cells are freed in no order, and a snapshot freed with its cell
+     * then would release routees already gone. */
+    while (f->retired) {
+        sched_yield();
+        reclaim(f);
+    }
 }
 
 void ac__router_front_handled(ac__router_front *f)

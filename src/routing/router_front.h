@@ -75,7 +75,8 @@ ac__router_front *ac__router_front_of(ac_ctx *ctx);
  * turn. Out of memory: the snapshot is withdrawn, messages go through the
  * mailbox until the next change. */
 void ac__router_front_publish(ac__router_front *f, const ac__router_state *st);
-/* Withdraw the snapshot (the router stops or restarts). In its turn. */
+/* Withdraw the snapshot (the router stops or restarts), and wait until no
+ * sender holds one, so that every snapshot is freed. In its turn. */
 void ac__router_front_withdraw(ac__router_front *f);
 /* A message the mailbox held has been handled. In the router's turn. */
 void ac__router_front_handled(ac__router_front *f);
