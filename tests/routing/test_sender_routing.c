@@ -348,7 +348,7 @@ static void test_nested_routers(void **state)
     spawn_recorders(b, false);
     ac_ref *inner[2];
     for (int i = 0; i < 2; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "inner-%d", i);
         inner[i] = rt_spawn(b->sys, ac_router_group_round_robin(b->routees, ROUTEES), name);
         assert_non_null(inner[i]);
