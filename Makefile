@@ -14,10 +14,11 @@
 # cluster membership; etcd-server: the etcd its tests start; libc-ares-dev:
 # the DNS membership provider; dnsmasq-base: the dnsmasq its tests start (the
 # binary alone: the package dnsmasq would also run a system-wide DNS server).
+# chromium: the headless browser the observer page's test loads it in.
 DEBIAN_PACKAGES := cmake make gcc libc6-dev pkg-config libcmocka-dev python3 \
                    libmicrohttpd-dev prometheus valgrind libzmq3-dev libcbor-dev \
                    libcurl4-openssl-dev libjansson-dev etcd-server libc-ares-dev dnsmasq-base \
-                   clang libclang-rt-dev iproute2
+                   clang libclang-rt-dev iproute2 chromium
 
 BUILD_ROOT  ?= build
 RELEASE_DIR := $(BUILD_ROOT)/release

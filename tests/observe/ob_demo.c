@@ -51,7 +51,7 @@ static const ac_actor_def worker_def = {.name = "Worker", .receive = worker_rece
 static void supervisor_start(ac_ctx *ctx)
 {
     for (int i = 0; i < OB_TREE_WORKERS; i++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "worker-%d", i + 1);
         ac_ref_release(ac_spawn_child(ctx, ac_props_new(&worker_def, NULL), name));
     }

@@ -155,7 +155,7 @@ static void test_demo_system(void **state)
     assert_true(json_is_null(json_object_get(scatter, "hedges")));
     long long calls = 0;
     for (int k = 1; k <= 3; k++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "routee-%d", k);
         json_t *r = routee_of(scatter, name);
         assert_non_null(r);
@@ -174,11 +174,13 @@ static void test_demo_system(void **state)
     assert_true(num(hedges, "won") > 0);
     json_t *slow = routee_of(hedged, "routee-1");
     assert_non_null(slow);
-    assert_int_equal(num(slow, "wins"), 0);
+    /* It may win now and then, when a hedge is slower still (a loaded
+     * machine, a sanitizer), but it loses most. */
+    assert_true(num(slow, "wins") < num(slow, "losses"));
     assert_true(num(slow, "losses") > 0);
     long long hedges_sent = 0, hedges_won = 0;
     for (int k = 1; k <= 3; k++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "routee-%d", k);
         json_t *r = routee_of(hedged, name);
         hedges_sent += num(r, "hedges_sent");
