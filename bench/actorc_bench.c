@@ -1505,7 +1505,7 @@ static void bench_tell_metrics_on(ac_system *bench_sys, const void *param)
  * of the unobserved (ratio >= 0.95). Also prints how long a view took
  * the client, GET to the last byte. Without actorc_http, says so. */
 
-#define OBSERVED_ROUNDS 7
+#define OBSERVED_ROUNDS 5
 #define OBSERVED_ACTORS 1000
 #define POLL_MS 100
 
@@ -1569,7 +1569,8 @@ static void bench_tell_observed(ac_system *bench_sys, const void *param)
     (void)bench_sys;
     printf("# tell_10k_observed: built without actorc_http: skipped\n");
 #else
-    static const tell_params quiet = {NULL, 10000, 15, 2};
+    /* about a second a side at 25M msg/s: ten polls or so */
+    static const tell_params quiet = {NULL, 10000, 2000, 20};
     ac_system_options opts = {.workers = ac_system_workers(bench_sys), .metrics = true};
     ac_system *sys = ac_system_create("bench_observed", &opts);
     if (!sys)
