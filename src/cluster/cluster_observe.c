@@ -9,6 +9,7 @@
  * AC__CLUSTER_RECENT_EVENTS the actor emitted, written in its turn under
  * the same lock, copied out under it. The lock is held for copies only.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -62,6 +63,10 @@ static void members_write(ac_json *j, ac_cluster *c)
             ac_json_string(j, m->status <= AC_MEMBER_DOWN ? status_names[m->status] : "unknown");
             ac_json_key(j, "incarnation");
             ac_json_uint(j, m->incarnation);
+            ac_json_key(j, "incarnation_hex"); /* whole, where a double would round it */
+            char hex[24];
+            snprintf(hex, sizeof hex, "%016" PRIx64, m->incarnation);
+            ac_json_string(j, hex);
             ac_json_key(j, "self");
             ac_json_bool(j, m->self);
             ac_json_key(j, "roles");

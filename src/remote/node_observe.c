@@ -6,6 +6,9 @@
  * removed when it is freed (after the system's actors, at terminate);
  * a stopped node shows its last counts.
  */
+#include <inttypes.h>
+#include <stdio.h>
+
 #include "remote/node_internal.h"
 
 static void field(ac_json *j, const char *key, uint64_t value)
@@ -26,6 +29,10 @@ static void node_write(ac_json *j, void *arg)
     ac_json_string(j, ac_node_endpoint(node));
     ac_json_key(j, "incarnation");
     ac_json_uint(j, ac_node_incarnation(node));
+    ac_json_key(j, "incarnation_hex"); /* whole, where a double would round it */
+    char hex[24];
+    snprintf(hex, sizeof hex, "%016" PRIx64, ac_node_incarnation(node));
+    ac_json_string(j, hex);
     field(j, "peers", s.peers);
     field(j, "connections", s.connections);
     field(j, "frames_out", s.frames_out);
