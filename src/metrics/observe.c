@@ -357,6 +357,15 @@ static void system_write(ac_json *j, ac_system *sys, uint64_t actors)
     ac_json_object_end(j);
 }
 
+/* A view is done with `s`: wake a remover waiting for it. */
+static void source_let_go(observer *obs, ac_observe_source *s)
+{
+    pthread_mutex_lock(&obs->lock);
+    if (--s->users == 0)
+        pthread_cond_broadcast(&obs->idle);
+    pthread_mutex_unlock(&obs->lock);
+}
+
 /* Every source's value, in arrays by section. */
 static void sections_write(ac_json *j, ac_system *sys)
 {
@@ -379,25 +388,41 @@ static void sections_write(ac_json *j, ac_system *sys)
         held[i] = s;
     }
     pthread_mutex_unlock(&obs->lock);
-    /* Sections in the order of their first source. */
-    for (i = 0; i < n; i++) {
-        bool seen = false;
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = strcmp(held[k]->section, held[i]->section) == 0;
-        if (seen)
+    /* Sections in the order of their first source, grouped before any
+     * source is let go (a let-go source may be freed at once). */
+    size_t *order = ac__malloc(n * (sizeof *order + 2));
+    bool *placed = order ? (bool *)(order + n) : NULL, *starts = placed ? placed + n : NULL;
+    size_t m = 0;
+    for (i = 0; order && i < n; i++)
+        placed[i] = false;
+    for (i = 0; order && i < n; i++) {
+        if (placed[i])
             continue;
-        ac_json_key(j, held[i]->section);
-        ac_json_array(j);
         for (size_t k = i; k < n; k++)
-            if (strcmp(held[k]->section, held[i]->section) == 0)
-                held[k]->fn(j, held[k]->arg);
-        ac_json_array_end(j);
+            if (!placed[k] && strcmp(held[k]->section, held[i]->section) == 0) {
+                starts[m] = k == i;
+                order[m++] = k;
+                placed[k] = true;
+            }
     }
-    pthread_mutex_lock(&obs->lock);
-    for (i = 0; i < n; i++)
-        if (--held[i]->users == 0)
-            pthread_cond_broadcast(&obs->idle);
-    pthread_mutex_unlock(&obs->lock);
+    if (n && !order)
+        j->status = AC_ENOMEM; /* the view fails; the sources are let go below */
+    for (i = 0; i < m; i++) {
+        ac_observe_source *src = held[order[i]];
+        if (starts[i]) {
+            if (i > 0)
+                ac_json_array_end(j);
+            ac_json_key(j, src->section);
+            ac_json_array(j);
+        }
+        src->fn(j, src->arg);
+        source_let_go(obs, src); /* its remover need not wait for the rest */
+    }
+    if (m > 0)
+        ac_json_array_end(j);
+    for (i = m; i < n; i++) /* out of memory: none was called */
+        source_let_go(obs, held[i]);
+    free(order);
     free(held);
 }
 
