@@ -11,7 +11,7 @@
 # installs) it fails and says so, as the suite's tests that need a
 # program do, or exits 77 (skipped) with ACTORC_TEST_SKIP_MISSING=1.
 # Every process it starts — the server,
-# each browser with its helpers, in a process group of its own — is
+# each browser with its child processes, in a process group of its own — is
 # ended by its id when it exits, whatever the outcome.
 set -euo pipefail
 
@@ -78,7 +78,7 @@ browse() {
     done
     local status=0
     wait "$browser_pid" || status=$?
-    end_group "$browser_pid" # helpers it may have left
+    end_group "$browser_pid" # child processes it may have left
     browser_pid=
     if [ "$status" -ne 0 ]; then
         echo "browser: chromium ($name) exited with $status" >&2
