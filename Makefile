@@ -14,10 +14,13 @@
 # cluster membership; etcd-server: the etcd its tests start; libc-ares-dev:
 # the DNS membership provider; dnsmasq-base: the dnsmasq its tests start (the
 # binary alone: the package dnsmasq would also run a system-wide DNS server).
+# chromium: the headless browser the observer page's test loads it in;
+# dpkg-dev, fakeroot and lintian: `make deb` and the packages' test.
 DEBIAN_PACKAGES := cmake make gcc libc6-dev pkg-config libcmocka-dev python3 \
                    libmicrohttpd-dev prometheus valgrind libzmq3-dev libcbor-dev \
                    libcurl4-openssl-dev libjansson-dev etcd-server libc-ares-dev dnsmasq-base \
-                   clang libclang-rt-dev iproute2
+                   clang libclang-rt-dev iproute2 chromium \
+                   dpkg-dev fakeroot lintian
 
 BUILD_ROOT  ?= build
 RELEASE_DIR := $(BUILD_ROOT)/release
@@ -39,6 +42,8 @@ MEMBERS_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-members
 # What `make soak` runs: DURATION=2h for hours, SEED=0x... to replay a seed.
 SOAK_BIN    ?= $(RELEASE_DIR)/apps/soak/actorc-soak
 DURATION    ?= 3m
+# Where `make deb` puts libactorc0, libactorc-dev and actorc-tools.
+DEB_OUT     ?= $(BUILD_ROOT)/packages
 # Configurations `make test` builds and tests, in order (scripts/build.sh).
 TEST_CONFIGS ?= release asan tsan
 # What `make fuzz` runs: the inbound-path fuzzer for FUZZ_TIME seconds, in
@@ -49,7 +54,7 @@ FUZZ_OUT    ?= $(BUILD_ROOT)/fuzz/corpus-node-new
 export BUILD_ROOT JOBS CMAKE
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all help deps build test fuzz demo demo-cluster bench soak compare install clean
+.PHONY: all help deps build test fuzz demo demo-cluster bench soak compare install deb clean
 
 all: build
 
@@ -64,6 +69,7 @@ help:
 	@echo "make soak     build and run the soak for DURATION=$(DURATION) (SEED=... replays one)"
 	@echo "make compare  compare against other actor runtimes (bench/compare)"
 	@echo "make install  install to PREFIX=$(PREFIX)"
+	@echo "make deb      build the Debian packages into $(DEB_OUT)"
 	@echo "make clean    remove $(BUILD_ROOT)/"
 
 deps:
@@ -105,6 +111,9 @@ compare: build
 
 install: build
 	$(CMAKE) --install $(RELEASE_DIR) --prefix $(PREFIX)
+
+deb: deps
+	@bash scripts/deb.sh $(DEB_OUT)
 
 clean:
 	rm -rf $(BUILD_ROOT)

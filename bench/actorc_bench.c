@@ -49,6 +49,11 @@
 #endif
 #include <sys/types.h>
 #include <sys/wait.h>
+#ifdef ACTORC_BENCH_HTTP /* tell_10k_observed's client */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -315,9 +320,10 @@ static const ac_actor_def tell_sender = {.name = "TellSender",
                                          .state_size = sizeof(tell_sender_state),
                                          .receive = tell_sender_receive};
 
-static void bench_tell(ac_system *sys, const void *param)
+/* Prints the median rate as p->name's RESULT (none when the name is
+ * NULL) and returns it. */
+static double tell_median(ac_system *sys, const tell_params *p)
 {
-    const tell_params *p = param;
     driver_env env;
     uint64_t seen = 0;
     int64_t r[3], expected_sum = 0;
@@ -335,11 +341,19 @@ static void bench_tell(ac_system *sys, const void *param)
         if (it >= p->warm)
             rates[it - p->warm] = (double)p->n * 1e9 / (double)r[2];
     }
-    result(p->name, "msgs_per_s_median_iter", median(rates, (size_t)p->iters), "msg/s");
+    double rate = median(rates, (size_t)p->iters);
+    if (p->name)
+        result(p->name, "msgs_per_s_median_iter", rate, "msg/s");
     stop_release(snd);
     stop_release(env.peer);
     latch_fini(&env.done);
     free(rates);
+    return rate;
+}
+
+static void bench_tell(ac_system *sys, const void *param)
+{
+    (void)tell_median(sys, param);
 }
 
 /* ------------------------------------------------------------ router_rr --- */
@@ -1294,6 +1308,7 @@ typedef struct workload {
 } workload;
 
 static void bench_tell_metrics_on(ac_system *bench_sys, const void *param);
+static void bench_tell_observed(ac_system *bench_sys, const void *param);
 
 static const workload WORKLOADS[] = {
     {"spawn", "suite", bench_spawn, NULL},
@@ -1301,6 +1316,7 @@ static const workload WORKLOADS[] = {
     {"tell_1k", "suite", bench_tell, &TELL_1K},
     {"tell_10k", "suite", bench_tell, &TELL_10K},
     {"tell_10k_metrics_on", "suite", bench_tell_metrics_on, NULL},
+    {"tell_10k_observed", "suite", bench_tell_observed, NULL},
     {"router_rr", "suite", bench_router_rr, NULL},
     {"ask", "suite", bench_ask, NULL},
     {"ask_in", "suite", bench_ask_in, NULL},
@@ -1477,3 +1493,124 @@ static void bench_tell_metrics_on(ac_system *bench_sys, const void *param)
     free(page);
     check(ac_system_terminate(sys), "ac_system_terminate");
 }
+
+/* --------------------------------------------------- tell, observed --- */
+/* What watching a system costs it: tell_10k on a system that serves its
+ * view (observe.h) over HTTP, with 1,000 more actors and a hedged router
+ * in it, while a client GETs /view (the observer page's poll: the
+ * system, the first 100 actors, the routers) every 100 ms, against the
+ * same without the client. Rounds alternate, unobserved then observed,
+ * so that the machine's drift falls on both; each side's rate is the
+ * median of its rounds' medians, and the ratio the median of the rounds'
+ * ratios (observed over the unobserved just before). The aim: the observed rate within 5 %
+ * of the unobserved (ratio >= 0.95). Also prints how long a view took
+ * the client, GET to the last byte. Without actorc_http, says so. */
+
+#define OBSERVED_ROUNDS 7
+#define OBSERVED_ACTORS 1000
+#define POLL_MS 100
+
+#ifdef ACTORC_BENCH_HTTP
+typedef struct poller {
+    int port;
+    atomic_int stop;
+    int64_t polls, bytes, ns_total, ns_max;
+    pthread_t thread;
+} poller;
+
+/* One GET of /view; the bytes read, -1 on failure. */
+static long get_view(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    static const char req[] = "GET /view HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    long total = -1;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1)) {
+        char buf[16384];
+        ssize_t n;
+        total = 0;
+        while ((n = read(fd, buf, sizeof buf)) > 0)
+            total += n;
+        if (n < 0 || memcmp(buf, "HTTP/1.", 7) != 0)
+            total = total > 0 ? total : -1;
+    }
+    close(fd);
+    return total;
+}
+
+static void *poll_main(void *arg)
+{
+    poller *p = arg;
+    while (!atomic_load(&p->stop)) {
+        int64_t t0 = now_ns();
+        long n = get_view(p->port);
+        int64_t el = now_ns() - t0;
+        if (n <= 0)
+            fail("tell_10k_observed: GET /view failed");
+        p->polls++;
+        p->bytes += n;
+        p->ns_total += el;
+        if (el > p->ns_max)
+            p->ns_max = el;
+        for (int waited = 0; waited < POLL_MS && !atomic_load(&p->stop); waited += 5)
+            sleep_ms(5);
+    }
+    return NULL;
+}
+#endif
+
+static void bench_tell_observed(ac_system *bench_sys, const void *param)
+{
+    (void)param;
+#ifndef ACTORC_BENCH_HTTP
+    (void)bench_sys;
+    printf("# tell_10k_observed: built without actorc_http: skipped\n");
+#else
+    /* half a second a side at 30M msg/s: five polls or so */
+    static const tell_params quiet = {NULL, 10000, 1500, 20};
+    ac_system_options opts = {.workers = ac_system_workers(bench_sys), .metrics = true};
+    ac_system *sys = ac_system_create("bench_observed", &opts);
+    if (!sys)
+        die("ac_system_create");
+    ac_ref **idle = xcalloc(OBSERVED_ACTORS, sizeof *idle);
+    for (int i = 0; i < OBSERVED_ACTORS; i++)
+        idle[i] = spawn_top(sys, &counter, NULL);
+    ac_ref *router = ac_spawn(sys, ac_router_hedged(3, &counter, NULL, NULL), "hedged");
+    if (!router)
+        die("ac_router_hedged");
+    check(ac_metrics_serve(sys, NULL), "ac_metrics_serve");
+    poller p = {.port = ac_metrics_http_port(sys)};
+    double quiet_rates[OBSERVED_ROUNDS], watched_rates[OBSERVED_ROUNDS], ratios[OBSERVED_ROUNDS];
+    for (int r = 0; r < OBSERVED_ROUNDS; r++) {
+        quiet_rates[r] = tell_median(sys, &quiet);
+        atomic_store(&p.stop, 0);
+        if (pthread_create(&p.thread, NULL, poll_main, &p) != 0)
+            die("pthread_create");
+        watched_rates[r] = tell_median(sys, &quiet);
+        atomic_store(&p.stop, 1);
+        pthread_join(p.thread, NULL);
+        ratios[r] = watched_rates[r] / quiet_rates[r];
+    }
+    double q = median(quiet_rates, OBSERVED_ROUNDS), w = median(watched_rates, OBSERVED_ROUNDS);
+    result("tell_10k_observed", "msgs_per_s_median_iter", w, "msg/s");
+    result("tell_10k_observed", "unobserved_msgs_per_s", q, "msg/s");
+    result("tell_10k_observed", "ratio_to_unobserved", median(ratios, OBSERVED_ROUNDS), "x");
+    if (p.polls) {
+        result("tell_10k_observed", "view_ms_mean", (double)p.ns_total / (double)p.polls / 1e6,
+               "ms");
+        result("tell_10k_observed", "view_ms_max", (double)p.ns_max / 1e6, "ms");
+        result("tell_10k_observed", "view_bytes_mean", (double)p.bytes / (double)p.polls, "B");
+    }
+    result("tell_10k_observed", "polls", (double)p.polls, "polls");
+    stop_release(router);
+    for (int i = 0; i < OBSERVED_ACTORS; i++)
+        stop_release(idle[i]);
+    free(idle);
+    check(ac_system_terminate(sys), "ac_system_terminate");
+#endif
+}
+

@@ -24,6 +24,7 @@
 #include "actorc/scatter_gather.h"
 #include "actorc/hedge.h"
 #include "actorc/metrics.h"
+#include "actorc/observe.h"
 #include "actorc/breaker.h"
 
 #endif

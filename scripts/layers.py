@@ -53,7 +53,7 @@ PUBLIC = {
     "actorc/export.h": "base", "actorc/status.h": "base", "actorc/log.h": "base",
     "actorc/msg.h": "base", "actorc/system.h": "base", "actorc/actor.h": "base",
     "actorc/error.h": "base", "actorc/supervision.h": "base", "actorc/timer.h": "base",
-    "actorc/ask.h": "ask", "actorc/metrics.h": "metrics", "actorc/breaker.h": "patterns",
+    "actorc/ask.h": "ask", "actorc/metrics.h": "metrics", "actorc/observe.h": "metrics", "actorc/breaker.h": "patterns",
     "actorc/router.h": "routing", "actorc/scatter_gather.h": "routing",
     "actorc/hedge.h": "routing", "actorc/remote.h": "remote", "actorc/cluster.h": "cluster",
     "actorc.h": "top",

@@ -259,6 +259,8 @@ static bool join_as_client(cluster_run *run)
         fprintf(stderr, "actorc-hedge: cannot join the cluster: %s\n", ac_last_error());
         return false;
     }
+    if (!serve_metrics(run->sys, run->o))
+        return false;
     double end = now_s() + 15.0;
     while (replicas_up(run->cluster) < (size_t)run->n && now_s() < end)
         sleep_ms(20);

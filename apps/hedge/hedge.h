@@ -111,6 +111,10 @@ ac_breaker_options demo_breaker_options(const options *o, const replica_model *m
 void report(const options *o, const replica_model *m, run_result *runs, size_t n,
             const char *subtitle);
 
+/* main.c: with --metrics-port, serve metrics, the view and the observer
+ * page for `sys` and print their URLs; false (said why) when it cannot. */
+bool serve_metrics(ac_system *sys, const options *o);
+
 /* cluster.c: the demo over o->nodes actorc-node processes; the exit code. */
 int cluster_demo(options *o, replica_model *m, const char *argv0);
 

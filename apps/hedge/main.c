@@ -250,7 +250,9 @@ static void usage(FILE *out)
             "  --hedge-pct P      the adaptive hedged router's percentile of observed\n"
             "                     latency (default 95)\n"
             "  --svg PATH         where to write the latency CDF (default actorc-hedge.svg)\n"
-            "  --metrics-port N   serve Prometheus metrics on 127.0.0.1:N while running\n"
+            "  --metrics-port N   serve Prometheus metrics on 127.0.0.1:N while running,\n"
+            "                     and the observer page (live routers, hedges,\n"
+            "                     breakers, members) at http://127.0.0.1:N/\n"
             "  --breakers         run every strategy again with a circuit breaker per\n"
             "                     replica (5 failures open it; probe after 1 s, backing\n"
             "                     off to 10 s); with --nodes, one per member in front of\n"
@@ -384,6 +386,22 @@ static void write_png(const char *svg)
 }
 
 /* The system, serving its metrics when asked to; NULL when it cannot run. */
+bool serve_metrics(ac_system *sys, const options *o)
+{
+    if (o->metrics_port < 0)
+        return true;
+    ac_metrics_http_options mo = {.port = o->metrics_port};
+    if (ac_metrics_serve(sys, &mo) != AC_OK) {
+        fprintf(stderr, "actorc-hedge: cannot serve metrics: %s\n", ac_last_error());
+        return false;
+    }
+    int port = ac_metrics_http_port(sys);
+    printf("serving metrics on http://127.0.0.1:%d/metrics\n", port);
+    printf("observer (live routers, hedges, breakers, members): http://127.0.0.1:%d/\n", port);
+    fflush(stdout);
+    return true;
+}
+
 static ac_system *start_system(const options *o)
 {
     ac_system_options so = {.log_level = AC_LOG_WARN};
@@ -392,17 +410,10 @@ static ac_system *start_system(const options *o)
         fprintf(stderr, "actorc-hedge: %s\n", ac_last_error());
         return NULL;
     }
-    if (o->metrics_port < 0)
+    if (serve_metrics(sys, o))
         return sys;
-    ac_metrics_http_options mo = {.port = o->metrics_port};
-    if (ac_metrics_serve(sys, &mo) != AC_OK) {
-        fprintf(stderr, "actorc-hedge: cannot serve metrics: %s\n", ac_last_error());
-        ac_system_terminate(sys);
-        return NULL;
-    }
-    printf("serving metrics on http://127.0.0.1:%d/metrics\n", ac_metrics_http_port(sys));
-    fflush(stdout);
-    return sys;
+    ac_system_terminate(sys);
+    return NULL;
 }
 
 /* The replicas in this process: a pool of o->replicas per strategy. */

@@ -79,6 +79,7 @@ static void cluster_free(ac_cluster *c)
 {
     if (!c)
         return;
+    ac_observe_remove(c->observed);
     for (size_t i = 0; i < c->member_count; i++)
         ac__rec_free(c->members[i]);
     free(c->members);
@@ -335,6 +336,7 @@ ac_cluster *ac_cluster_join(ac_system *system, const ac_cluster_options *options
             cluster_free(c);
         return NULL;
     }
+    ac__cluster_observe_start(c);
     /* The mailbox depths smallest-mailbox cluster routers ask of every
      * member (depth.h); without them those routers see unknown depths. */
     if (ac__depth_publisher_start(system, node) != AC_OK)

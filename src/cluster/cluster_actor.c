@@ -75,6 +75,7 @@ static void emit(ac_ctx *ctx, ac_cluster *c, ac_member_event_kind kind, const ac
            "cluster %s: member actorc://%s@%s (incarnation %016" PRIx64 ") %s%s%s", c->name,
            r->system, r->address, r->incarnation, kind_name(kind), why ? ": " : "",
            why ? why : "");
+    ac__cluster_observe_event(c, kind, r, why);
     if (c->active_count == 0)
         return;
     ac_msg *ev = ac__member_event_new(kind, r);

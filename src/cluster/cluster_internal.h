@@ -48,6 +48,15 @@
 #define AC__CLUSTER_BEAT_MS 100
 /* Down incarnations remembered, so that one is never up again. */
 #define AC__CLUSTER_TOMBSTONES 256
+/* Member events the view keeps (cluster_observe.c), the latest. */
+#define AC__CLUSTER_RECENT_EVENTS 32
+
+typedef struct ac__recent_event {
+    ac_member_event_kind kind;
+    uint64_t time_ms; /* wall clock */
+    uint64_t incarnation;
+    char system[64], address[128], why[96];
+} ac__recent_event;
 
 /* ---- members as the actor keeps them ------------------------------------ */
 
@@ -162,6 +171,9 @@ struct ac_cluster {
     ac_cluster_status status;
     ac_ref **subs; /* the subscribers callers asked for, retained */
     size_t subs_count, subs_cap;
+    ac__recent_event recent[AC__CLUSTER_RECENT_EVENTS]; /* a ring */
+    uint64_t recent_count;                              /* events so far */
+    struct ac_observe_source *observed; /* in the system's view */
 };
 
 /* cluster_actor.c */
@@ -190,6 +202,12 @@ void ac__listing_remove(ac_cluster *c, ac__listing *l);
 void ac__listings_free(ac_cluster *c);
 /* Publish the member list and counts. */
 void ac__cluster_publish(ac_cluster *c);
+
+/* cluster_observe.c: the cluster in the system's view, added at join,
+ * removed when freed; an event kept for it (the actor's turn). */
+void ac__cluster_observe_start(ac_cluster *c);
+void ac__cluster_observe_event(ac_cluster *c, ac_member_event_kind kind,
+                               const ac__member_rec *r, const char *why);
 
 /* provider.c: tell the cluster's actor msg (consumed; dropped once the
  * cluster has stopped). Any thread. */

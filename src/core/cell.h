@@ -73,6 +73,8 @@ struct ac__actor {
     atomic_int mailbox_len;     /* kept only when count_mailbox */
     bool count_mailbox;         /* set at spawn, then read-only */
     bool skip_cancelled;        /* set at spawn, then read-only */
+    atomic_ushort restarts;     /* restarts so far (saturating); its own turn
+                                 * writes, the view reads */
     /* Written by the actor's own turn only (or under the guardian lock). */
     struct ac__actor *run_next; /* injection queue link */
     const ac_actor_def *def;

@@ -17,6 +17,8 @@
  *  - A restart keeps the mailbox: it stops the children, re-initialises
  *    the state, and the messages that arrived meanwhile follow.
  */
+#include <limits.h>
+
 #include "core/alloc.h"
 #include "core/core_msgs.h"
 #include "core/extension.h"
@@ -222,6 +224,9 @@ static void begin_restart(ac__actor *a)
     if (atomic_load_explicit(&a->state, memory_order_relaxed) != AC__ACTOR_SUSPENDED)
         return;
     ac__hook_count(a->ref.system, AC__EVENT_RESTARTS, 1);
+    unsigned short restarts = atomic_load_explicit(&a->restarts, memory_order_relaxed);
+    if (restarts < USHRT_MAX) /* only this turn writes; the view reads */
+        atomic_store_explicit(&a->restarts, (unsigned short)(restarts + 1), memory_order_relaxed);
     ac_ctx ctx = {.self = a};
     ac__failure_record *f = a->ext ? &a->ext->failure : NULL;
     if (a->def->pre_restart)

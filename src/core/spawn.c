@@ -122,6 +122,7 @@ static ac__actor *cell_alloc(ac_system *sys, const ac_actor_def *def, const char
     atomic_init(&a->sysq, NULL);
     atomic_init(&a->scheduled, 0);
     atomic_init(&a->state, AC__ACTOR_NEW);
+    atomic_init(&a->restarts, 0);
     a->def = def;
     a->path = path;
     a->name = path + plen + 1;

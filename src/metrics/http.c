@@ -38,12 +38,15 @@
 
 #include "actorc/log.h"
 #include "actorc/metrics.h"
+#include "actorc/observe.h"
 #include "actorc/status.h"
 #include "actorc/system.h"
 
 #include "metrics/http_guard.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define JSON_TYPE "application/json"
+#define HTML_TYPE "text/html; charset=utf-8"
 #define DEFAULT_ADDRESS "127.0.0.1"
 #define LISTEN_BACKLOG 1024 /* the kernel caps it at net.core.somaxconn */
 
@@ -56,17 +59,15 @@ typedef struct ac__http {
 
 /* ---- requests --------------------------------------------------------- */
 
-static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, char *body,
-                               const char *allow)
+/* Queue `r` (NULL: out of memory) with its type and no caching: every
+ * response is of the system now. */
+static enum MHD_Result queue(struct MHD_Connection *conn, unsigned status,
+                             struct MHD_Response *r, const char *type, const char *allow)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(body);
+    if (!r)
         return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            status == MHD_HTTP_OK ? CONTENT_TYPE : "text/plain; charset=utf-8");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (allow)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
@@ -74,11 +75,97 @@ static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, cha
     return ret;
 }
 
+/* `body` (freed here) as `type`. */
+static enum MHD_Result respond_as(struct MHD_Connection *conn, unsigned status, char *body,
+                                  const char *type, const char *allow)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!r)
+        free(body);
+    return queue(conn, status, r, type, allow);
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, char *body,
+                               const char *allow)
+{
+    return respond_as(conn, status, body,
+                      status == MHD_HTTP_OK ? CONTENT_TYPE : "text/plain; charset=utf-8", allow);
+}
+
 static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status,
                                     const char *msg, const char *allow)
 {
     char *body = strdup(msg);
     return body ? respond(conn, status, body, allow) : MHD_NO;
+}
+
+/* ---- the view and the observer page ------------------------------------ */
+
+/* The observer page (observer.html), embedded at build time. */
+extern const unsigned char ac__observer_page[];
+extern const size_t ac__observer_page_size;
+
+/* A query argument as a count: absent (true, *out untouched), decimal
+ * digits up to 10^18, or false. */
+static bool query_count(struct MHD_Connection *conn, const char *name, uint64_t *out)
+{
+    const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
+    if (!v)
+        return true;
+    size_t n = strlen(v);
+    if (n == 0 || n > 18 || strspn(v, "0123456789") != n)
+        return false;
+    *out = strtoull(v, NULL, 10);
+    return true;
+}
+
+static enum MHD_Result respond_json_error(struct MHD_Connection *conn, unsigned status,
+                                          const char *msg)
+{
+    /* The message is ours or ac_last_error's: printable ASCII without quotes
+     * or backslashes in every case we make; escaped anyway. */
+    size_t n = strlen(msg);
+    char *body = malloc(n * 6 + 16);
+    if (!body)
+        return MHD_NO;
+    char *p = body;
+    p += sprintf(p, "{\"error\":\"");
+    for (const unsigned char *s = (const unsigned char *)msg; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            p += sprintf(p, "\\%c", *s);
+        else if (*s < 0x20 || *s >= 0x7f)
+            p += sprintf(p, "\\u%04x", *s);
+        else
+            *p++ = (char)*s;
+    }
+    strcpy(p, "\"}\n");
+    return respond_as(conn, status, body, JSON_TYPE, NULL);
+}
+
+static enum MHD_Result serve_view(ac__http *http, struct MHD_Connection *conn, bool whole)
+{
+    ac_observe_query q = {0};
+    if (!query_count(conn, "offset", &q.offset) || !query_count(conn, "limit", &q.limit))
+        return respond_json_error(conn, MHD_HTTP_BAD_REQUEST,
+                                  "offset and limit are decimal counts");
+    if (q.limit > AC_OBSERVE_MAX_PAGE) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "limit = %llu; use 1..%d, or 0 for the default (%d)",
+                 (unsigned long long)q.limit, AC_OBSERVE_MAX_PAGE, AC_OBSERVE_DEFAULT_PAGE);
+        return respond_json_error(conn, MHD_HTTP_BAD_REQUEST, msg);
+    }
+    char *body = whole ? ac_observe_json(http->system, &q) : ac_observe_actors_json(http->system, &q);
+    if (!body)
+        return respond_json_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, ac_last_error());
+    return respond_as(conn, MHD_HTTP_OK, body, JSON_TYPE, NULL);
+}
+
+static enum MHD_Result serve_page(struct MHD_Connection *conn)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        ac__observer_page_size, (void *)ac__observer_page, MHD_RESPMEM_PERSISTENT);
+    return queue(conn, MHD_HTTP_OK, r, HTML_TYPE, NULL);
 }
 
 static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -95,8 +182,15 @@ static enum MHD_Result handle_request(void *cls, struct MHD_Connection *conn, co
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n",
                             "GET, HEAD");
+    if (strcmp(url, "/") == 0)
+        return serve_page(conn);
+    if (strcmp(url, "/view") == 0)
+        return serve_view(http, conn, true);
+    if (strcmp(url, "/view/actors") == 0)
+        return serve_view(http, conn, false);
     if (strcmp(url, "/metrics") != 0)
-        return respond_text(conn, MHD_HTTP_NOT_FOUND, "not found; try /metrics\n", NULL);
+        return respond_text(conn, MHD_HTTP_NOT_FOUND,
+                            "not found; try /metrics, /view or / (the observer)\n", NULL);
     char *body = ac_metrics_format(http->system);
     if (!body)
         return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);

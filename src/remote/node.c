@@ -2085,6 +2085,7 @@ static void drop_queued(ac_node *node)
 
 static void node_free(ac_node *node)
 {
+    ac_observe_remove(node->observed);
     drop_queued(node);
     if (node->zap)
         zmq_close(node->zap);
@@ -2293,6 +2294,7 @@ ac_node *ac_node_start(ac_system *system, const ac_node_options *options)
         goto fail;
     }
     node->thread_started = true;
+    ac__node_observe_start(node);
     ac_system_log(system, AC_LOG_INFO, "node %s up: actorc://%s@%s, incarnation %016" PRIx64,
                   node->endpoint, node->system_name, node->address, node->incarnation);
     return node;

@@ -16,6 +16,7 @@
 
 #include "actorc/ask.h"
 #include "actorc/metrics.h"
+#include "actorc/observe.h"
 #include "actorc/remote.h"
 #include "ask/oneshot.h"
 #include "core/alloc.h"
@@ -122,6 +123,7 @@ typedef struct ac__node_metrics {
 struct ac_node {
     ac_system *system;
     ac__ext_part part;
+    struct ac_observe_source *observed; /* in the system's view (node_observe.c) */
     char *system_name;
     char *address;  /* "host:port" advertised */
     char *endpoint; /* bound */
@@ -322,6 +324,10 @@ AC__SPI int ac__node_heartbeat_timeout_ms(const ac_node *node);
 AC__SPI bool ac__node_stopping(ac_node *node);
 
 /* The hooks' call sites (node.c, transport thread). */
+/* The node in the system's view (node_observe.c): added once its
+ * transport runs; node_free removes it. */
+void ac__node_observe_start(ac_node *node);
+
 void ac__node_hook_up(ac_node *node, const ac__peer *peer, const ac__wire_env *hello);
 void ac__node_hook_down(ac_node *node, const ac__peer *peer, const char *why);
 /* True when the frame (a TELL) was for "/system/..." and is handled. */

@@ -73,6 +73,7 @@
 
 #include "core/alloc.h"
 #include "routing/gather.h"
+#include "routing/gather_view.h"
 
 uint64_t ac__gather_now_ns(const ac_system *sys)
 {
@@ -454,8 +455,10 @@ static ac__gather *gather_new(ac__gather_shared *sh, const ac__router_state *st,
     g->prev = NULL;
     g->caller = ac_ref_retain(caller);
     g->system = sys;
-    /* The clock is read only for the latency histogram. */
-    g->start_ns = ac__gather_metrics_of(sh, sys) ? ac__now_ns() : 0;
+    /* The clock is read for the latency histograms (the view's, the
+     * metrics'). */
+    (void)ac__gather_metrics_of(sh, sys);
+    g->start_ns = ac__now_ns(); /* the view's latency, and the metrics' */
     g->n = n;
     g->quorum = sh->quorum;
     gather_parts_init(g, st, picks, msg);
@@ -488,11 +491,13 @@ void ac__gather_send(ac__gather *g, uint32_t i, ac_msg *msg, ac_breaker *breaker
                      const ac_breaker_permit *permit)
 {
     ac__gather_slot *s = &g->slots[i];
-    if (breaker)
+    if (breaker) {
+        ac__gather_view_breaker(g->shared, s->routee, breaker);
         ac_breaker_tell(breaker, permit, s->routee, ac_msg_retain(msg), &s->ref,
                         g->shared->timeout_ms);
-    else
+    } else {
         ac_tell(s->routee, ac_msg_retain(msg), &s->ref);
+    }
     ac_ref_release(&s->ref); /* the router's hold: the envelope has its own */
 }
 

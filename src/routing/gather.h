@@ -31,6 +31,7 @@ typedef struct ac__gather ac__gather;
 typedef struct ac__gather_slot ac__gather_slot;
 typedef struct ac__gather_shared ac__gather_shared;
 typedef struct ac__gather_metrics ac__gather_metrics;
+typedef struct ac__gather_view ac__gather_view;
 
 /* How a message was resolved (the `outcome` label). */
 typedef enum ac__gather_outcome {
@@ -140,6 +141,7 @@ struct ac__gather_shared {
     bool has_budget;
     ac__hedge_budget budget;
     _Atomic(ac__gather_metrics *) metrics; /* see ac__gather_metrics_of */
+    ac__gather_view *view; /* set at creation, NULL out of memory (gather_view.h) */
 };
 
 /* ---- the shared state, the kinds' factories (gather_route.c) ---- */

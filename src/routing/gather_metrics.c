@@ -20,6 +20,7 @@
 
 #include "core/alloc.h"
 #include "routing/gather.h"
+#include "routing/gather_view.h"
 
 /* Per-routee outcomes (the `outcome` label of router_routee_outcomes_total). */
 enum { ROUTEE_WIN, ROUTEE_LOSS, ROUTEE_ERROR, ROUTEE_TIMEOUT, ROUTEE_OUTCOMES };
@@ -193,6 +194,7 @@ ac__gather_metrics *ac__gather_metrics_of(ac__gather_shared *sh, ac_system *sys)
 void ac__gather_count_outcome(ac__gather_shared *sh, ac_system *sys, ac__gather_outcome outcome,
                               uint64_t start_ns)
 {
+    ac__gather_view_outcome(sh, outcome, start_ns);
     ac__gather_metrics *m = ac__gather_metrics_of(sh, sys);
     if (AC__LIKELY(m == NULL))
         return;
@@ -212,6 +214,7 @@ static gather_extras *extras_now(ac__gather_shared *sh, ac_system *sys)
 
 void ac__gather_count_event(ac__gather_shared *sh, ac_system *sys, ac__gather_event event)
 {
+    ac__gather_view_event(sh, event);
     gather_extras *e = extras_now(sh, sys);
     if (e && e->events[event])
         ac_counter_inc(e->events[event]);
@@ -255,6 +258,7 @@ static int routee_outcome_of(const ac__gather_slot *s)
 
 void ac__gather_count_slots(const ac__gather *g)
 {
+    ac__gather_view_slots(g);
     /* Only metrics the router already uses: reading the cache creates
      * nothing while metrics are off. */
     ac__gather_shared *sh = g->shared;

@@ -15,6 +15,7 @@
 #include "core/alloc.h"
 #include "core/last_error.h"
 #include "routing/gather.h"
+#include "routing/gather_view.h"
 
 /* ---- the shared state ------------------------------------------------- */
 
@@ -36,6 +37,7 @@ ac__gather_shared *ac__gather_shared_create(const ac__gather_names *names,
     sh->pool_size = pool_size;
     sh->timeout_ms = timeout_ms;
     sh->quorum = 1;
+    sh->view = ac__gather_view_create(pool_size); /* NULL: the router is not in the view */
     return sh;
 }
 
@@ -44,6 +46,7 @@ void ac__gather_shared_release(ac__gather_shared *sh)
     /* acq_rel: every other holder's uses happen before the free. */
     if (atomic_fetch_sub_explicit(&sh->refs, 1, memory_order_acq_rel) != 1)
         return;
+    ac__gather_view_free(sh->view); /* out of the system's view first */
     pthread_mutex_destroy(&sh->lock);
     ac__gather_metrics_free(atomic_load_explicit(&sh->metrics, memory_order_relaxed));
     if (sh->policy_state)
@@ -112,8 +115,12 @@ void ac__gather_route(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac
 void ac__gather_on_start(ac_ctx *ctx, ac__router_cfg *cfg)
 {
     ac__gather_shared *sh = cfg->extra;
-    if (!sh->router) /* the same cell across restarts */
+    if (!sh->router) { /* the same cell across restarts */
         sh->router = ac_ref_retain(ac_self(ctx));
+        /* Into the system's view now, not at spawn: a spawn holds the
+         * guardian's lock, which finding the view takes. */
+        ac__gather_view_publish(sh, ac_ctx_system(ctx), sh->router);
+    }
 }
 
 /* The resolution families are exposed, at zero, as soon as the router is

@@ -59,8 +59,8 @@ if [ "$http" = ON ]; then
     exports "$libdir/libactorc-http.so" "ac_metrics_http_port ac_metrics_serve ac_metrics_serve_stop"
     links "$libdir/libactorc-http.so" 'libactorc\.so' 'libmicrohttpd'
     objects=$(ar t "$libdir/libactorc-http.a" | sort | tr '\n' ' ')
-    [ "$objects" = "http.c.o http_guard.c.o " ] ||
-        fail "libactorc-http.a holds $objects; expected only the HTTP endpoint's objects"
+    [ "$objects" = "http.c.o http_guard.c.o observer_page.c.o " ] ||
+        fail "libactorc-http.a holds $objects; expected only the HTTP endpoint's objects (and its page)"
     step "libactorc-http: the endpoint alone, linking libactorc and libmicrohttpd"
 else
     [ ! -e "$libdir/libactorc-http.so" ] || fail "libactorc-http.so installed by a build without HTTP"

@@ -1,6 +1,7 @@
 /*
  * The HTTP endpoint, over real sockets: /metrics on an ephemeral port of
- * 127.0.0.1, 404 and 405 for the rest, HEAD, a port in use, serving twice,
+ * 127.0.0.1 (the view and the observer page beside it are
+ * tests/observe's), 404 and 405 for the rest, HEAD, a port in use, serving twice,
  * stopping and serving again on the same port, stopping at terminate, bad
  * options (addresses, ports, limits).
  */
@@ -77,7 +78,7 @@ static void test_other_paths_and_methods(void **state)
 {
     ac_system *sys = make_system(state, true);
     int port = serve_ephemeral(sys);
-    mt_response r = mt_http(port, "GET", "/");
+    mt_response r = mt_http(port, "GET", "/nothing");
     assert_int_equal(r.status, 404);
     mt_response_free(&r);
     r = mt_http(port, "GET", "/metrics/more");

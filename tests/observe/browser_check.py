@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Check two DOM dumps of the observer page (browser.sh): what a person
+would see of the demo system (tests/observe/ob_demo.h).
+
+    browser_check.py FIRST.html SECOND.html
+
+The routers and their routees are in the page, routee-2 of the flaky
+router is marked with its open breaker, the hedged router shows hedges,
+and the counts moved between the two loads.
+"""
+import html.parser
+import sys
+
+
+class Page(html.parser.HTMLParser):
+    """Routers (data-router) with their routees' rows and cells."""
+
+    def __init__(self):
+        super().__init__()
+        self.routers = {}
+        self.router = None
+        self.row = None
+        self.cell = None
+        self.polls = 0
+        self.hedges_sent = {}
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "body" and a.get("data-polls"):
+            self.polls = int(a["data-polls"])
+        if tag == "div" and "router" in classes and "data-router" in a:
+            self.router = a["data-router"]
+            self.routers[self.router] = {"kind": a.get("data-kind"), "routees": {}}
+        elif tag == "tr" and "routee" in classes and self.router:
+            self.row = {"classes": classes, "cells": {}, "pills": []}
+            self.routers[self.router]["routees"][a["data-routee"]] = self.row
+        elif tag == "td" and self.row is not None and classes:
+            self.cell = classes[0]
+            self.row["cells"][self.cell] = ""
+        elif tag == "span" and "pill" in classes and self.row is not None:
+            self.row["pills"].append(classes[1] if len(classes) > 1 else "")
+        elif tag == "b" and "hedges-sent" in classes and self.router:
+            self.cell = "hedges-sent"
+            self.hedges_sent[self.router] = ""
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "b"):
+            self.cell = None
+        if tag == "tr":
+            self.row = None
+
+    def handle_data(self, data):
+        if self.cell == "hedges-sent" and self.router:
+            self.hedges_sent[self.router] += data
+        elif self.cell and self.row is not None:
+            self.row["cells"][self.cell] += data
+
+
+def number(text):
+    return int("".join(ch for ch in text if ch.isdigit()) or "0")
+
+
+def load(path):
+    page = Page()
+    with open(path, encoding="utf-8") as f:
+        page.feed(f.read())
+    return page
+
+
+def by_suffix(routers, suffix):
+    for path, r in routers.items():
+        if path.endswith(suffix):
+            return r
+    raise SystemExit(f"browser_check: no router {suffix} in the page (routers: {list(routers)})")
+
+
+def calls(router):
+    return sum(number(r["cells"].get("calls", "")) for r in router["routees"].values())
+
+
+def main():
+    first, second = load(sys.argv[1]), load(sys.argv[2])
+    fails = []
+    for page, name in ((first, "first"), (second, "second")):
+        if page.polls < 1:
+            fails.append(f"{name} load: the page never drew the view")
+        for suffix, kind, n in (("/user/scatter", "scatter-gather", 3),
+                                ("/user/hedged", "hedged", 3),
+                                ("/user/flaky", "scatter-gather", 2)):
+            r = by_suffix(page.routers, suffix)
+            if r["kind"] != kind:
+                fails.append(f"{name} load: {suffix} is shown as {r['kind']}, not {kind}")
+            names = sorted(p.rsplit("/", 1)[-1] for p in r["routees"])
+            want = [f"routee-{k}" for k in range(1, n + 1)]
+            if names != want:
+                fails.append(f"{name} load: {suffix} shows routees {names}, not {want}")
+        flaky = by_suffix(page.routers, "/user/flaky")["routees"]
+        bad = next((r for p, r in flaky.items() if p.endswith("/routee-2")), None)
+        if not bad or "breaker-open" not in bad["classes"] or "open" not in bad["pills"]:
+            fails.append(f"{name} load: the flaky router's routee-2 is not marked open: {bad}")
+        good = next((r for p, r in flaky.items() if p.endswith("/routee-1")), None)
+        if not good or "breaker-open" in good["classes"] or "closed" not in good["pills"]:
+            fails.append(f"{name} load: the flaky router's routee-1 is not shown closed: {good}")
+        hedged = [k for k in page.hedges_sent if k.endswith("/user/hedged")]
+        if not hedged or number(page.hedges_sent[hedged[0]]) == 0:
+            fails.append(f"{name} load: the hedged router shows no hedges sent")
+    for suffix in ("/user/scatter", "/user/hedged", "/user/flaky"):
+        a, b = calls(by_suffix(first.routers, suffix)), calls(by_suffix(second.routers, suffix))
+        print(f"browser_check: {suffix}: {a} calls, then {b}")
+        if b <= a:
+            fails.append(f"{suffix}: the calls did not move between the loads ({a}, then {b})")
+    for f in fails:
+        print("browser_check:", f, file=sys.stderr)
+    if fails:
+        sys.exit(1)
+    print("browser_check: routers, routees, the open breaker and moving counts are shown")
+
+
+if __name__ == "__main__":
+    main()
