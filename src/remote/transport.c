@@ -9,6 +9,7 @@
 
 static const ac__transport_ops *const transports[] = {
     &ac__transport_zmq,
+    &ac__transport_inproc,
 };
 
 const ac__transport_ops *ac__transport_for(const char *bind)

@@ -72,7 +72,7 @@ static void forget(pid_t pid)
 
 /* The READY line on p->out_fd, within 10 s (sanitizer builds start
  * slowly), into p->address and p->incarnation. */
-static bool read_ready(rt_proc *p)
+bool rt_read_ready(rt_proc *p)
 {
     char line[256];
     size_t len = 0;
@@ -134,7 +134,7 @@ bool rt_spawn(rt_proc *p, const char *program, const char *const *args)
     remember(p->pid);
     p->in_fd = in[1];
     p->out_fd = out[0];
-    if (read_ready(p))
+    if (rt_read_ready(p))
         return true;
     fprintf(stderr, "rt_spawn: %s did not say READY\n", program);
     rt_end(p, SIGKILL);
@@ -191,5 +191,20 @@ void rt_signal(rt_proc *p, int sig)
 const char *rt_path(const rt_proc *p, const char *system, const char *path, char *buf, size_t cap)
 {
     snprintf(buf, cap, "actorc://%s@%s%s", system, p->address, path);
+    return buf;
+}
+
+bool rt_inproc(void)
+{
+    const char *t = getenv("ACTORC_TEST_TRANSPORT");
+    return t && strcmp(t, "inproc") == 0;
+}
+
+const char *rt_bind(const char *name, char *buf, size_t cap)
+{
+    if (rt_inproc())
+        snprintf(buf, cap, "inproc://%s:0", name);
+    else
+        snprintf(buf, cap, "tcp://127.0.0.1:0");
     return buf;
 }

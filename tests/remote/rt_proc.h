@@ -20,7 +20,15 @@ typedef struct rt_proc {
     int out_fd; /* its standard output */
     char address[128];
     char incarnation[32];
+    void *local; /* a peer in this process (its ac_system), pid 0 */
 } rt_proc;
+
+/* Do the tests run over the in-process transport
+ * (ACTORC_TEST_TRANSPORT=inproc) rather than ZeroMQ? */
+bool rt_inproc(void);
+/* A bind URL for a node of this process named `name`: inproc://<name>:0
+ * over the in-process transport, else tcp://127.0.0.1:0. */
+const char *rt_bind(const char *name, char *buf, size_t cap);
 
 /* Start `program` with `args` (NULL-terminated, after the program name)
  * and wait (10 s at most) for its READY line; false, with a message on
@@ -33,6 +41,9 @@ static inline bool rt_start(rt_proc *p, const char *const *args)
     return rt_spawn(p, ACTORC_TEST_NODE, args);
 }
 #endif
+/* The READY line on p->out_fd, within 10 s, into p->address and
+ * p->incarnation (for a peer of this process that prints one too). */
+bool rt_read_ready(rt_proc *p);
 /* Send `sig` (SIGKILL, SIGTERM) and reap it; 0: close its input and wait
  * (up to 10 s, then SIGKILL). Its wait status (waitpid's), or -1 when
  * there was no process. */
