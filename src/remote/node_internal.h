@@ -103,7 +103,6 @@ struct ac__rref {
     struct ac__rref *chain; /* intern table bucket */
 };
 
-
 /* A pending ask: a local reply target waiting on another node. */
 typedef struct ac__corr {
     uint64_t corr;
