@@ -4,10 +4,8 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,75 +30,6 @@ const char *cl_addr(int port, char *buf, size_t cap)
     return buf;
 }
 
-/* ---- a member on a thread of this process (the in-process transport) ---- */
-
-typedef struct local_member {
-    pthread_t thread;
-    int in_fd, out_fd; /* its ends of the pipes */
-    int argc;
-    char *argv[44];
-} local_member;
-
-static void *local_main(void *arg)
-{
-    local_member *m = arg;
-    cl_member_main(m->in_fd, m->out_fd, m->argc, m->argv);
-    close(m->out_fd); /* its input was closed when it ended */
-    return NULL;
-}
-
-static bool local_start(cl_node *n, const char *const *argv)
-{
-    local_member *m = calloc(1, sizeof *m);
-    int in[2], out[2];
-    if (!m || pipe2(in, O_CLOEXEC) != 0) {
-        free(m);
-        return false;
-    }
-    if (pipe2(out, O_CLOEXEC) != 0) {
-        close(in[0]);
-        close(in[1]);
-        free(m);
-        return false;
-    }
-    m->argv[m->argc++] = strdup("cl-member");
-    for (int i = 0; argv[i] && m->argc < 43; i++)
-        m->argv[m->argc++] = strdup(argv[i]);
-    m->in_fd = in[0];
-    m->out_fd = out[1];
-    n->proc.in_fd = in[1];
-    n->proc.out_fd = out[0];
-    n->proc.local = m;
-    if (pthread_create(&m->thread, NULL, local_main, m) != 0) {
-        close(in[0]);
-        close(out[1]);
-        n->proc.local = NULL;
-        return false;
-    }
-    if (rt_read_ready(&n->proc))
-        return true;
-    fprintf(stderr, "cl_start: the member did not say READY\n");
-    cl_end(n, SIGKILL);
-    return false;
-}
-
-/* End a member of this process: SIGKILL stops its node first (its loss
- * to the others, as a killed process's), then its input closes. */
-static void local_end(cl_node *n, int sig)
-{
-    local_member *m = n->proc.local;
-    if (sig == SIGKILL && write(n->proc.in_fd, "crash\n", 6) != 6)
-        fprintf(stderr, "cl_end: cannot tell the member to crash\n");
-    close(n->proc.in_fd);
-    pthread_join(m->thread, NULL);
-    close(n->proc.out_fd);
-    for (int i = 0; i < m->argc; i++)
-        free(m->argv[i]);
-    free(m);
-    n->proc.local = NULL;
-    n->proc.in_fd = n->proc.out_fd = -1;
-}
-
 static void forget_lines(cl_node *n)
 {
     for (int i = 0; i < n->count; i++)
@@ -123,15 +52,12 @@ bool cl_start(cl_node *n, int port, const char *const *args)
     memset(n, 0, sizeof *n);
     n->port = port;
     signal(SIGPIPE, SIG_IGN); /* a command to a node that died fails, not the test */
-    return rt_inproc() ? local_start(n, argv) : rt_start(&n->proc, argv);
+    return rt_inproc() ? rt_local_start(&n->proc, cl_member_main, argv) : rt_start(&n->proc, argv);
 }
 
 void cl_end(cl_node *n, int sig)
 {
-    if (n->proc.local)
-        local_end(n, sig);
-    else
-        rt_end(&n->proc, sig);
+    rt_end(&n->proc, sig); /* a member of this process: its thread */
     forget_lines(n);
 }
 

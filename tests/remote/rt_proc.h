@@ -20,8 +20,19 @@ typedef struct rt_proc {
     int out_fd; /* its standard output */
     char address[128];
     char incarnation[32];
-    void *local; /* a peer in this process (its ac_system), pid 0 */
+    void *local;  /* a peer in this process (its ac_system), pid 0 */
+    void *member; /* a member on a thread of this process (rt_local_start) */
 } rt_proc;
+
+/* A member's main as a thread of this process runs it: commands from
+ * in_fd until it closes ("crash": its node stopped first), lines (READY
+ * first) to out_fd. */
+typedef int (*rt_member_main)(int in_fd, int out_fd, int argc, char **argv);
+/* Start main_fn on a thread with `args` (NULL-terminated, after the
+ * program name) and pipes in place of its standard input and output,
+ * and wait for its READY line as rt_spawn does. rt_end ends it: SIGKILL
+ * says "crash" first. */
+bool rt_local_start(rt_proc *p, rt_member_main main_fn, const char *const *args);
 
 /* Do the tests run over the in-process transport
  * (ACTORC_TEST_TRANSPORT=inproc) rather than ZeroMQ? */
