@@ -93,8 +93,10 @@ typedef struct ac_node_curve {
 #define AC_NODE_MAX_CONNECTIONS_LIMIT 100000u
 
 typedef struct ac_node_options {
-    /* ZeroMQ endpoint to bind: "tcp://<ipv4>:<port>"; port 0 (or "*")
-     * lets the OS choose (ac_node_address tells which). Required. */
+    /* Where to bind; the scheme chooses the transport. "tcp://<ipv4>:<port>"
+     * (ZeroMQ): port 0 (or "*") lets the OS choose (ac_node_address tells
+     * which). "inproc://<name>:<port>": nodes of this process only, at the
+     * address "<name>:<port>"; port 0 takes a free number. Required. */
     const char *bind;
     /* "<host>:<port>" other nodes reach this one at; NULL: the bound
      * address. */

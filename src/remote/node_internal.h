@@ -1,18 +1,27 @@
 /*
- * A node's insides (node.c: the API and the transport thread; refs.c:
- * remote refs, reply targets of other nodes, the correlation table).
+ * A node's insides, file by file: node.c (the API: start, stop, resolve,
+ * types, stats), peers.c (peers made, forgotten and lost), outq.c (the
+ * outgoing queue, backpressure, each peer's backlog), conns.c (a peer's
+ * connection: dialled with its HELLO, refused, late), inbound.c (frames
+ * that arrive: the handshake and dispatch), handlers.c (what a message,
+ * a reply or a watch does here, through the last-frame lookup cache),
+ * node_loop.c (the transport thread), node_metrics.c (counts, series,
+ * rate-limited logging), rrefs.c (remote refs), rreply.c (reply targets
+ * of other nodes), corr.c (the correlation table). The transport below
+ * them all (transport.h) owns every socket.
  *
- * Threads. The transport thread owns every ZeroMQ socket. Any thread
- * encodes a frame and queues it (an MPSC queue plus an eventfd the
- * transport polls, written only when the transport sleeps). The node's
- * lock guards the tables: peers by address, interned remote refs, the
- * correlation table, the types; a peer's `state` is atomic so that a send
- * can refuse a lost peer without the lock.
+ * Threads. The transport thread owns every connection. Any thread
+ * encodes a frame and queues it (an MPSC queue plus the transport's
+ * wake-up, used only when the transport sleeps). The node's lock guards
+ * the tables: peers by address, interned remote refs, the correlation
+ * table, the types; a peer's `state` is atomic so that a send can refuse
+ * a lost peer without the lock.
  */
 #ifndef AC_REMOTE_NODE_INTERNAL_H
 #define AC_REMOTE_NODE_INTERNAL_H
 
 #include <pthread.h>
+#include <time.h>
 
 #include "actorc/ask.h"
 #include "actorc/metrics.h"
@@ -22,6 +31,7 @@
 #include "core/alloc.h"
 #include "core/extension.h"
 #include "remote/peer_table.h"
+#include "remote/transport.h"
 #include "remote/wire.h"
 
 typedef struct ac__peer ac__peer;
@@ -57,21 +67,21 @@ struct ac__peer {
     bool named; /* known only from a frame naming it (under the lock) */
     bool named_dial; /* dialled as named: counted in node->named_dials_open (transport) */
     /* The transport thread's: */
-    void *dealer, *monitor;
-    size_t conn_index; /* in node->conns while it has a DEALER */
+    ac__conn *conn;    /* the transport's connection to it, or NULL */
+    size_t conn_index; /* in node->conns while it has a connection */
     bool hello_sent;
-    /* Its DEALER's connection was made. */
-    bool dealer_connected;
-    /* Dialled and refused before any connection was made: the DEALER is
-     * closed at once (a DEALER does not reconnect) and frames wait for
-     * its hello, or its connect deadline to lose it. Under the lock. */
+    /* Its connection was made. */
+    bool conn_made;
+    /* Dialled and refused before any connection was made: the connection
+     * is closed at once (it is not retried) and frames wait for its
+     * hello, or its connect deadline to lose it. Under the lock. */
     bool refused;
     bool dialled; /* a connect began: connect_deadline_ns runs (under the lock) */
     bool redialled; /* dialled again after a refusal once Up (transport) */
     bool flush_mark; /* its backlog grew in this round of the queue */
     int64_t connect_deadline_ns; /* while CONNECTING */
-    /* Frames its DEALER would not take yet (at its high-water mark), in
-     * order; sent when it is writable again. */
+    /* Frames its connection would not take yet (at its high-water mark),
+     * in order; sent when it is writable again. */
     struct ac__out *backlog_head, *backlog_tail;
     char *down_why;              /* set when lost (under the lock) */
     /* Metric series of this peer (NULL when metrics are off); the
@@ -93,15 +103,6 @@ struct ac__rref {
     ac__refset watchers; /* local actors watching it; under the node lock */
     struct ac__rref *chain; /* intern table bucket */
 };
-
-/* A frame on its way out. */
-typedef struct ac__out {
-    _Atomic(struct ac__out *) next;
-    ac__peer *peer; /* retained */
-    size_t len;
-    size_t size; /* of the block (ac__alloc_small), this header included */
-    uint8_t *buf; /* len bytes, behind the header */
-} ac__out;
 
 /* A pending ask: a local reply target waiting on another node. */
 typedef struct ac__corr {
@@ -130,18 +131,18 @@ struct ac_node {
     uint64_t incarnation;
     ac_node_options options; /* copied; pointers into it not kept */
     ac__wire_limits limits;
-    bool curve;
-    char curve_public[41], curve_secret[41], curve_server_public[41], curve_server_secret[41];
-    char **allowed;
-    size_t allowed_count;
 
-    void *zctx, *router, *zap;
+    /* The transport the bind URL chose, and its state. */
+    const ac__transport_ops *tp;
+    void *tstate;
     pthread_t thread;
     bool thread_started;
-    int wake_fd;
     atomic_bool sleeping;
     atomic_bool stopping; /* ac_node_stop or terminate began */
-    bool stopped;         /* the transport thread is joined */
+    /* ac_node_stop and a terminate may meet: the first stops, the second
+     * finds it stopped (under stop_lock). */
+    pthread_mutex_t stop_lock;
+    bool stopped; /* the transport thread is joined */
 
     /* Outgoing frames: Vyukov's intrusive MPSC queue. */
     _Atomic(ac__out *) out_head;
@@ -160,10 +161,11 @@ struct ac_node {
     const ac_msg_type **types;
     size_t type_count, type_cap;
 
-    /* The transport thread's memory of the last frame it took, so that a
-     * stream from one peer, of one type, from one sender, to one actor
-     * costs no lock and no lookup per frame. Each held ref is retained;
-     * all are dropped when their peer is lost and at stop. */
+    /* The transport thread's last-frame lookup cache: what the last
+     * frame it took was found to mean, so that a stream from one peer, of
+     * one type, from one sender, to one actor costs no lock and no lookup
+     * per frame. Each held ref is retained; all are dropped when their
+     * peer is lost and at stop (handlers.c). */
     struct {
         uint64_t id;
         ac__peer *from;
@@ -175,19 +177,17 @@ struct ac_node {
         char target_path[256];
         size_t target_len;
         ac_ref *target;
-    } last;
+    } lookup_cache;
 
     /* When the transport thread last logged each kind of warning (a
      * line a second at most), and the lines left out since. */
     int64_t last_decode_log, last_stale_log, last_loss_log, last_refuse_log;
     uint64_t losses_unlogged, refusals_unlogged;
 
-    /* Peers with a DEALER (the transport thread's), max_connections at
-     * most; and the poll set made of them. */
+    /* Peers with a connection (the transport thread's), max_connections
+     * at most. */
     ac__peer **conns;
     size_t conn_count;
-    struct zmq_pollitem_t *items;
-    ac__peer **owners;
     int64_t next_sweep_ns;
     /* Peers another thread evicted from the full table (DOWN, the table's
      * reference with them): the transport thread finishes losing them. */
@@ -211,22 +211,53 @@ struct ac_node {
     _Atomic(const struct ac__node_hooks *) hooks;
 };
 
-/* ---- refs.c ---------------------------------------------------------- */
+/* Count one of the node's events, in its stats and (when on) its metric. */
+#define AC__NODE_COUNT(node, field, counter, n)                                               \
+    do {                                                                                      \
+        atomic_fetch_add_explicit(&(node)->m.field, (n), memory_order_relaxed);               \
+        ac_counter_add((node)->counter, (n));                                                 \
+    } while (0)
+
+/* The monotonic clock, ns (the remote library's own: it links only
+ * what libactorc exports). */
+static inline int64_t ac__node_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static inline ac__wire_span ac__text_span(const char *s)
+{
+    return (ac__wire_span){(const uint8_t *)s, s ? __builtin_strlen(s) : 0};
+}
+
+/* ---- rrefs.c: remote refs ------------------------------------------------ */
 
 extern const ac__ref_ops ac__rref_ops;
-extern const ac__ref_ops ac__rreply_ops;
 
 /* The interned remote ref for (peer, path), retained; made when there is
- * none. Under no lock. Aborts when out of memory only if `must`; else
- * NULL. */
+ * none. Under no lock. NULL when out of memory. */
 ac__rref *ac__rref_get(ac_node *node, ac__peer *peer, const char *path, size_t len);
-/* A reply target of another node (peer, corr), the caller's reference. */
-ac_ref *ac__rreply_new(ac_node *node, ac__peer *peer, uint64_t corr);
-
 /* Smaller intern buckets once most refs have gone (takes the lock). */
 void ac__rrefs_shrink(ac_node *node);
+/* Interned refs of a peer (after it is down): its watched refs' watchers
+ * are told node-lost. Transport thread. */
+void ac__rref_peer_lost(ac_node *node, ac__peer *peer);
+/* A TERMINATED frame from `peer` about its actor at path. */
+void ac__rref_terminated(ac_node *node, ac__peer *peer, const char *path, size_t len);
 
-/* Correlation table (under the node lock unless said). */
+/* ---- rreply.c: reply targets of other nodes ------------------------------ */
+
+extern const ac__ref_ops ac__rreply_ops;
+
+/* A reply target of another node (peer, corr), the caller's reference. */
+ac_ref *ac__rreply_new(ac_node *node, ac__peer *peer, uint64_t corr);
+/* Is ref such a target? Its peer (borrowed) and id. */
+bool ac__rreply_parts(const ac_ref *ref, ac__peer **peer, uint64_t *corr);
+
+/* ---- corr.c: the correlation table --------------------------------------- */
+
 uint64_t ac__corr_add(ac_node *node, ac_ref *reply, ac__peer *peer); /* takes the node lock */
 ac_ref *ac__corr_take(ac_node *node, uint64_t corr); /* takes the lock; the entry's ref or NULL */
 /* Drop the entries whose reply target has settled (a timeout settles
@@ -238,16 +269,20 @@ void ac__corr_sweep(ac_node *node);
  * sees its ask fail sees it counted. Takes the lock. */
 size_t ac__corr_fail_peer(ac_node *node, ac__peer *peer, ac_error *err);
 size_t ac__corr_count(ac_node *node);
+/* The entries nobody settled, at free. */
+void ac__corr_free_all(ac_node *node);
 
-/* Interned refs of a peer (after it is down): its watched refs' watchers
- * are told node-lost. Transport thread. */
-void ac__rref_peer_lost(ac_node *node, ac__peer *peer);
-/* A TERMINATED frame from `peer` about its actor at path. */
-void ac__rref_terminated(ac_node *node, ac__peer *peer, const char *path, size_t len);
+/* A chained hash table's buckets grown or shrunk to `cap` (a power of
+ * two): each entry's chain pointer sits at `chain_off`, its hash comes
+ * from `hash`. False when out of memory (the old buckets kept). */
+bool ac__chain_rehash(void ***buckets, size_t *cap, size_t new_cap, size_t chain_off,
+                      uint64_t (*hash)(const void *entry));
 
-/* ---- node.c ---------------------------------------------------------- */
+/* ---- peers.c ------------------------------------------------------------- */
 
 void ac__peer_release(ac__peer *peer);
+/* Drop n references to p at once. */
+void ac__peer_release_n(ac__peer *p, unsigned n);
 static inline ac__peer *ac__peer_retain(ac__peer *p)
 {
     atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
@@ -258,6 +293,31 @@ static inline ac__peer *ac__peer_retain(ac__peer *p)
  * table is full of peers that said hello (the failure recorded). */
 ac__peer *ac__peer_for(ac_node *node, const char *address, size_t len, const char *system,
                        size_t system_len);
+/* The same, `named` when only a frame named it (a sender's address), not
+ * this node's own wish. */
+ac__peer *ac__peer_at(ac_node *node, const char *address, size_t len, const char *system,
+                      size_t system_len, bool named);
+/* A new peer in the table (under the lock). NULL with the failure
+ * recorded: out of memory, or the table full of peers in use. */
+ac__peer *ac__peer_new(ac_node *node, const char *address, size_t len, const char *system,
+                       size_t system_len, ac__peer_state state);
+/* The UP peer of incarnation inc (not this node), retained, or NULL. */
+ac__peer *ac__peer_by_inc(ac_node *node, uint64_t inc);
+/* Can p be forgotten without anyone noticing? Under the lock. */
+bool ac__peer_forgettable(const ac_node *node, const ac__peer *p);
+void ac__peer_forget(ac_node *node, ac__peer *p);
+/* The first half of losing a peer, under the lock: DOWN, out of the
+ * table. False when it was DOWN already (or is this node). */
+bool ac__peer_mark_down_locked(ac_node *node, ac__peer *peer, const char *why);
+/* Lose `peer` for good (transport thread). */
+void ac__peer_down(ac_node *node, ac__peer *peer, const char *why);
+/* Peers evicted by other threads: the transport thread finishes them. */
+void ac__peer_finish_evicted(ac_node *node);
+/* The error a lost peer's asks get. Never NULL (aborts when out of memory). */
+ac_error *ac__node_down_error(const ac__peer *peer, const char *why);
+
+/* ---- outq.c: the outgoing queue ------------------------------------------ */
+
 /* Queue a frame to peer (env encoded here). AC_OK, or a failure
  * recorded with ac__fail (peer down, queue full, out of memory, frame too
  * big). The body is env->body. */
@@ -267,11 +327,74 @@ ac_status ac__node_send(ac_node *node, ac__peer *peer, const ac__wire_env *env);
  * msg's type has none). */
 ac_status ac__node_send_msg(ac_node *node, ac__peer *peer, const ac__wire_env *env,
                             const ac_msg *msg);
-/* Fill env->sender for `sender` as seen from `peer`. */
-void ac__node_encode_sender(ac_node *node, ac__peer *peer, ac_ref *sender, ac__wire_env *env,
-                            uint64_t corr);
-/* The error a lost peer's asks get. Never NULL (aborts when out of memory). */
-ac_error *ac__node_down_error(const ac__peer *peer, const char *why);
+/* Tell `peer` that its ask `corr` gets no reply: why (flags 1: its
+ * target is stopped). */
+void ac__node_send_undeliverable(ac_node *node, ac__peer *peer, uint64_t corr, unsigned flags,
+                                 const char *why);
+/* Backpressure: AC_OK, or AC_EFAILED recorded and counted when max_queue
+ * frames already wait for peer. */
+ac_status ac__node_admit_queue(ac_node *node, ac__peer *peer);
+/* Wake the transport thread if it sleeps. Any thread. */
+void ac__node_wake(ac_node *node);
+/* Is a frame queued? (Transport thread.) */
+bool ac__outq_waits(ac_node *node);
+/* Send what is queued; returns how many frames it took. Transport thread. */
+size_t ac__outq_drain(ac_node *node);
+/* Drop what waits (at stop); `counted`: take them off their peers'
+ * counts too. */
+void ac__outq_drop(ac_node *node, bool counted);
+/* Send what waits in peer's backlog, as far as its connection takes it
+ * (all of it dropped when the peer is lost). Transport thread. */
+void ac__backlog_flush(ac_node *node, ac__peer *p);
+
+/* ---- conns.c: a peer's connection ---------------------------------------- */
+
+/* Dial p and say HELLO: NULL, or why it cannot be done. */
+const char *ac__conn_open(ac_node *node, ac__peer *p);
+void ac__conn_close(ac_node *node, ac__peer *p);
+/* May p be dialled now (named_dials_per_s)? NULL, or why not (counted). */
+const char *ac__conn_dial_refusal(ac_node *node, ac__peer *p);
+/* A named dial ends: its peer said hello. */
+void ac__conn_named_done(ac_node *node, ac__peer *p);
+/* Lose the peers whose connection or hello is late (housekeeping). */
+void ac__conns_check_late(ac_node *node, int64_t now);
+/* Lose p if its connect deadline has passed (the sweep's). */
+void ac__conn_lose_late(ac_node *node, ac__peer *p, int64_t now);
+
+/* ---- inbound.c, handlers.c: frames that arrive ---------------------------- */
+
+/* Handle a message of frames (`from` NULL: of no node that said hello);
+ * `wire`: it crossed a wire and is counted. Transport thread. */
+void ac__inbound_frames(ac_node *node, ac__peer *from, const uint8_t *buf, size_t len,
+                        const void *routing_id, size_t id_len, bool wire);
+/* What a frame does here (handlers.c). */
+void ac__handle_message(ac_node *node, ac__peer *from, const ac__wire_env *env);
+void ac__handle_reply(ac_node *node, ac__peer *from, const ac__wire_env *env);
+void ac__handle_undeliverable(ac_node *node, const ac__wire_env *env);
+void ac__handle_watch(ac_node *node, ac__peer *from, const ac__wire_env *env, bool on);
+/* Forget what the lookup cache holds of `peer` (NULL: everything). */
+void ac__lookup_cache_forget(ac_node *node, const ac__peer *peer);
+
+/* ---- node_metrics.c: counts, series, logging ------------------------------ */
+
+void ac__node_metrics_register(ac_node *node);
+/* Count what left for `p`, and what came from `from`. Transport thread. */
+void ac__node_count_out(ac_node *node, ac__peer *p, size_t frames, size_t bytes);
+void ac__node_count_in(ac_node *node, ac__peer *from, size_t bytes);
+/* A warning, at most a line a second per `*last_ns`; with `unlogged`,
+ * the lines left out meanwhile are counted and said. Transport thread. */
+void ac__node_log_counted(ac_node *node, int64_t *last_ns, uint64_t *unlogged, const char *fmt,
+                          ...) AC_PRINTF(4, 5);
+#define ac__node_log_limited(node, last_ns, ...) ac__node_log_counted(node, last_ns, NULL, __VA_ARGS__)
+
+/* ---- node.c, node_loop.c ------------------------------------------------ */
+
+/* Fill env->sender for `sender`. */
+void ac__node_encode_sender(ac_node *node, ac_ref *sender, ac__wire_env *env);
+/* The type registered under that name, or NULL. */
+const ac_msg_type *ac__node_type_named(ac_node *node, const uint8_t *name, size_t len);
+/* The transport thread. */
+void *ac__node_loop(void *arg);
 
 /* ---- node_hooks.c: what the cluster layer sees of a node ------------- */
 

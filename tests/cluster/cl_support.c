@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cl_member.h"
 #include "cl_support.h"
 
 double cl_now_ms(void)
@@ -25,7 +26,7 @@ double cl_now_ms(void)
 
 const char *cl_addr(int port, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "127.0.0.1:%d", port);
+    snprintf(buf, cap, rt_inproc() ? "member:%d" : "127.0.0.1:%d", port);
     return buf;
 }
 
@@ -42,7 +43,7 @@ bool cl_start(cl_node *n, int port, const char *const *args)
     char bind[64];
     const char *argv[40];
     int k = 0;
-    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", port);
+    snprintf(bind, sizeof bind, rt_inproc() ? "inproc://member:%d" : "tcp://127.0.0.1:%d", port);
     argv[k++] = "--bind";
     argv[k++] = bind;
     for (int i = 0; args && args[i] && k < 39; i++)
@@ -51,12 +52,12 @@ bool cl_start(cl_node *n, int port, const char *const *args)
     memset(n, 0, sizeof *n);
     n->port = port;
     signal(SIGPIPE, SIG_IGN); /* a command to a node that died fails, not the test */
-    return rt_start(&n->proc, argv);
+    return rt_inproc() ? rt_local_start(&n->proc, cl_member_main, argv) : rt_start(&n->proc, argv);
 }
 
 void cl_end(cl_node *n, int sig)
 {
-    rt_end(&n->proc, sig);
+    rt_end(&n->proc, sig); /* a member of this process: its thread */
     forget_lines(n);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rn_member.h"
 #include "router_fx.h"
 
 int hb_timeout_ms = HB_TIMEOUT_MS;
@@ -31,17 +32,20 @@ void fx_start_member(cluster_fx *c, int i, const char *mode)
     const char *args[40];
     int a = 0;
     snprintf(timeout, sizeof timeout, "%d", hb_timeout_ms);
-    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", c->ports[i]);
+    snprintf(bind, sizeof bind, rt_inproc() ? "inproc://member:%d" : "tcp://127.0.0.1:%d",
+             c->ports[i]);
     args[a++] = "--bind", args[a++] = bind;
     for (int k = 0; k < c->n_ports; k++) {
-        snprintf(seeds[k], sizeof seeds[k], "127.0.0.1:%d", c->ports[k]);
+        snprintf(seeds[k], sizeof seeds[k], rt_inproc() ? "member:%d" : "127.0.0.1:%d",
+                 c->ports[k]);
         args[a++] = "--seed", args[a++] = seeds[k];
     }
     args[a++] = "--role", args[a++] = "replica";
     args[a++] = "--replica", args[a++] = mode;
     args[a++] = "--hb", args[a++] = HB_IVL, args[a++] = timeout;
     args[a] = NULL;
-    assert_true(rt_start(&c->members[i], args));
+    assert_true(rt_inproc() ? rt_local_start(&c->members[i], rn_member_main, args)
+                            : rt_start(&c->members[i], args));
     if (i >= c->n)
         c->n = i + 1;
 }
@@ -52,9 +56,11 @@ void fx_join_as(cluster_fx *c, ts_fixture *fx, const char *name, const char *rol
     assert_non_null(c->sys);
     char bind[64], seeds[MAX_MEMBERS + 1][32];
     const char *seed_list[MAX_MEMBERS + 1];
-    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", c->ports[c->n_ports - 1]);
+    snprintf(bind, sizeof bind, rt_inproc() ? "inproc://member:%d" : "tcp://127.0.0.1:%d",
+             c->ports[c->n_ports - 1]);
     for (int k = 0; k < c->n_ports; k++) {
-        snprintf(seeds[k], sizeof seeds[k], "127.0.0.1:%d", c->ports[k]);
+        snprintf(seeds[k], sizeof seeds[k], rt_inproc() ? "member:%d" : "127.0.0.1:%d",
+                 c->ports[k]);
         seed_list[k] = seeds[k];
     }
     ac_node_options no = {.bind = bind, .heartbeat_ivl_ms = 100, .heartbeat_timeout_ms = hb_timeout_ms};
@@ -75,7 +81,7 @@ void fx_join_client(cluster_fx *c, ts_fixture *fx, const char *name)
 void fx_end(cluster_fx *c)
 {
     for (int i = 0; i < c->n; i++)
-        if (c->members[i].pid > 0)
+        if (c->members[i].pid > 0 || c->members[i].member)
             rt_end(&c->members[i], SIGKILL);
 }
 

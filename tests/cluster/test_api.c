@@ -1,6 +1,7 @@
 /*
  * The membership API in one process: two systems, each with a node on
- * 127.0.0.1, joined to one static cluster. What a subscriber sees and in
+ * 127.0.0.1 (or, as cluster.api.inproc, over the in-process transport:
+ * ACTORC_TEST_TRANSPORT=inproc), joined to one static cluster. What a subscriber sees and in
  * which order, a subscriber that stops, the member list and its roles,
  * the status, leaving, and every bad argument refused with a status and
  * a message naming it.
@@ -16,6 +17,7 @@
 #include <actorc.h>
 #include <actorc/cluster.h>
 
+#include "rt_proc.h"
 #include "test_support.h"
 
 #ifdef CL_SANITIZED
@@ -60,7 +62,8 @@ typedef struct pair {
 
 static ac_node *start_node(ac_system *sys)
 {
-    ac_node_options o = {.bind = "tcp://127.0.0.1:0"};
+    char bind[64];
+    ac_node_options o = {.bind = rt_bind("member", bind, sizeof bind)};
     ac_node *n = ac_node_start(sys, &o);
     assert_non_null(n);
     return n;

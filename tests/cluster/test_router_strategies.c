@@ -1,5 +1,7 @@
 /*
- * The cluster routers' strategies across real processes on 127.0.0.1,
+ * The cluster routers' strategies across real processes on 127.0.0.1
+ * (or threads of this process over the in-process transport, as
+ * cluster.router_strategies.inproc),
  * with the fixture of router_fx.h (member processes ended by their pid,
  * also when a test fails): smallest-mailbox from the depths members
  * publish, nested paths and this node's own routee included; breakers
@@ -225,7 +227,9 @@ static void test_smallest_mailbox_nested_on_this_node(void **state)
         ac_ref_release(member);
     }
     char mine[256];
-    snprintf(mine, sizeof mine, "actorc://client_self_nested@127.0.0.1:%d%s",
+    snprintf(mine, sizeof mine,
+             rt_inproc() ? "actorc://client_self_nested@member:%d%s"
+                         : "actorc://client_self_nested@127.0.0.1:%d%s",
              c.ports[c.n_ports - 1], o.path);
     sleep_ms(400); /* a few depth reports: their queues are long */
     for (int i = 0; i < 10; i++) {

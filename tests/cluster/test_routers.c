@@ -1,5 +1,7 @@
 /*
- * The cluster routers across real processes on 127.0.0.1: three (or
+ * The cluster routers across real processes on 127.0.0.1 (as
+ * cluster.routers.inproc: threads of this process over the in-process
+ * transport, ACTORC_TEST_TRANSPORT=inproc): three (or
  * four) member processes (actorc-test-router-node) and this process as
  * a client member, joined by static seeds on ports probed free
  * (router_fx.h). Every process is ended by its pid at the end of its
@@ -98,6 +100,8 @@ static void test_fourth_member_joins(void **state)
  * member is back well before it would be Down. */
 static void test_unreachable_out_and_back(void **state)
 {
+    if (rt_inproc())
+        skip(); /* SIGSTOP: processes only */
     ts_fixture *fx = *state;
     cluster_fx c = {0};
     hb_timeout_ms = 8000;
@@ -199,7 +203,9 @@ static void test_same_aggregate_on_a_third_node(void **state)
 
     char asker[256], router_path[256];
     rt_path(&c.members[0], "routers", "/user/asker", asker, sizeof asker);
-    snprintf(router_path, sizeof router_path, "actorc://client_agg@127.0.0.1:%d/user/sg",
+    snprintf(router_path, sizeof router_path,
+             rt_inproc() ? "actorc://client_agg@member:%d/user/sg"
+                         : "actorc://client_agg@127.0.0.1:%d/user/sg",
              c.ports[c.n_ports - 1]);
     ac_ref *remote_asker = ac_node_resolve(ac_system_node(c.sys), asker);
     assert_non_null(remote_asker);

@@ -990,11 +990,11 @@ static void dump_peers(ac_node *n)
     for (ac__peer *p = n->peers.newest; p; p = p->older)
         fprintf(stderr,
                 "  peer %s%s: state %d, incarnation %016" PRIx64
-                ", refs %u, dealer %s%s%s, backlog %s\n",
+                ", refs %u, connection %s%s%s, backlog %s\n",
                 p->address, p == n->self ? " (itself)" : "",
                 atomic_load_explicit(&p->state, memory_order_relaxed), p->incarnation,
-                atomic_load_explicit(&p->refs, memory_order_relaxed), p->dealer ? "open" : "none",
-                p->dealer_connected ? ", connected" : "", p->refused ? ", refused" : "",
+                atomic_load_explicit(&p->refs, memory_order_relaxed), p->conn ? "open" : "none",
+                p->conn_made ? ", connected" : "", p->refused ? ", refused" : "",
                 p->backlog_head ? "waiting" : "empty");
     fprintf(stderr, "  interned remote refs %zu, pending asks %zu\n", n->rref_count,
             n->corr_count);

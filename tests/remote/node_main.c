@@ -7,18 +7,8 @@
  *                    [--curve SERVER_PUB SERVER_SEC PUB SEC [ALLOWED...]]
  *
  * Prints "READY <address> <incarnation>" once its node is up, then serves
- * until its standard input closes or it gets SIGTERM. Its actors:
- *   /user/echo     replies with what it got; "count" answers how many
- *                  messages it echoed (an Int64)
- *   /user/pool     a round-robin pool of three echo routees
- *   /user/fail     replies with rt_aggregate_error()
- *   /user/slow     never replies
- *   /user/stopper  stops on "stop"
- *   /user/asker    a String path: asks "ping" of it from inside the actor
- *                  and replies "<reply>|<sender path>" or "error:<name>"
- *   /user/watcher  "watch <path>": watches it and tells the sender
- *                  "terminated <path> lost=<0|1>" when it ends
- *   /user/point    replies with a test.Point of x+1, y+1
+ * until its standard input closes or it gets SIGTERM. Its actors
+ * (node_serve.h): echo, pool, fail, slow, stopper, asker, watcher, point.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -28,147 +18,7 @@
 
 #include <actorc.h>
 
-#include "remote_test.h"
-
-static ac_node *node;
-
-/* ---- actors ------------------------------------------------------------- */
-
-typedef struct echo_state {
-    int64_t count;
-} echo_state;
-
-static void echo_receive(ac_ctx *ctx, ac_msg *msg)
-{
-    echo_state *st = ac_ctx_state(ctx);
-    const char *s = ac_msg_is(msg, &ac_msg_type_str) ? ac_msg_str(msg) : NULL;
-    if (s && strcmp(s, "count") == 0) {
-        ac_reply(ctx, ac_msg_int64_new(st->count));
-        return;
-    }
-    st->count++;
-    ac_reply(ctx, ac_msg_retain(msg));
-}
-static const ac_actor_def echo_def = {.name = "Echo", .state_size = sizeof(echo_state),
-                                      .receive = echo_receive};
-
-static void fail_receive(ac_ctx *ctx, ac_msg *msg)
-{
-    (void)msg;
-    ac_reply(ctx, ac_msg_error_new(rt_aggregate_error()));
-}
-static const ac_actor_def fail_def = {.name = "Fail", .receive = fail_receive};
-
-static void slow_receive(ac_ctx *ctx, ac_msg *msg)
-{
-    (void)ctx;
-    (void)msg;
-}
-static const ac_actor_def slow_def = {.name = "Slow", .receive = slow_receive};
-
-static void stopper_receive(ac_ctx *ctx, ac_msg *msg)
-{
-    const char *s = ac_msg_is(msg, &ac_msg_type_str) ? ac_msg_str(msg) : NULL;
-    if (s && strcmp(s, "stop") == 0)
-        ac_stop(ac_self(ctx));
-    else
-        ac_reply(ctx, ac_msg_retain(msg));
-}
-static const ac_actor_def stopper_def = {.name = "Stopper", .receive = stopper_receive};
-
-typedef struct asker_state {
-    ac_ref *reply_to;
-} asker_state;
-
-static void asker_answered(ac_ctx *ctx, const ac_answer *answer, void *user)
-{
-    (void)user;
-    asker_state *st = ac_ctx_state(ctx);
-    ac_msg *out;
-    if (answer->reply && ac_msg_is(answer->reply, &ac_msg_type_str))
-        out = ac_msg_printf("%s|%s", ac_msg_str(answer->reply),
-                            answer->sender ? ac_ref_path(answer->sender) : "");
-    else
-        out = ac_msg_printf("error:%s", answer->error ? ac_error_name(answer->error) : "?");
-    ac_tell(st->reply_to, out, ac_self(ctx));
-    ac_ref_release(st->reply_to);
-    st->reply_to = NULL;
-}
-
-static void asker_receive(ac_ctx *ctx, ac_msg *msg)
-{
-    asker_state *st = ac_ctx_state(ctx);
-    const char *path = ac_msg_str(msg);
-    ac_ref *target = path ? ac_node_resolve(node, path) : NULL;
-    if (!target || st->reply_to) {
-        ac_reply(ctx, ac_msg_printf("error:%s", ac_last_error()));
-        ac_ref_release(target);
-        return;
-    }
-    st->reply_to = ac_ref_retain(ac_sender(ctx));
-    ac_ask_in(ctx, target, ac_msg_str_new("ping"), 3000, asker_answered, NULL, NULL);
-    ac_ref_release(target);
-}
-
-static void asker_stop(ac_ctx *ctx)
-{
-    asker_state *st = ac_ctx_state(ctx);
-    ac_ref_release(st->reply_to);
-}
-static const ac_actor_def asker_def = {.name = "Asker", .state_size = sizeof(asker_state),
-                                       .receive = asker_receive, .post_stop = asker_stop};
-
-typedef struct watcher_state {
-    ac_ref *report_to;
-} watcher_state;
-
-static void watcher_receive(ac_ctx *ctx, ac_msg *msg)
-{
-    watcher_state *st = ac_ctx_state(ctx);
-    if (ac_msg_is(msg, &ac_msg_type_terminated)) {
-        ac_ref *who = ac_terminated_ref(msg);
-        if (st->report_to)
-            ac_tell(st->report_to,
-                    ac_msg_printf("terminated %s lost=%d", ac_ref_path(who),
-                                  ac_terminated_node_lost(msg) ? 1 : 0),
-                    ac_self(ctx));
-        return;
-    }
-    const char *s = ac_msg_str(msg);
-    if (s && strncmp(s, "watch ", 6) == 0) {
-        ac_ref *target = ac_node_resolve(node, s + 6);
-        if (!target) {
-            ac_reply(ctx, ac_msg_printf("error:%s", ac_last_error()));
-            return;
-        }
-        ac_ref_release(st->report_to);
-        st->report_to = ac_ref_retain(ac_sender(ctx));
-        ac_status w = ac_watch(ctx, target);
-        ac_reply(ctx, ac_msg_printf("watching %s: %s", ac_ref_path(target), ac_status_name(w)));
-        ac_ref_release(target);
-    }
-}
-
-static void watcher_stop(ac_ctx *ctx)
-{
-    watcher_state *st = ac_ctx_state(ctx);
-    ac_ref_release(st->report_to);
-}
-static const ac_actor_def watcher_def = {.name = "Watcher", .state_size = sizeof(watcher_state),
-                                         .receive = watcher_receive, .post_stop = watcher_stop};
-
-static void point_receive(ac_ctx *ctx, ac_msg *msg)
-{
-    if (!ac_msg_is(msg, &rt_point_type))
-        return;
-    const rt_point *p = ac_msg_data(msg);
-    ac_msg *out = ac_msg_new(&rt_point_type, sizeof(rt_point));
-    rt_point *q = ac_msg_payload(out);
-    q->x = p->x + 1;
-    q->y = p->y + 1;
-    ac_reply(ctx, out);
-}
-static const ac_actor_def point_def = {.name = "Point", .receive = point_receive};
+#include "node_serve.h"
 
 /* ---- main --------------------------------------------------------------- */
 
@@ -177,15 +27,6 @@ static void on_term(int sig)
 {
     (void)sig;
     quit = 1;
-}
-
-static void spawn(ac_system *sys, ac_props *props, const char *name)
-{
-    ac_ref *r = ac_spawn(sys, props, name);
-    if (!r) {
-        fprintf(stderr, "test-node: cannot spawn %s: %s\n", name, ac_last_error());
-        exit(2);
-    }
 }
 
 int main(int argc, char **argv)
@@ -224,20 +65,13 @@ int main(int argc, char **argv)
         return 2;
     }
     o.bind = bind;
-    node = ac_node_start(sys, &o);
+    ac_node *node = ac_node_start(sys, &o);
     if (!node) {
         fprintf(stderr, "test-node: %s\n", ac_last_error());
         return 2;
     }
-    ac_node_register_type(node, &rt_point_type);
-    spawn(sys, ac_props_new(&echo_def, NULL), "echo");
-    spawn(sys, ac_router_round_robin(3, &echo_def, NULL), "pool");
-    spawn(sys, ac_props_new(&fail_def, NULL), "fail");
-    spawn(sys, ac_props_new(&slow_def, NULL), "slow");
-    spawn(sys, ac_props_new(&stopper_def, NULL), "stopper");
-    spawn(sys, ac_props_new(&asker_def, NULL), "asker");
-    spawn(sys, ac_props_new(&watcher_def, NULL), "watcher");
-    spawn(sys, ac_props_new(&point_def, NULL), "point");
+    if (!rt_serve(sys, node))
+        return 2;
     printf("READY %s %016llx\n", ac_node_address(node), (unsigned long long)ac_node_incarnation(node));
     fflush(stdout);
     char buf[64];

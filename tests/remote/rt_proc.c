@@ -4,10 +4,13 @@
  * left; posix_spawn, not fork, so that a process with threads running
  * starts another without copying them (or their locks).
  */
+#ifndef _GNU_SOURCE /* some targets define it for every file */
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -72,7 +75,7 @@ static void forget(pid_t pid)
 
 /* The READY line on p->out_fd, within 10 s (sanitizer builds start
  * slowly), into p->address and p->incarnation. */
-static bool read_ready(rt_proc *p)
+bool rt_read_ready(rt_proc *p)
 {
     char line[256];
     size_t len = 0;
@@ -134,15 +137,91 @@ bool rt_spawn(rt_proc *p, const char *program, const char *const *args)
     remember(p->pid);
     p->in_fd = in[1];
     p->out_fd = out[0];
-    if (read_ready(p))
+    if (rt_read_ready(p))
         return true;
     fprintf(stderr, "rt_spawn: %s did not say READY\n", program);
     rt_end(p, SIGKILL);
     return false;
 }
 
+/* ---- members on threads of this process ---------------------------------- */
+
+typedef struct local_member {
+    pthread_t thread;
+    rt_member_main main_fn;
+    int in_fd, out_fd; /* its ends of the pipes */
+    int argc;
+    char *argv[44];
+} local_member;
+
+static void *local_main(void *arg)
+{
+    local_member *m = arg;
+    m->main_fn(m->in_fd, m->out_fd, m->argc, m->argv);
+    close(m->out_fd); /* its input was closed when it ended */
+    return NULL;
+}
+
+bool rt_local_start(rt_proc *p, rt_member_main main_fn, const char *const *args)
+{
+    memset(p, 0, sizeof *p);
+    local_member *m = calloc(1, sizeof *m);
+    int in[2], out[2];
+    if (!m || pipe2(in, O_CLOEXEC) != 0) {
+        free(m);
+        return false;
+    }
+    if (pipe2(out, O_CLOEXEC) != 0) {
+        close(in[0]);
+        close(in[1]);
+        free(m);
+        return false;
+    }
+    m->main_fn = main_fn;
+    m->argv[m->argc++] = strdup("member");
+    for (int i = 0; args && args[i] && m->argc < 43; i++)
+        m->argv[m->argc++] = strdup(args[i]);
+    m->in_fd = in[0];
+    m->out_fd = out[1];
+    p->in_fd = in[1];
+    p->out_fd = out[0];
+    p->member = m;
+    if (pthread_create(&m->thread, NULL, local_main, m) != 0) {
+        close(in[0]);
+        close(out[1]);
+        m->argc = 0;
+        rt_end(p, 0);
+        return false;
+    }
+    if (rt_read_ready(p))
+        return true;
+    fprintf(stderr, "rt_local_start: the member did not say READY\n");
+    rt_end(p, SIGKILL);
+    return false;
+}
+
+static void local_end(rt_proc *p, int sig)
+{
+    local_member *m = p->member;
+    if (sig == SIGKILL && write(p->in_fd, "crash\n", 6) != 6)
+        fprintf(stderr, "rt_end: cannot tell the member to crash\n");
+    close(p->in_fd);
+    if (m->argc)
+        pthread_join(m->thread, NULL);
+    close(p->out_fd);
+    for (int i = 0; i < m->argc; i++)
+        free(m->argv[i]);
+    free(m);
+    p->member = NULL;
+    p->in_fd = p->out_fd = -1;
+}
+
 int rt_end(rt_proc *p, int sig)
 {
+    if (p->member) {
+        local_end(p, sig);
+        return 0;
+    }
     if (p->pid <= 0)
         return -1;
     if (sig) {
@@ -191,5 +270,20 @@ void rt_signal(rt_proc *p, int sig)
 const char *rt_path(const rt_proc *p, const char *system, const char *path, char *buf, size_t cap)
 {
     snprintf(buf, cap, "actorc://%s@%s%s", system, p->address, path);
+    return buf;
+}
+
+bool rt_inproc(void)
+{
+    const char *t = getenv("ACTORC_TEST_TRANSPORT");
+    return t && strcmp(t, "inproc") == 0;
+}
+
+const char *rt_bind(const char *name, char *buf, size_t cap)
+{
+    if (rt_inproc())
+        snprintf(buf, cap, "inproc://%s:0", name);
+    else
+        snprintf(buf, cap, "tcp://127.0.0.1:0");
     return buf;
 }

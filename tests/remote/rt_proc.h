@@ -20,7 +20,26 @@ typedef struct rt_proc {
     int out_fd; /* its standard output */
     char address[128];
     char incarnation[32];
+    void *local;  /* a peer in this process (its ac_system), pid 0 */
+    void *member; /* a member on a thread of this process (rt_local_start) */
 } rt_proc;
+
+/* A member's main as a thread of this process runs it: commands from
+ * in_fd until it closes ("crash": its node stopped first), lines (READY
+ * first) to out_fd. */
+typedef int (*rt_member_main)(int in_fd, int out_fd, int argc, char **argv);
+/* Start main_fn on a thread with `args` (NULL-terminated, after the
+ * program name) and pipes in place of its standard input and output,
+ * and wait for its READY line as rt_spawn does. rt_end ends it: SIGKILL
+ * says "crash" first. */
+bool rt_local_start(rt_proc *p, rt_member_main main_fn, const char *const *args);
+
+/* Do the tests run over the in-process transport
+ * (ACTORC_TEST_TRANSPORT=inproc) rather than ZeroMQ? */
+bool rt_inproc(void);
+/* A bind URL for a node of this process named `name`: inproc://<name>:0
+ * over the in-process transport, else tcp://127.0.0.1:0. */
+const char *rt_bind(const char *name, char *buf, size_t cap);
 
 /* Start `program` with `args` (NULL-terminated, after the program name)
  * and wait (10 s at most) for its READY line; false, with a message on
@@ -33,6 +52,9 @@ static inline bool rt_start(rt_proc *p, const char *const *args)
     return rt_spawn(p, ACTORC_TEST_NODE, args);
 }
 #endif
+/* The READY line on p->out_fd, within 10 s, into p->address and
+ * p->incarnation (for a peer of this process that prints one too). */
+bool rt_read_ready(rt_proc *p);
 /* Send `sig` (SIGKILL, SIGTERM) and reap it; 0: close its input and wait
  * (up to 10 s, then SIGKILL). Its wait status (waitpid's), or -1 when
  * there was no process. */

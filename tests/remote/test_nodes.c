@@ -2,6 +2,13 @@
 /*
  * Remoting between processes on loopback: this test's system is one node,
  * the node program (node_main.c) another, started and ended by pid.
+ *
+ * With ACTORC_TEST_TRANSPORT=inproc (ctest's remote.nodes.inproc) the
+ * same cases run over the in-process transport: the peer is the node
+ * program's actors (node_serve.c) in a system of this process, and
+ * ending it is stopping its node (its loss to ours, as a killed
+ * process's) and terminating that system. The cases only processes can show (SIGSTOP, ports,
+ * CURVE) are skipped there.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -19,6 +26,7 @@
 
 #include <actorc.h>
 
+#include "node_serve.h"
 #include "remote_test.h"
 #include "rt_proc.h"
 
@@ -41,6 +49,59 @@ static void sleep_ms(int ms)
     nanosleep(&t, NULL);
 }
 
+/* ---- the peer: a process, or a system of this one -------------------------- */
+
+/* The node program, or its actors in a system of this process bound at
+ * inproc://peer:0 (args: --system, --bind, --hb as the program's). */
+static bool peer_start(rt_proc *p, const char *const *args)
+{
+    if (!rt_inproc())
+        return rt_start(p, args);
+    memset(p, 0, sizeof *p);
+    const char *system = "replicas", *bind = "inproc://peer:0";
+    ac_node_options o = {0};
+    for (int i = 0; args && args[i]; i++) {
+        if (strcmp(args[i], "--system") == 0 && args[i + 1])
+            system = args[++i];
+        else if (strcmp(args[i], "--bind") == 0 && args[i + 1])
+            bind = args[++i];
+        else if (strcmp(args[i], "--hb") == 0 && args[i + 1] && args[i + 2]) {
+            o.heartbeat_ivl_ms = atoi(args[++i]);
+            o.heartbeat_timeout_ms = atoi(args[++i]);
+        }
+    }
+    ac_system_options so = {.workers = 2};
+    ac_system *sys = ac_system_create(system, &so);
+    if (!sys)
+        return false;
+    o.bind = bind;
+    ac_node *node = ac_node_start(sys, &o);
+    if (!node || !rt_serve(sys, node)) {
+        fprintf(stderr, "peer: %s\n", ac_last_error());
+        ac_system_terminate(sys);
+        return false;
+    }
+    snprintf(p->address, sizeof p->address, "%s", ac_node_address(node));
+    snprintf(p->incarnation, sizeof p->incarnation, "%016llx",
+             (unsigned long long)ac_node_incarnation(node));
+    p->local = sys;
+    return true;
+}
+
+/* End it: a signal to the process; or its node stopped first (its loss
+ * to ours, as a killed process's, while its actors still run), then its
+ * system terminated. */
+static void peer_end(rt_proc *p, int sig)
+{
+    if (p->local) {
+        ac_node_stop(ac_system_node(p->local));
+        ac_system_terminate(p->local);
+        p->local = NULL;
+        return;
+    }
+    rt_end(p, sig);
+}
+
 static fixture *fixture_new(const char *const *peer_args, const ac_node_options *opts)
 {
     fixture *f = calloc(1, sizeof *f);
@@ -49,14 +110,15 @@ static fixture *fixture_new(const char *const *peer_args, const ac_node_options 
     f->sys = ac_system_create("client", &so);
     assert_non_null(f->sys);
     ac_node_options o = opts ? *opts : (ac_node_options){0};
+    char bind[64];
     if (!o.bind)
-        o.bind = "tcp://127.0.0.1:0";
+        o.bind = rt_bind("client", bind, sizeof bind);
     f->node = ac_node_start(f->sys, &o);
     if (!f->node)
         fail_msg("ac_node_start: %s", ac_last_error());
     ac_node_register_type(f->node, &rt_point_type);
     if (peer_args)
-        assert_true(rt_start(&f->peer, peer_args));
+        assert_true(peer_start(&f->peer, peer_args));
     return f;
 }
 
@@ -70,7 +132,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    rt_end(&f->peer, SIGKILL);
+    peer_end(&f->peer, SIGKILL);
     ac_system_terminate(f->sys);
     free(f);
     return 0;
@@ -376,12 +438,12 @@ static void test_bad_input(void **state)
     assert_null(ac_node_start(sys, &o));
     assert_non_null(strstr(ac_last_error(), "server_public_key"));
     o.curve = NULL;
-    /* The port in use. */
+    /* The port (or the in-process name) in use. */
     char taken[160];
     snprintf(taken, sizeof taken, "%s", ac_node_endpoint(f->node));
     o.bind = taken;
     assert_null(ac_node_start(sys, &o));
-    assert_int_equal(ac_last_status(), AC_ESYS);
+    assert_int_equal(ac_last_status(), rt_inproc() ? AC_EEXIST : AC_ESYS);
     /* A good one, stopped twice, then used. */
     o.bind = "tcp://127.0.0.1:0";
     ac_node *n2 = ac_node_start(sys, &o);
@@ -414,7 +476,7 @@ static void test_kill_fails_pending_asks_fast(void **state)
         fu[i] = ac_ask(slow, ac_msg_str_new("x"), 30000);
     sleep_ms(100);
     int64_t t0 = now_ms();
-    rt_end(&f->peer, SIGKILL);
+    peer_end(&f->peer, SIGKILL);
     for (int i = 0; i < 8; i++) {
         ac_answer a = {0};
         assert_int_equal(ac_future_wait(fu[i], 20000, &a), AC_EFAILED);
@@ -448,6 +510,8 @@ static void test_kill_fails_pending_asks_fast(void **state)
 static void test_sigstop_fails_after_heartbeat_timeout(void **state)
 {
     (void)state;
+    if (rt_inproc())
+        skip(); /* processes and ZeroMQ only */
     static const char *const args[] = {"--hb", "100", "500", NULL};
     ac_node_options o = {.heartbeat_ivl_ms = 100, .heartbeat_timeout_ms = 500};
     fixture *f = fixture_new(args, &o);
@@ -478,13 +542,13 @@ static void test_restart_on_same_port_is_a_new_incarnation(void **state)
     ac_ref *echo = resolve(f, "/user/echo");
     ask_echo(echo, "first", 10000);
     char bind[160], old_inc[32];
-    snprintf(bind, sizeof bind, "tcp://%s", f->peer.address);
+    snprintf(bind, sizeof bind, "%s://%s", rt_inproc() ? "inproc" : "tcp", f->peer.address);
     snprintf(old_inc, sizeof old_inc, "%s", f->peer.incarnation);
-    rt_end(&f->peer, SIGKILL);
+    peer_end(&f->peer, SIGKILL);
     const char *const args[] = {"--bind", bind, NULL};
     bool up = false;
     for (int i = 0; i < 50 && !up; i++) { /* the port may linger a moment */
-        up = rt_start(&f->peer, args);
+        up = peer_start(&f->peer, args);
         if (!up)
             sleep_ms(100);
     }
@@ -611,7 +675,7 @@ static void test_remote_death_watch_both_ways(void **state)
     snprintf(cmd, sizeof cmd, "unwatch %s", rt_path(&f->peer, "replicas", "/user/slow", path, sizeof path));
     assert_int_equal(ac_ask_wait(w, ac_msg_str_new(cmd), 10000, &a), AC_OK);
     ac_answer_release(&a);
-    rt_end(&f->peer, SIGKILL);
+    peer_end(&f->peer, SIGKILL);
     assert_true(wait_line(&log, 4, 10000));
     snprintf(want, sizeof want, "terminated %s lost=1",
              rt_path(&f->peer, "replicas", "/user/echo", path, sizeof path));
@@ -628,6 +692,8 @@ static void test_remote_death_watch_both_ways(void **state)
 static void test_curve_admits_listed_keys_only(void **state)
 {
     (void)state;
+    if (rt_inproc())
+        skip(); /* processes and ZeroMQ only */
     char spub[41], ssec[41], cpub[41], csec[41], ppub[41], psec[41], xpub[41], xsec[41];
     assert_int_equal(ac_node_curve_keypair(spub, ssec), AC_OK);
     assert_int_equal(ac_node_curve_keypair(cpub, csec), AC_OK);
@@ -687,7 +753,7 @@ static void test_many_asks_leave_no_entries(void **state)
         ac_ref *t = i % 10 == 0 ? slow : echo;
         fu[i] = ac_ask(t, ac_msg_str_new("x"), i % 10 == 0 ? 5 : 20000);
         if (i == N * 3 / 4)
-            rt_end(&f->peer, SIGKILL);
+            peer_end(&f->peer, SIGKILL);
         if (i >= WINDOW) {
             ac_answer a = {0};
             ac_status st = ac_future_wait(fu[i - WINDOW], 30000, &a);
@@ -771,6 +837,8 @@ static void test_breaker_calls_across_the_wire(void **state)
 static void test_backpressure_is_bounded(void **state)
 {
     (void)state;
+    if (rt_inproc())
+        skip(); /* processes and ZeroMQ only */
     static const char *const args[] = {"--hb", "5000", "20000", NULL};
     ac_node_options o = {.max_queue = 64, .heartbeat_ivl_ms = 5000, .heartbeat_timeout_ms = 20000};
     fixture *f = fixture_new(args, &o);
@@ -800,6 +868,8 @@ static void test_backpressure_is_bounded(void **state)
 static void test_key_files(void **state)
 {
     (void)state;
+    if (rt_inproc())
+        skip(); /* processes and ZeroMQ only */
     char pub[41], sec[41], back[41];
     assert_int_equal(ac_node_curve_keypair(pub, sec), AC_OK);
     assert_int_equal(strlen(pub), 40);
@@ -825,6 +895,8 @@ static void test_key_files(void **state)
 static void test_free_ports(void **state)
 {
     (void)state;
+    if (rt_inproc())
+        skip(); /* processes and ZeroMQ only */
     int ports[AC_NODE_FREE_PORTS_MAX];
     assert_int_equal(ac_node_free_ports(ports, AC_NODE_FREE_PORTS_MAX), AC_OK);
     for (int i = 0; i < AC_NODE_FREE_PORTS_MAX; i++) {
@@ -862,8 +934,8 @@ static void test_scatter_across_nodes(void **state)
     fixture *f = *state; /* f->peer is A */
     static const char *const args[] = {NULL};
     rt_proc b, c;
-    assert_true(rt_start(&b, args));
-    assert_true(rt_start(&c, args));
+    assert_true(peer_start(&b, args));
+    assert_true(peer_start(&c, args));
 
     /* The first success wins; its sender is the winning remote routee. */
     ac_ref *r1[3] = {resolve_on(f, &f->peer, "/user/slow"), resolve_on(f, &b, "/user/echo"),
@@ -887,7 +959,7 @@ static void test_scatter_across_nodes(void **state)
     ac_ref *sg2 = ac_spawn(f->sys, ac_router_group_scatter_gather_first_completed(r2, 3, &so), "sg2");
     ac_future *fu = ac_ask(sg2, ac_msg_str_new("q"), 20000);
     sleep_ms(100);
-    rt_end(&f->peer, SIGKILL);
+    peer_end(&f->peer, SIGKILL);
     ac_answer a = {0};
     assert_int_equal(ac_future_wait(fu, 20000, &a), AC_EFAILED);
     ac_future_release(fu);
@@ -906,8 +978,8 @@ static void test_scatter_across_nodes(void **state)
     fu = ac_ask(sg3, ac_msg_str_new("q"), 40000);
     sleep_ms(100);
     int64_t t0 = now_ms();
-    rt_end(&b, SIGKILL);
-    rt_end(&c, SIGKILL);
+    peer_end(&b, SIGKILL);
+    peer_end(&c, SIGKILL);
     assert_int_equal(ac_future_wait(fu, 40000, &a), AC_EFAILED);
     assert_true(now_ms() - t0 < 10000);
     ac_future_release(fu);
@@ -1005,9 +1077,10 @@ static void test_metrics_per_peer(void **state)
     assert_non_null(f);
     f->sys = ac_system_create("client", &(ac_system_options){.workers = 2});
     assert_int_equal(ac_metrics_enable(f->sys), AC_OK);
-    f->node = ac_node_start(f->sys, &(ac_node_options){.bind = "tcp://127.0.0.1:0"});
+    char bind[64];
+    f->node = ac_node_start(f->sys, &(ac_node_options){.bind = rt_bind("client", bind, sizeof bind)});
     assert_non_null(f->node);
-    assert_true(rt_start(&f->peer, args));
+    assert_true(peer_start(&f->peer, args));
     ac_ref *echo = resolve(f, "/user/echo");
     for (int i = 0; i < 10; i++)
         ask_echo(echo, "m", 10000);
@@ -1025,7 +1098,7 @@ static void test_metrics_per_peer(void **state)
     ac_future *fu = ac_ask(slow, ac_msg_str_new("x"), 30000);
     ac_ref_release(slow);
     sleep_ms(50);
-    rt_end(&f->peer, SIGKILL);
+    peer_end(&f->peer, SIGKILL);
     ac_answer a = {0};
     assert_int_equal(ac_future_wait(fu, 20000, &a), AC_EFAILED);
     ac_answer_release(&a);
