@@ -17,10 +17,6 @@
 /* ac__mailbox_node_take_msg, exported: the node's message (the caller's
  * reference) and *sender (retained, or NULL); the node is gone. */
 AC__SPI ac_msg *ac__ext_node_take(ac__mailbox_node *node, ac_ref **sender);
-/* The former name of ac__mailbox_node, still spelled by src/remote/; it
- * goes when that moves to the new name. */
-typedef ac__mailbox_node ac__node;
-
 /* A Terminated about `who` (retained by the message), flagged when what
  * ended is the connection to `who`'s node. Aborts when out of memory (a
  * watcher waits for it). */

@@ -179,7 +179,7 @@ static ac_status rref_admit(ac_ref *self, const ac_msg *msg)
                     msg->type->name, ac_ref_path(self));
 }
 
-static void rref_deliver(ac_ref *self, ac__node *n)
+static void rref_deliver(ac_ref *self, ac__mailbox_node *n)
 {
     ac__rref *r = rref_of(self);
     ac_node *node = r->node;

@@ -28,7 +28,7 @@ static bool rreply_claim(rreply *p)
                                                    memory_order_relaxed);
 }
 
-static void rreply_deliver(ac_ref *self, ac__node *n)
+static void rreply_deliver(ac_ref *self, ac__mailbox_node *n)
 {
     rreply *p = (rreply *)self;
     ac_ref *sender;
