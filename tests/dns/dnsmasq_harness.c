@@ -1,12 +1,8 @@
 /*
  * Running dnsmasq for the DNS tests. See dnsmasq_harness.h.
  *
- * As the etcd harness: the processes and directories alive are kept in
- * two small tables, so that the exit handler and the signal handler can
- * end them. The signal handler only calls kill(), which is
- * async-signal-safe; the exit handler also reaps and removes
- * directories. A fatal signal that already has a handler (a sanitizer's)
- * keeps it: those end in abort(), whose SIGABRT comes here.
+ * The processes and directories alive are tracked by ts_children.h, so
+ * that they end however the test does.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -16,6 +12,7 @@
 
 #include "cluster/dns_resolve.h"
 #include "test_support.h"
+#include "ts_children.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,105 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LIVE 8
 #define READY_WAIT_S 20.0
 
-static atomic_int live_pids[MAX_LIVE];
-static char live_dirs[MAX_LIVE][256];
-static bool handlers_installed;
-
-/* ---- cleaning up ------------------------------------------------------- */
-
-static void kill_all(void)
-{
-    for (int i = 0; i < MAX_LIVE; i++) {
-        pid_t pid = atomic_load(&live_pids[i]);
-        if (pid > 0)
-            kill(pid, SIGKILL);
-    }
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void remove_dir(const char *dir)
-{
-    if (dir[0])
-        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void at_exit(void)
-{
-    kill_all();
-    for (int i = 0; i < MAX_LIVE; i++) {
-        pid_t pid = atomic_exchange(&live_pids[i], 0);
-        if (pid > 0)
-            waitpid(pid, NULL, 0);
-        remove_dir(live_dirs[i]);
-        live_dirs[i][0] = '\0';
-    }
-}
-
-static void on_fatal(int sig)
-{
-    kill_all();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void install_handlers(void)
-{
-    if (handlers_installed)
-        return;
-    handlers_installed = true;
-    atexit(at_exit);
-    const int always[] = {SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-    const int unless_taken[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
-    struct sigaction sa = {.sa_handler = on_fatal};
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
-        sigaction(always[i], &sa, NULL);
-    for (size_t i = 0; i < sizeof unless_taken / sizeof unless_taken[0]; i++) {
-        struct sigaction old;
-        if (sigaction(unless_taken[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
-            !(old.sa_flags & SA_SIGINFO))
-            sigaction(unless_taken[i], &sa, NULL);
-    }
-}
-
-static void track_pid(pid_t pid, bool on)
-{
-    for (int i = 0; i < MAX_LIVE; i++) {
-        int expected = on ? 0 : pid;
-        if (atomic_compare_exchange_strong(&live_pids[i], &expected, on ? pid : 0))
-            return;
-    }
-    if (on) {
-        fprintf(stderr, "dnsmasq harness: more than %d at once; killing %d\n", MAX_LIVE,
-                (int)pid);
-        kill(pid, SIGKILL);
-    }
-}
-
-static void track_dir(const char *dir, bool on)
-{
-    for (int i = 0; i < MAX_LIVE; i++) {
-        if (on && !live_dirs[i][0]) {
-            snprintf(live_dirs[i], sizeof live_dirs[i], "%s", dir);
-            return;
-        }
-        if (!on && strcmp(live_dirs[i], dir) == 0) {
-            live_dirs[i][0] = '\0';
-            return;
-        }
-    }
-}
 
 /* ---- the binary, the port, the files ------------------------------------------ */
 
@@ -274,19 +174,19 @@ static void print_logs(const dh_dnsmasq *d)
 
 bool dh_run(dh_dnsmasq *d)
 {
-    install_handlers();
+    ts_children_install();
     pid_t pid = spawn(d);
     if (pid < 0) {
         fprintf(stderr, "dnsmasq harness: fork: %s\n", strerror(errno));
         return false;
     }
     d->pid = pid;
-    track_pid(pid, true);
+    ts_child_track(pid, true, "dnsmasq harness");
     char buf[64];
     double end = ts_now() + READY_WAIT_S;
     while (ts_now() < end) {
         if (waitpid(pid, NULL, WNOHANG) == pid) {
-            track_pid(pid, false);
+            ts_child_track(pid, false, "dnsmasq harness");
             d->pid = 0;
             fprintf(stderr, "dnsmasq harness: dnsmasq on port %d exited at start\n", d->port);
             print_logs(d);
@@ -306,7 +206,7 @@ bool dh_run(dh_dnsmasq *d)
 
 dh_dnsmasq *dh_start(const char *const *srv, size_t n, const char *hosts)
 {
-    install_handlers();
+    ts_children_install();
     dh_dnsmasq *d = calloc(1, sizeof *d);
     if (!d)
         return NULL;
@@ -317,7 +217,7 @@ dh_dnsmasq *dh_start(const char *const *srv, size_t n, const char *hosts)
         free(d);
         return NULL;
     }
-    track_dir(d->dir, true);
+    ts_dir_track(d->dir, true);
     snprintf(d->conf, sizeof d->conf, "%s/dnsmasq.conf", d->dir);
     snprintf(d->hosts, sizeof d->hosts, "%s/hosts", d->dir);
     snprintf(d->log, sizeof d->log, "%s/dnsmasq.log", d->dir);
@@ -348,7 +248,7 @@ void dh_stop(dh_dnsmasq *d)
         return;
     kill(d->pid, SIGTERM);
     waitpid(d->pid, NULL, 0);
-    track_pid(d->pid, false);
+    ts_child_track(d->pid, false, "dnsmasq harness");
     d->pid = 0;
 }
 
@@ -357,8 +257,8 @@ void dh_destroy(dh_dnsmasq *d)
     if (!d)
         return;
     dh_stop(d);
-    remove_dir(d->dir);
-    track_dir(d->dir, false);
+    ts_dir_remove(d->dir);
+    ts_dir_track(d->dir, false);
     free(d);
 }
 

@@ -1,12 +1,8 @@
 /*
  * Running etcd for the tests. See etcd_harness.h.
  *
- * The processes and directories alive are kept in two small tables, so
- * that the exit handler and the signal handler can end them. The signal
- * handler only calls kill(), which is async-signal-safe; the exit
- * handler also reaps and removes directories. A fatal signal that
- * already has a handler (a sanitizer's) keeps it: those end in abort(),
- * whose SIGABRT comes here.
+ * The processes and directories alive are tracked by ts_children.h, so
+ * that they end however the test does.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -14,6 +10,7 @@
 
 #include "etcd_harness.h"
 #include "test_support.h"
+#include "ts_children.h"
 
 #include "cluster/etcd.h"
 
@@ -35,106 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LIVE 8
 #define HEALTH_WAIT_S 30.0
 #define START_TRIES 3
 
-static atomic_int live_pids[MAX_LIVE];
-static char live_dirs[MAX_LIVE][256];
-static bool handlers_installed;
-
-/* ---- cleaning up ------------------------------------------------------- */
-
-static void kill_all(void)
-{
-    for (int i = 0; i < MAX_LIVE; i++) {
-        pid_t pid = atomic_load(&live_pids[i]);
-        if (pid > 0)
-            kill(pid, SIGKILL);
-    }
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void remove_dir(const char *dir)
-{
-    if (dir[0])
-        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void at_exit(void)
-{
-    kill_all();
-    for (int i = 0; i < MAX_LIVE; i++) {
-        pid_t pid = atomic_exchange(&live_pids[i], 0);
-        if (pid > 0)
-            waitpid(pid, NULL, 0);
-        remove_dir(live_dirs[i]);
-        live_dirs[i][0] = '\0';
-    }
-}
-
-static void on_fatal(int sig)
-{
-    kill_all();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void install_handlers(void)
-{
-    if (handlers_installed)
-        return;
-    handlers_installed = true;
-    atexit(at_exit);
-    const int always[] = {SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-    const int unless_taken[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
-    struct sigaction sa = {.sa_handler = on_fatal};
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
-        sigaction(always[i], &sa, NULL);
-    for (size_t i = 0; i < sizeof unless_taken / sizeof unless_taken[0]; i++) {
-        struct sigaction old;
-        if (sigaction(unless_taken[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
-            !(old.sa_flags & SA_SIGINFO))
-            sigaction(unless_taken[i], &sa, NULL);
-    }
-}
-
-static void track_pid(pid_t pid, bool on)
-{
-    for (int i = 0; i < MAX_LIVE; i++) {
-        int expected = on ? 0 : pid;
-        if (atomic_compare_exchange_strong(&live_pids[i], &expected, on ? pid : 0))
-            return;
-    }
-    if (on) {
-        fprintf(stderr, "etcd harness: more than %d etcds at once; killing %d\n", MAX_LIVE,
-                (int)pid);
-        kill(pid, SIGKILL);
-    }
-}
-
-static void track_dir(const char *dir, bool on)
-{
-    for (int i = 0; i < MAX_LIVE; i++) {
-        if (on && !live_dirs[i][0]) {
-            snprintf(live_dirs[i], sizeof live_dirs[i], "%s", dir);
-            return;
-        }
-        if (!on && strcmp(live_dirs[i], dir) == 0) {
-            live_dirs[i][0] = '\0';
-            return;
-        }
-    }
-}
 
 /* ---- the binary and ports ------------------------------------------------ */
 
@@ -201,7 +101,7 @@ static bool pick_ports(eh_etcd *x)
 
 eh_etcd *eh_prepare(void)
 {
-    install_handlers();
+    ts_children_install();
     eh_etcd *x = calloc(1, sizeof *x);
     if (!x)
         return NULL;
@@ -212,7 +112,7 @@ eh_etcd *eh_prepare(void)
         free(x);
         return NULL;
     }
-    track_dir(x->dir, true);
+    ts_dir_track(x->dir, true);
     snprintf(x->data, sizeof x->data, "%s/data", x->dir);
     snprintf(x->log, sizeof x->log, "%s/etcd.log", x->dir);
     if (!pick_ports(x)) {
@@ -311,21 +211,21 @@ static void print_log_tail(const eh_etcd *x)
 
 bool eh_run(eh_etcd *x)
 {
-    install_handlers();
+    ts_children_install();
     pid_t pid = spawn(x);
     if (pid < 0) {
         fprintf(stderr, "etcd harness: fork: %s\n", strerror(errno));
         return false;
     }
     x->pid = pid;
-    track_pid(pid, true);
+    ts_child_track(pid, true, "etcd harness");
     double deadline = now_s() + HEALTH_WAIT_S;
     while (now_s() < deadline) {
         if (healthy(x))
             return true;
         int status;
         if (waitpid(pid, &status, WNOHANG) == pid) {
-            track_pid(pid, false);
+            ts_child_track(pid, false, "etcd harness");
             x->pid = 0;
             fprintf(stderr, "etcd harness: etcd on port %d exited (status 0x%x)\n",
                     x->client_port, (unsigned)status);
@@ -348,7 +248,7 @@ eh_etcd *eh_start(void)
         if (eh_run(x))
             return x;
         /* Most likely a port taken since it was probed: new ones. */
-        remove_dir(x->data);
+        ts_dir_remove(x->data);
         if (!pick_ports(x))
             break;
     }
@@ -362,7 +262,7 @@ void eh_kill(eh_etcd *x)
         return;
     kill(x->pid, SIGKILL);
     waitpid(x->pid, NULL, 0);
-    track_pid(x->pid, false);
+    ts_child_track(x->pid, false, "etcd harness");
     x->pid = 0;
 }
 
@@ -371,8 +271,8 @@ void eh_destroy(eh_etcd *x)
     if (!x)
         return;
     eh_kill(x);
-    remove_dir(x->dir);
-    track_dir(x->dir, false);
+    ts_dir_remove(x->dir);
+    ts_dir_track(x->dir, false);
     free(x);
 }
 
