@@ -928,7 +928,10 @@ static void sc_measure(ac_ref *router, const char *wl, sc_run *run, int64_t from
  * way back costs on the machine it runs on: the floor under
  * remote_scatter's. */
 
-enum { ZS_FRAME = 48, ZS_PENDING = 64, ZS_ID_MAX = 256 };
+/* A replica holds every request it has not answered yet: one that was not
+ * scheduled for a while (a loaded machine) takes many at once, so it has
+ * room for a whole run rather than dying when the machine is busy. */
+enum { ZS_FRAME = 48, ZS_PENDING = SC_WARM + SC_N, ZS_ID_MAX = 256 };
 #define ZS_RECV 16 /* answer: the replica's arrival and firing (ns) */
 #define ZS_FIRE 24
 
