@@ -81,6 +81,12 @@ static void push_local(ac__worker *w, ac__actor *a, bool displaced_from_runnext)
         ac__wake_sound_sleeper(w->s);
 }
 
+int ac__worker_index_in(const ac_system *system)
+{
+    ac__worker *w = ac__tls_worker;
+    return w && w->s->system == system ? w->index : -1;
+}
+
 void ac__scheduler_push(ac__scheduler *s, ac__actor *a, bool fresh)
 {
     ac__worker *w = ac__tls_worker;

@@ -19,6 +19,12 @@ void ac__scheduler_destroy(ac__scheduler *s);
  * send inside a handler (kept local, LIFO) rather than a requeue. */
 void ac__scheduler_push(ac__scheduler *s, ac__actor *actor, bool fresh);
 
+/* The index (0 .. workers-1) of the calling thread among `system`'s
+ * workers, or -1 on any other thread: a worker of another system, the
+ * timer thread, a thread of the program. A per-worker count indexed by
+ * it has one writer. */
+int ac__worker_index_in(const ac_system *system);
+
 /* The worker running on this thread, if any. */
 extern _Thread_local ac__worker *ac__tls_worker AC__TLS_FAST;
 

@@ -455,10 +455,10 @@ static ac__gather *gather_new(ac__gather_shared *sh, const ac__router_state *st,
     g->prev = NULL;
     g->caller = ac_ref_retain(caller);
     g->system = sys;
-    /* The clock is read for the latency histograms (the view's, the
-     * metrics'). */
-    (void)ac__gather_metrics_of(sh, sys);
-    g->start_ns = ac__now_ns(); /* the view's latency, and the metrics' */
+    /* The clock is read for the latency histograms: the metrics', when
+     * on, and the view's, once it has been taken. */
+    g->start_ns =
+        ac__gather_metrics_of(sh, sys) || ac__gather_view_timing(sh) ? ac__now_ns() : 0;
     g->n = n;
     g->quorum = sh->quorum;
     gather_parts_init(g, st, picks, msg);

@@ -31,6 +31,9 @@ void ac__gather_view_publish(ac__gather_shared *sh, ac_system *system, ac_ref *r
 /* Counting, any thread. */
 void ac__gather_view_outcome(ac__gather_shared *sh, ac__gather_outcome outcome,
                              uint64_t start_ns);
+/* Whether gathers opened now are to be timed for the view: once the view
+ * has been taken. Any thread. */
+bool ac__gather_view_timing(const ac__gather_shared *sh);
 void ac__gather_view_event(ac__gather_shared *sh, ac__gather_event event);
 void ac__gather_view_slots(const ac__gather *g);
 /* Slot `routee` is asked through `breaker` (not NULL). */

@@ -213,6 +213,36 @@ static void test_demo_system(void **state)
     ob_demo_release(&d);
 }
 
+/* Without metrics, a router's winners are timed from the first time the
+ * view is taken: none before, every one after; the counts are kept all
+ * along. */
+static void test_latency_from_the_first_view(void **state)
+{
+    ac_system *sys = make_system(state);
+    ob_demo d;
+    assert_true(ob_demo_start(&d, sys));
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(ob_demo_round(&d), 4);
+    json_t *doc = view_of(sys, NULL);
+    json_t *hedged = router_at(doc, "/user/hedged");
+    assert_non_null(hedged);
+    long long first = num(json_object_get(hedged, "messages"), "first");
+    assert_int_equal(first, 5);
+    assert_int_equal(num(json_object_get(hedged, "latency"), "count"), 0);
+    json_decref(doc);
+
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(ob_demo_round(&d), 4);
+    doc = view_of(sys, NULL);
+    hedged = router_at(doc, "/user/hedged");
+    assert_int_equal(num(json_object_get(hedged, "messages"), "first"), first + 7);
+    json_t *latency = json_object_get(hedged, "latency");
+    assert_int_equal(num(latency, "count"), 7);
+    assert_true(json_real_value(json_object_get(latency, "sum")) > 0);
+    json_decref(doc);
+    ob_demo_release(&d);
+}
+
 /* ---- paging ----------------------------------------------------------- */
 
 static void test_pages_cover_the_tree(void **state)
@@ -489,6 +519,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TS_UNIT(test_plain_system),
         TS_UNIT(test_demo_system),
+        TS_UNIT(test_latency_from_the_first_view),
         TS_UNIT(test_pages_cover_the_tree),
         TS_UNIT(test_query_limits),
         TS_UNIT(test_writer),
