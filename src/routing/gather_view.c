@@ -384,6 +384,11 @@ static void view_write(ac_json *j, void *arg)
     } else {
         ac_json_null(j);
     }
+    ac_json_key(j, "hedge_delay");
+    if (sh->policy->delay_write && sh->policy_state)
+        sh->policy->delay_write(j, sh->policy_state);
+    else
+        ac_json_null(j);
     ac_json_key(j, "budget_exhausted");
     ac_json_uint(j, atomic_load_explicit(&v->events[AC__GATHER_BUDGET_EXHAUSTED],
                                          memory_order_relaxed));
