@@ -44,7 +44,7 @@ class Page(html.parser.HTMLParser):
             self.router = None
             self.breakers[a["data-breaker"]] = {"state": a.get("data-state"), "classes": classes}
         elif tag == "tr" and "routee" in classes and self.router:
-            self.row = {"classes": classes, "cells": {}, "pills": []}
+            self.row = {"classes": classes, "cells": {}, "pills": [], "stray": ""}
             self.routers[self.router]["routees"][a["data-routee"]] = self.row
         elif tag == "td" and self.row is not None and classes:
             self.cell = classes[0]
@@ -71,6 +71,8 @@ class Page(html.parser.HTMLParser):
             self.hedge_delay[self.router] += data
         elif self.cell and self.row is not None:
             self.row["cells"][self.cell] += data
+        elif self.row is not None and self.cell is None:
+            self.row["stray"] += data.strip()
 
 
 def number(text):
@@ -127,6 +129,9 @@ def check_pools(fails, name, page):
             fails.append(f"{name} load: {suffix} shows routees {names}, not {want}")
         if routed(r) == 0:
             fails.append(f"{name} load: {suffix} shows nothing routed")
+        stray = {p: x["stray"] for p, x in r["routees"].items() if x["stray"]}
+        if stray:
+            fails.append(f"{name} load: {suffix} has text outside its cells: {stray}")
     shortest = by_suffix(page.routers, "/user/shortest")
     if any("mailbox" not in r["cells"] for r in shortest["routees"].values()):
         fails.append(f"{name} load: the smallest-mailbox router shows no mailbox depths")
