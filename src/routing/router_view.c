@@ -5,8 +5,9 @@
  *
  * The send path stays as it was: a sender that routes from the snapshot
  * (router_front.h) finds routee i's row beside it, pointed at when the
- * snapshot was made, and adds one to it with a relaxed increment — no
- * lock, no lookup. The router's turn (breakers, custom strategies,
+ * snapshot was made, and adds one to it with a relaxed load and store —
+ * no lock, no lookup, no locked instruction (router_view.h says what
+ * that costs in exactness). The router's turn (breakers, custom strategies,
  * member groups, the mailbox path) finds the row by the routee's ref.
  *
  * Rows live in an open-addressing table keyed by the routee's ref,

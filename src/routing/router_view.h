@@ -13,7 +13,7 @@
  * snapshot (router_front.h) points at stay valid while any sender holds
  * that snapshot; the set itself is marked in the router's turn.
  *
- * Counting is any thread's (relaxed increments: a count, never an order);
+ * Counting is any thread's (relaxed: a count, never an order);
  * marking the set, the router's turn; writing, the thread that takes the
  * view.
  */
@@ -56,9 +56,14 @@ void ac__router_view_refused(ac__router_view *v, ac_ref *routee);
 /* A message went to dead letters: no routee was left. */
 void ac__router_view_dead_letter(ac__router_view *v);
 
+/* A load and a store, not a locked increment: on the send path a locked
+ * instruction per message costs as much as a tenth of a round-robin
+ * tell. Two senders routing to the same routee at the same instant may
+ * count one message between them; one sender's counts are exact. */
 static inline void ac__router_view_count(ac__router_view_row *row)
 {
-    atomic_fetch_add_explicit(&row->routed, 1, memory_order_relaxed);
+    uint64_t n = atomic_load_explicit(&row->routed, memory_order_relaxed);
+    atomic_store_explicit(&row->routed, n + 1, memory_order_relaxed);
 }
 
 #endif
