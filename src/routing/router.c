@@ -279,8 +279,10 @@ static void router_handle(ac_ctx *ctx, ac_msg *msg)
 {
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
     ac__router_state *st = ac_ctx_state(ctx);
-    if (cfg->members && cfg->members->receive(ctx, cfg->members_user, msg))
+    if (cfg->members && cfg->members->receive(ctx, cfg->members_user, msg)) {
+        ac__router_view_mark(cfg->view, st); /* the members may have changed */
         return;
+    }
     if (ac_msg_is(msg, &ac_msg_type_terminated)) {
         prune(ctx, cfg, st, ac_terminated_ref(msg));
         return;
