@@ -153,7 +153,7 @@ static void check_pool(ac_system *sys, const pool_case *c)
     assert_int_equal(num(r, "dead_letters"), 0);
     assert_int_equal(json_array_size(json_object_get(r, "routees")), ROUTEES);
     for (int k = 1; k <= ROUTEES; k++) {
-        char name[32];
+        char name[96];
         snprintf(name, sizeof name, "/user/%s/routee-%d", c->name, k);
         json_t *row = routee_of(r, name);
         if (!row)
@@ -227,7 +227,7 @@ static void test_groups(void **state)
     atomic_llong received = 0;
     ac_ref *members[3];
     for (int i = 0; i < 3; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "member-%d", i + 1);
         members[i] = ac_spawn(sys, ac_props_new(&counter_def, &received), name);
         assert_non_null(members[i]);
@@ -253,7 +253,7 @@ static void test_groups(void **state)
     assert_int_equal(routed_sum(h), N);
     assert_int_equal(routed_sum(g), N);
     for (int i = 0; i < 3; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "/user/member-%d", i + 1);
         assert_non_null(routee_of(h, name));
         assert_int_equal(num(routee_of(g, name), "routed"), N / 3 + (i < N % 3));
