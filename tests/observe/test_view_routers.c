@@ -106,6 +106,14 @@ static void flaky_receive(ac_ctx *ctx, ac_msg *msg)
 
 static const ac_actor_def flaky_def = {.name = "Flaky", .receive = flaky_receive};
 
+/* A counter the routees write, owned by the fixture: it outlives the
+ * system, so a message handled after the test's checks (a late hedge)
+ * never writes into a frame that has gone. */
+static atomic_llong *counter_of(void **state)
+{
+    return ts_fx_data(*state, sizeof(atomic_llong), NULL);
+}
+
 static void tell_n(ac_ref *router, int n)
 {
     for (int i = 0; i < n; i++)
@@ -131,15 +139,15 @@ typedef struct pool_case {
     int copies; /* routees each message reaches */
 } pool_case;
 
-static void check_pool(ac_system *sys, const pool_case *c)
+static void check_pool(void **state, ac_system *sys, const pool_case *c)
 {
     enum { ROUTEES = 3, N = 30 };
-    atomic_llong received = 0;
-    ac_routee_options ro = {.user_data = &received};
+    atomic_llong *received = counter_of(state);
+    ac_routee_options ro = {.user_data = received};
     ac_ref *router = ac_spawn(sys, c->make(ROUTEES, &counter_def, &ro), c->name);
     assert_non_null(router);
     tell_n(router, N);
-    assert_eventually(ts_wait_ge(&received, (long long)N * c->copies, TS_WAIT_S), "routees");
+    assert_eventually(ts_wait_ge(received, (long long)N * c->copies, TS_WAIT_S), "routees");
 
     json_t *doc = view_of(sys);
     char suffix[64];
@@ -177,7 +185,7 @@ static void check_pool(ac_system *sys, const pool_case *c)
 
     /* Counts move with more tells. */
     tell_n(router, N);
-    assert_eventually(ts_wait_ge(&received, 2LL * N * c->copies, TS_WAIT_S), "routees");
+    assert_eventually(ts_wait_ge(received, 2LL * N * c->copies, TS_WAIT_S), "routees");
     doc = view_of(sys);
     r = find_in(doc, "routers", "path", suffix);
     assert_non_null(r);
@@ -209,7 +217,7 @@ static void test_pool_kinds(void **state)
         {"everyone", "broadcast", ac_router_broadcast, 3},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        check_pool(sys, &cases[i]);
+        check_pool(state, sys, &cases[i]);
 }
 
 /* ---- groups ----------------------------------------------------------- */
@@ -224,12 +232,12 @@ static void test_groups(void **state)
 {
     enum { N = 40 };
     ac_system *sys = make_system(state);
-    atomic_llong received = 0;
+    atomic_llong *received = counter_of(state);
     ac_ref *members[3];
     for (int i = 0; i < 3; i++) {
         char name[32];
         snprintf(name, sizeof name, "member-%d", i + 1);
-        members[i] = ac_spawn(sys, ac_props_new(&counter_def, &received), name);
+        members[i] = ac_spawn(sys, ac_props_new(&counter_def, received), name);
         assert_non_null(members[i]);
     }
     ac_ref *hashing =
@@ -239,7 +247,7 @@ static void test_groups(void **state)
     assert_non_null(rr);
     tell_n(hashing, N);
     tell_n(rr, N);
-    assert_eventually(ts_wait_ge(&received, 2 * N, TS_WAIT_S), "members");
+    assert_eventually(ts_wait_ge(received, 2 * N, TS_WAIT_S), "members");
 
     json_t *doc = view_of(sys);
     json_t *h = find_in(doc, "routers", "path", "/user/hashing");
@@ -370,8 +378,7 @@ static void test_own_breaker(void **state)
 static void test_hedge_delay(void **state)
 {
     ac_system *sys = make_system(state);
-    atomic_llong received = 0;
-    ac_routee_options ro = {.user_data = &received};
+    ac_routee_options ro = {.user_data = counter_of(state)};
     ac_hedged_options fixed = {.delay_us = 7000, .timeout_ms = 2000};
     ac_hedged_options adaptive = {.delay_kind = AC_HEDGE_DELAY_ADAPTIVE,
                                   .delay_us = 3000,
