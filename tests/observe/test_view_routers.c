@@ -106,12 +106,18 @@ static void flaky_receive(ac_ctx *ctx, ac_msg *msg)
 
 static const ac_actor_def flaky_def = {.name = "Flaky", .receive = flaky_receive};
 
-/* A counter the routees write, owned by the fixture: it outlives the
- * system, so a message handled after the test's checks (a late hedge)
- * never writes into a frame that has gone. */
-static atomic_llong *counter_of(void **state)
+/* Counters the routees write, one per router, owned by the fixture: they
+ * outlive the system, so a message handled after the test's checks (a
+ * late hedge) never writes into a frame that has gone. */
+enum { COUNTERS = 8 };
+
+static atomic_llong *counter_of(void **state, int i)
 {
-    return ts_fx_data(*state, sizeof(atomic_llong), NULL);
+    ts_fixture *fx = *state;
+    if (!fx->data)
+        ts_fx_data(fx, COUNTERS * sizeof(atomic_llong), NULL);
+    assert_true(i < COUNTERS);
+    return (atomic_llong *)fx->data + i;
 }
 
 static void tell_n(ac_ref *router, int n)
@@ -139,10 +145,10 @@ typedef struct pool_case {
     int copies; /* routees each message reaches */
 } pool_case;
 
-static void check_pool(void **state, ac_system *sys, const pool_case *c)
+static void check_pool(void **state, ac_system *sys, const pool_case *c, int which)
 {
     enum { ROUTEES = 3, N = 30 };
-    atomic_llong *received = counter_of(state);
+    atomic_llong *received = counter_of(state, which);
     ac_routee_options ro = {.user_data = received};
     ac_ref *router = ac_spawn(sys, c->make(ROUTEES, &counter_def, &ro), c->name);
     assert_non_null(router);
@@ -217,7 +223,7 @@ static void test_pool_kinds(void **state)
         {"everyone", "broadcast", ac_router_broadcast, 3},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        check_pool(state, sys, &cases[i]);
+        check_pool(state, sys, &cases[i], (int)i);
 }
 
 /* ---- groups ----------------------------------------------------------- */
@@ -232,7 +238,7 @@ static void test_groups(void **state)
 {
     enum { N = 40 };
     ac_system *sys = make_system(state);
-    atomic_llong *received = counter_of(state);
+    atomic_llong *received = counter_of(state, 0);
     ac_ref *members[3];
     for (int i = 0; i < 3; i++) {
         char name[32];
@@ -378,7 +384,7 @@ static void test_own_breaker(void **state)
 static void test_hedge_delay(void **state)
 {
     ac_system *sys = make_system(state);
-    ac_routee_options ro = {.user_data = counter_of(state)};
+    ac_routee_options ro = {.user_data = counter_of(state, 0)};
     ac_hedged_options fixed = {.delay_us = 7000, .timeout_ms = 2000};
     ac_hedged_options adaptive = {.delay_kind = AC_HEDGE_DELAY_ADAPTIVE,
                                   .delay_us = 3000,
