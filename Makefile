@@ -19,7 +19,7 @@
 DEBIAN_PACKAGES := cmake make gcc libc6-dev pkg-config libcmocka-dev python3 \
                    libmicrohttpd-dev prometheus valgrind libzmq3-dev libcbor-dev \
                    libcurl4-openssl-dev libjansson-dev etcd-server libc-ares-dev dnsmasq-base \
-                   clang libclang-rt-dev iproute2 chromium \
+                   clang libclang-rt-dev iproute2 chromium firefox-esr \
                    dpkg-dev fakeroot lintian
 
 BUILD_ROOT  ?= build

@@ -6,11 +6,12 @@
  * The document has the system (workers, live actors, dead letters, timers
  * armed), a page of its actor tree (path, kind, state, mailbox depth,
  * restarts, children) and, beside them, what the runtime's optional parts
- * add as *sources*: every gathering router (scatter/gather and hedged:
- * per-routee counts, breakers, the winner-latency histogram), the node
- * of actorc_remote and the cluster of actorc_cluster. A program adds
- * sources of its own the same way. docs/observer.md describes every
- * field.
+ * add as *sources*: every router (pools and groups: messages routed to
+ * each routee, the breakers that guard them; scatter/gather and hedged:
+ * per-routee counts, breakers, the hedge delay, the winner-latency
+ * histogram), every circuit breaker, the node of actorc_remote and the
+ * cluster of actorc_cluster. A program adds sources of its own the same
+ * way. docs/observer.md describes every field.
  *
  * Taking the view never stops the world. Counters are read one by one
  * with relaxed loads while they move, so the document is consistent

@@ -412,6 +412,7 @@ bool ac_breaker_acquire(ac_breaker *b, ac_breaker_permit *permit, ac_error **ope
     if (admit(b, permit))
         return true;
     ac__breaker_count(b, AC__BREAKER_REJECTED);
+    atomic_fetch_add_explicit(&b->refused, 1, memory_order_relaxed);
     if (open_err)
         *open_err = ac__breaker_open_error(b);
     return false;

@@ -35,6 +35,7 @@ static void breaker_deliver(ac_ref *self, ac__mailbox_node *node)
 static void breaker_destroy(ac_ref *self)
 {
     ac_breaker *b = (ac_breaker *)self;
+    ac__breaker_view_remove(b); /* first: a view may be reading it */
     ac__refset_clear(&b->subscribers);
     ac_error_release(b->cached);
     pthread_mutex_destroy(&b->lock);
@@ -183,10 +184,12 @@ ac_breaker *ac__breaker_create_named(ac_system *sys, const ac_breaker_options *o
     atomic_init(&b->word, (uint64_t)AC_BREAKER_CLOSED);
     atomic_init(&b->open_until_ms, 0);
     atomic_init(&b->opened_at_ms, 0);
+    atomic_init(&b->refused, 0);
     atomic_flag_clear(&b->cache_lock);
     b->name = copy;
     configure(b, o);
     metrics_init(b, sys);
+    ac__breaker_view_add(b, sys);
     return b;
 }
 

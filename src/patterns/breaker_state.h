@@ -3,7 +3,8 @@
  * counts. breaker.c holds the state machine (the state word, opening and
  * the probe timer, admission, outcomes, the open error), breaker_events.c
  * announces changes (callback, subscribers, metrics), breaker_create.c
- * makes and frees a breaker (options, handles, the breaker as a ref).
+ * makes and frees a breaker (options, handles, the breaker as a ref),
+ * breaker_view.c shows it in the system's view.
  * Nothing here is for breaker_call.c or the routers: they use
  * breaker_internal.h.
  */
@@ -12,6 +13,7 @@
 
 #include <pthread.h>
 
+#include "actorc/observe.h"
 #include "core/ref.h"
 #include "core/system_internal.h"
 #include "patterns/breaker_internal.h"
@@ -62,6 +64,10 @@ struct ac_breaker {
     ac_error *cached;
     uint64_t cached_epoch;
     int64_t cached_ms;
+    /* Calls refused (not admitted); any thread, relaxed: a count. */
+    atomic_uint_least64_t refused;
+    /* Its place in the system's view (breaker_view.c); NULL: not in it. */
+    ac_observe_source *view;
     /* metrics; NULL when off */
     ac_gauge *state_gauge;
     ac_counter *calls[AC__BREAKER_OUTCOMES];
@@ -87,5 +93,9 @@ ac_error *ac__breaker_open_error(ac_breaker *b);
 /* breaker_events.c: announce a change. Call with the lock held, after the
  * word changed. */
 void ac__breaker_announce(ac_breaker *b, ac_breaker_state from, ac_breaker_state to);
+/* breaker_view.c: into the system's view when made (a failure only
+ * leaves it out), out of it before it is freed. */
+void ac__breaker_view_add(ac_breaker *b, ac_system *sys);
+void ac__breaker_view_remove(ac_breaker *b);
 
 #endif

@@ -22,6 +22,7 @@
 #include "actorc/breaker.h"
 #include "actorc/hedge.h"
 #include "actorc/metrics.h"
+#include "actorc/observe.h"
 #include "actorc/scatter_gather.h"
 #include "ask/oneshot.h"
 #include "routing/hedge_budget.h"
@@ -121,6 +122,9 @@ typedef struct ac__gather_policy {
     /* Optional: the policy's per-router state (sh->policy_state), freed
      * with the shared state. */
     void (*free_state)(void *state);
+    /* Optional: the hedge delay as the system's view shows it (one JSON
+     * value). On the thread that takes the view. */
+    void (*delay_write)(ac_json *out, void *state);
 } ac__gather_policy;
 
 /* State shared by a router and its open gathers (outlives either). The

@@ -371,6 +371,20 @@ static void hedging_free(void *state)
     free(h);
 }
 
+/* The delay a hedge would wait now, and the policy behind it. */
+static void hedge_delay_write(ac_json *out, void *state)
+{
+    ac__hedging *h = state;
+    ac_json_object(out);
+    ac_json_key(out, "policy");
+    ac_json_string(out, h->delay->label);
+    ac_json_key(out, "delay_ms");
+    ac_json_double(out, (double)h->delay->delay_ns(h->delay_state) / 1e6);
+    if (h->delay->view)
+        h->delay->view(h->delay_state, out);
+    ac_json_object_end(out);
+}
+
 const ac__gather_policy ac__hedge_gather_policy = {
     .ask = hedge_ask,
     .start = hedge_start,
@@ -383,4 +397,5 @@ const ac__gather_policy ac__hedge_gather_policy = {
     .retry = hedge_launch,
     .won = hedge_won,
     .free_state = hedging_free,
+    .delay_write = hedge_delay_write,
 };

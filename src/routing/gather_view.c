@@ -486,6 +486,11 @@ static void view_write(ac_json *j, void *arg)
     } else {
         ac_json_null(j);
     }
+    ac_json_key(j, "hedge_delay");
+    if (sh->policy->delay_write && sh->policy_state)
+        sh->policy->delay_write(j, sh->policy_state);
+    else
+        ac_json_null(j);
     ac_json_key(j, "budget_exhausted");
     ac_json_uint(j, SUM(v, events, AC__GATHER_BUDGET_EXHAUSTED));
     ac_json_key(j, "losers_cancelled");

@@ -22,6 +22,7 @@
 #include "core/last_error.h"
 #include "routing/router_front.h"
 #include "routing/router_internal.h"
+#include "routing/router_view.h"
 
 /* FNV-1a over the identity. */
 static uint64_t hash_bytes(const char *s, size_t len)
@@ -109,6 +110,7 @@ static void route_hashing(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st
             best_weight = w;
         }
     }
+    ac__router_view_routed(cfg->view, st->routees[best]);
     ac_tell(st->routees[best], ac_msg_retain(msg), ac_sender(ctx));
 }
 

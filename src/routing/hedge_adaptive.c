@@ -94,6 +94,28 @@ static void adaptive_observe(void *state, uint64_t latency_ns)
     ac__latency_window_record(state, latency_ns);
 }
 
+/* Which percentile, of how many samples, and whether enough have been
+ * seen for the delay to be that percentile rather than delay_us. */
+static void adaptive_view(void *state, ac_json *out)
+{
+    const ac__latency_window *w = state;
+    uint64_t written = atomic_load_explicit(&w->written, memory_order_relaxed);
+    ac_json_key(out, "percentile");
+    ac_json_double(out, w->percentile);
+    ac_json_key(out, "window");
+    ac_json_uint(out, w->cap);
+    ac_json_key(out, "samples");
+    ac_json_uint(out, written < w->cap ? written : w->cap);
+    ac_json_key(out, "min_samples");
+    ac_json_uint(out, w->min_samples);
+    ac_json_key(out, "learned");
+    ac_json_bool(out, written >= w->min_samples);
+    ac_json_key(out, "floor_ms");
+    ac_json_double(out, (double)w->floor_ns / 1e6);
+    ac_json_key(out, "ceiling_ms");
+    ac_json_double(out, (double)w->ceiling_ns / 1e6);
+}
+
 static void adaptive_destroy(void *state)
 {
     ac__latency_window_fini(state);
@@ -103,8 +125,10 @@ static void adaptive_destroy(void *state)
 const ac__hedge_policy ac__hedge_adaptive_policy = {
     .kind = AC_HEDGE_DELAY_ADAPTIVE,
     .name = "AC_HEDGE_DELAY_ADAPTIVE",
+    .label = "adaptive",
     .create = adaptive_create,
     .delay_ns = adaptive_delay_ns,
     .observe = adaptive_observe,
+    .view = adaptive_view,
     .destroy = adaptive_destroy,
 };

@@ -53,6 +53,7 @@ static void fixed_destroy(void *state) { free(state); }
 const ac__hedge_policy ac__hedge_fixed_policy = {
     .kind = AC_HEDGE_DELAY_FIXED,
     .name = "AC_HEDGE_DELAY_FIXED",
+    .label = "fixed",
     .create = fixed_create,
     .delay_ns = fixed_delay_ns,
     .destroy = fixed_destroy,

@@ -25,11 +25,13 @@
 #include <stdint.h>
 
 #include "actorc/hedge.h"
+#include "actorc/observe.h"
 #include "actorc/status.h"
 
 typedef struct ac__hedge_policy {
     ac_hedge_delay_kind kind;
-    const char *name; /* the kind as written: "AC_HEDGE_DELAY_FIXED" */
+    const char *name;  /* the kind as written: "AC_HEDGE_DELAY_FIXED" */
+    const char *label; /* its name in the system's view: "fixed" */
     /* Check the options only this policy reads (what every policy shares,
      * timeout_ms and delay_us, is checked before: `delay_ns` is delay_us
      * with its default, below the timeout) and make the state. AC_EINVAL
@@ -43,6 +45,9 @@ typedef struct ac__hedge_policy {
      * and losers' alike). Optional: NULL, and the router does not read
      * the clock for it. */
     void (*observe)(void *state, uint64_t latency_ns);
+    /* What the view shows of it beyond the delay: members written into
+     * the object the router opened. Optional. Any thread. */
+    void (*view)(void *state, ac_json *out);
     void (*destroy)(void *state);
 } ac__hedge_policy;
 

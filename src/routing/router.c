@@ -35,6 +35,7 @@
 #include "routing/member_group.h"
 #include "routing/router_front.h"
 #include "routing/router_internal.h"
+#include "routing/router_view.h"
 
 /* ---- the Broadcast wrapper -------------------------------------------- */
 
@@ -82,6 +83,8 @@ static ac_msg *broadcast_inner(const ac_msg *m)
 
 void ac__router_dead_letter(ac_ctx *ctx, ac_msg *msg)
 {
+    ac__router_cfg *cfg = ac_ctx_user_data(ctx);
+    ac__router_view_dead_letter(cfg->view);
     ac__mailbox_node *node = ac__mailbox_node_make(ac_msg_retain(msg), ac_sender(ctx));
     if (node)
         ac__dead_letter_why(ac_ctx_system(ctx), node, ac_self(ctx),
@@ -174,6 +177,14 @@ static bool spawn_routee(ac_ctx *ctx, const ac__router_cfg *cfg, int i, ac_ref *
     return true;
 }
 
+/* The set changed (or was first made): the view marks it, and the
+ * senders' snapshot, which points at the view's rows, follows. */
+static void set_changed(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st)
+{
+    ac__router_view_mark(cfg->view, st);
+    ac__router_front_publish(ac__router_front_of(ctx), st);
+}
+
 static void router_pre_start(ac_ctx *ctx)
 {
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
@@ -185,11 +196,12 @@ static void router_pre_start(ac_ctx *ctx)
     }
     if (cfg->kind->on_start)
         cfg->kind->on_start(ctx, cfg);
+    ac__router_view_publish(cfg->view, ac_ctx_system(ctx), ac_self(ctx));
     if (cfg->is_group) {
         ac__router_group_start(ctx, cfg, st);
         if (cfg->members)
             cfg->members->start(ctx, cfg->members_user);
-        ac__router_front_publish(ac__router_front_of(ctx), st);
+        set_changed(ctx, cfg, st);
         return;
     }
     for (int i = 1; i <= cfg->n; i++) {
@@ -209,7 +221,7 @@ static void router_pre_start(ac_ctx *ctx)
         st->numbers[st->n] = (uint32_t)i;
         st->routees[st->n++] = r; /* the spawn's reference */
     }
-    ac__router_front_publish(ac__router_front_of(ctx), st);
+    set_changed(ctx, cfg, st);
 }
 
 static void router_post_stop(ac_ctx *ctx)
@@ -217,6 +229,7 @@ static void router_post_stop(ac_ctx *ctx)
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
     ac__router_state *st = ac_ctx_state(ctx);
     ac__router_front_withdraw(ac__router_front_of(ctx));
+    ac__router_view_mark(cfg->view, NULL);
     if (cfg->kind->on_stop)
         cfg->kind->on_stop(ctx, cfg);
     if (cfg->members)
@@ -238,13 +251,13 @@ static void router_post_stop(ac_ctx *ctx)
     memset(st, 0, sizeof *st);
 }
 
-static void prune(ac_ctx *ctx, ac__router_state *st, ac_ref *gone)
+static void prune(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st, ac_ref *gone)
 {
     for (size_t i = 0; i < st->n; i++) {
         if (st->routees[i] != gone)
             continue;
         ac__router_drop(st, i);
-        ac__router_front_publish(ac__router_front_of(ctx), st);
+        set_changed(ctx, cfg, st);
         ac_log_debug(ctx, "routee %s stopped; %zu left", ac_ref_path(gone), st->n);
         return;
     }
@@ -266,10 +279,12 @@ static void router_handle(ac_ctx *ctx, ac_msg *msg)
 {
     ac__router_cfg *cfg = ac_ctx_user_data(ctx);
     ac__router_state *st = ac_ctx_state(ctx);
-    if (cfg->members && cfg->members->receive(ctx, cfg->members_user, msg))
+    if (cfg->members && cfg->members->receive(ctx, cfg->members_user, msg)) {
+        ac__router_view_mark(cfg->view, st); /* the members may have changed */
         return;
+    }
     if (ac_msg_is(msg, &ac_msg_type_terminated)) {
-        prune(ctx, st, ac_terminated_ref(msg));
+        prune(ctx, cfg, st, ac_terminated_ref(msg));
         return;
     }
     if (ac_msg_is(msg, &ac_msg_type_get_routees)) {
@@ -278,14 +293,16 @@ static void router_handle(ac_ctx *ctx, ac_msg *msg)
     }
     if (ac__router_is_change(msg)) {
         ac__router_change(ctx, cfg, st, msg);
-        ac__router_front_publish(ac__router_front_of(ctx), st);
+        set_changed(ctx, cfg, st);
         return;
     }
     if (ac_msg_is(msg, &ac_msg_type_broadcast)) {
         ac_msg *inner = broadcast_inner(msg);
         if (!pool_empty(ctx, st, inner))
-            for (size_t i = 0; i < st->n; i++)
+            for (size_t i = 0; i < st->n; i++) {
+                ac__router_view_routed(cfg->view, st->routees[i]);
                 ac_tell(st->routees[i], ac_msg_retain(inner), ac_sender(ctx));
+            }
         return;
     }
     if (!cfg->kind->answers_empty && pool_empty(ctx, st, msg))
@@ -358,6 +375,7 @@ void ac__router_cfg_free(ac__router_cfg *cfg)
     if (cfg->members && cfg->members->free)
         cfg->members->free(cfg->members_user);
     ac__router_group_free(cfg);
+    ac__router_view_free(cfg->view); /* out of the system's view first */
     free(cfg->breaker);
     free(cfg);
 }
@@ -381,6 +399,7 @@ ac_props *ac__router_props(ac__router_cfg *cfg, const ac_routee_options *routee_
         return NULL;
     }
     ac_props_set_user_data_free(props, cfg_free);
+    cfg->view = ac__router_view_create(cfg); /* NULL: the router is not in the view */
     ac__router_front *front = ac__router_front_new(cfg);
     if (front)
         ac__props_front(props, &front->base);

@@ -63,6 +63,8 @@ void ac__router_front_publish(ac__router_front *f, const ac__router_state *st)
     size_t size = sizeof(ac__route_snap) + st->n * sizeof(ac_ref *);
     if (f->kind->snap_ids)
         size += st->n * sizeof(uint64_t);
+    if (f->view)
+        size += st->n * sizeof(ac__router_view_row *);
     ac__route_snap *s = ac__malloc(size);
     if (!s) {
         swap_in(f, NULL); /* the mailbox then: slower, never wrong */
@@ -71,10 +73,14 @@ void ac__router_front_publish(ac__router_front *f, const ac__router_state *st)
     s->retired_next = NULL;
     s->n = st->n;
     s->ids = f->kind->snap_ids ? (uint64_t *)(void *)&s->routees[st->n] : NULL;
+    void *after = s->ids ? (void *)&s->ids[st->n] : (void *)&s->routees[st->n];
+    s->rows = f->view ? after : NULL;
     for (size_t i = 0; i < st->n; i++) {
         s->routees[i] = ac_ref_retain(st->routees[i]);
         if (s->ids)
             s->ids[i] = ac__router_identity_hash(st, i);
+        if (s->rows)
+            s->rows[i] = ac__router_view_row_of(f->view, st->routees[i]);
     }
     swap_in(f, s);
 }
@@ -176,6 +182,7 @@ ac__router_front *ac__router_front_new(const ac__router_cfg *cfg)
     f->kind = cfg->kind;
     f->hash_key = cfg->hash_key;
     f->hash_user = cfg->hash_user;
+    f->view = cfg->view;
     return f;
 }
 

@@ -37,6 +37,7 @@
 
 #include "core/front.h"
 #include "routing/router_internal.h"
+#include "routing/router_view.h"
 
 typedef struct ac__route_snap {
     struct ac__route_snap *retired_next;
@@ -44,6 +45,10 @@ typedef struct ac__route_snap {
     /* Consistent hashing: each routee's identity hashed (hashing.c);
      * NULL for the other kinds. Points after routees[]. */
     uint64_t *ids;
+    /* Each routee's row in the router's view (router_view.h), which
+     * outlives the snapshot; NULL when the router is not in the view.
+     * Points after ids[] (or routees[]). */
+    ac__router_view_row **rows;
     ac_ref *routees[]; /* each retained */
 } ac__route_snap;
 
@@ -59,6 +64,7 @@ struct ac__router_front {
     const ac__router_kind *kind;
     ac_hash_key_fn hash_key; /* consistent hashing: copied, the cfg dies first */
     void *hash_user;
+    ac__router_view *view; /* the cfg's; freed after the last snapshot is withdrawn */
     ac__route_snap *retired; /* the router's turn (and the cell's free) only */
 };
 
@@ -85,9 +91,12 @@ void ac__router_front_handled(ac__router_front *f);
  * snapshot or the kind leaves the choice to its turn's route. */
 bool ac__router_front_route(ac__router_front *f, ac_msg *msg, ac_ref *sender);
 
-/* For the kinds' `send` hooks: deliver node to routee i of s. */
+/* For the kinds' `send` hooks: deliver node to routee i of s, counted
+ * in the view. */
 static inline void ac__route_to(const ac__route_snap *s, size_t i, ac__mailbox_node *node)
 {
+    if (s->rows)
+        ac__router_view_count(s->rows[i]);
     ac__ref_deliver_node(s->routees[i], node);
 }
 

@@ -52,6 +52,7 @@ typedef struct ac__router_cfg ac__router_cfg;
 typedef struct ac__member_group_ops ac__member_group_ops; /* member_group.h */
 typedef struct ac__router_front ac__router_front;     /* router_front.h */
 typedef struct ac__route_snap ac__route_snap;         /* router_front.h */
+typedef struct ac__router_view ac__router_view;       /* router_view.h */
 
 /* What differs between router kinds. */
 typedef struct ac__router_kind {
@@ -73,6 +74,9 @@ typedef struct ac__router_kind {
     bool (*send)(ac__router_front *f, const ac__route_snap *s, ac__mailbox_node *node);
     /* The snapshot keeps each routee's identity hashed (hashing.c). */
     bool snap_ids;
+    /* In the system's view by a view of its own (the gathering kinds,
+     * gather_view.h), not router_view.h's. */
+    bool own_view;
 } ac__router_kind;
 
 struct ac__router_cfg {
@@ -100,6 +104,8 @@ struct ac__router_cfg {
      * its routees are kept sorted by identity and are not watched. */
     const ac__member_group_ops *members;
     void *members_user;
+    /* Its place in the system's view (router_view.h), or NULL. */
+    ac__router_view *view;
 };
 
 extern const ac__router_kind ac__round_robin_kind;

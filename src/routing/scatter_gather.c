@@ -176,6 +176,7 @@ const ac__router_kind ac__scatter_gather_kind = {
     .on_stop = ac__gather_on_stop,
     .on_spawn = ac__gather_on_spawn,
     .answers_empty = true,
+    .own_view = true,
 };
 
 /* ---- the factories ---------------------------------------------------- */

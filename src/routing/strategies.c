@@ -15,9 +15,12 @@
 #include "routing/member_group.h"
 #include "routing/router_front.h"
 #include "routing/router_internal.h"
+#include "routing/router_view.h"
 
 static void send_to(ac_ctx *ctx, ac_ref *routee, ac_msg *msg)
 {
+    ac__router_cfg *cfg = ac_ctx_user_data(ctx);
+    ac__router_view_routed(cfg->view, routee);
     ac_tell(routee, ac_msg_retain(msg), ac_sender(ctx));
 }
 
@@ -35,8 +38,10 @@ static bool send_guarded(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
     if (!ac_breaker_acquire(st->breakers[i], &p, first_refusal && !*first_refusal ? &err : NULL)) {
         if (err)
             *first_refusal = err;
+        ac__router_view_refused(cfg->view, st->routees[i]);
         return false;
     }
+    ac__router_view_routed(cfg->view, st->routees[i]);
     ac_breaker_tell(st->breakers[i], &p, st->routees[i], ac_msg_retain(msg), ac_sender(ctx),
                     breaker_timeout(cfg));
     return true;

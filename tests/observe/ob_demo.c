@@ -86,7 +86,13 @@ bool ob_demo_start(ob_demo *d, ac_system *sys)
      * until its breaker opens (a hedged router would try it last). */
     d->flaky = ac_spawn(sys, ac_router_scatter_gather_first_completed(2, &routee_def, NULL, &flaky),
                         "flaky");
-    return d->workers && d->scatter && d->hedged && d->flaky;
+    d->pool = ac_spawn(sys, ac_router_round_robin(3, &routee_def, &fast), "pool");
+    d->shortest = ac_spawn(sys, ac_router_smallest_mailbox(2, &routee_def, &fast), "shortest");
+    /* Round robin reaches routee-2 every third message; after two
+     * failures its breaker opens, and its turns go to the next routee. */
+    d->guarded = ac_spawn(sys, ac_router_round_robin(3, &routee_def, &flaky), "guarded");
+    return d->workers && d->scatter && d->hedged && d->flaky && d->pool && d->shortest &&
+           d->guarded;
 }
 
 ac_props *ob_demo_router_props(void)
@@ -98,12 +104,13 @@ ac_props *ob_demo_router_props(void)
 
 int ob_demo_round(ob_demo *d)
 {
-    ac_ref *targets[] = {d->scatter, d->hedged, d->flaky, d->workers};
-    ac_future *f[4];
+    ac_ref *targets[OB_ROUND_ASKS] = {d->scatter, d->hedged,   d->flaky,  d->workers,
+                                      d->pool,    d->shortest, d->guarded};
+    ac_future *f[OB_ROUND_ASKS];
     int answered = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < OB_ROUND_ASKS; i++)
         f[i] = ac_ask(targets[i], ac_msg_str_new("ping"), 5000);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < OB_ROUND_ASKS; i++) {
         ac_answer a = {0};
         ac_status st = f[i] ? ac_future_wait(f[i], 10000, &a) : AC_ENOMEM;
         if (st == AC_OK || st == AC_EFAILED) /* the flaky router's errors are answers too */
@@ -120,5 +127,8 @@ void ob_demo_release(ob_demo *d)
     ac_ref_release(d->scatter);
     ac_ref_release(d->hedged);
     ac_ref_release(d->flaky);
+    ac_ref_release(d->pool);
+    ac_ref_release(d->shortest);
+    ac_ref_release(d->guarded);
     memset(d, 0, sizeof *d);
 }

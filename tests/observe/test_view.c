@@ -119,7 +119,7 @@ static void test_demo_system(void **state)
     assert_true(ob_demo_start(&d, sys));
     int rounds = 12;
     for (int i = 0; i < rounds; i++)
-        assert_int_equal(ob_demo_round(&d), 4);
+        assert_int_equal(ob_demo_round(&d), OB_ROUND_ASKS);
     /* Slot outcomes are counted when their gathers are freed: the slow
      * routee's late answers come after the round; wait for them. */
     ts_sleep_ms(OB_SLOW_MS * 3);
@@ -250,7 +250,7 @@ static void test_pages_cover_the_tree(void **state)
     ac_system *sys = make_system(state);
     ob_demo d;
     assert_true(ob_demo_start(&d, sys));
-    assert_int_equal(ob_demo_round(&d), 4); /* every actor started */
+    assert_int_equal(ob_demo_round(&d), OB_ROUND_ASKS); /* every actor started */
     json_t *whole = view_of(sys, &(ac_observe_query){.limit = AC_OBSERVE_MAX_PAGE});
     json_t *all = json_object_get(json_object_get(whole, "actors"), "items");
     size_t total = (size_t)num(json_object_get(whole, "actors"), "total");
@@ -497,7 +497,7 @@ static void test_sources_while_viewed(void **state)
         *value = i;
         ac_observe_source *src = ac_observe_add(sys, "churn", slow_source, value);
         assert_non_null(src);
-        assert_int_equal(ob_demo_round(&d), 4);
+        assert_int_equal(ob_demo_round(&d), OB_ROUND_ASKS);
         ac_ref *router = ac_spawn(sys, ob_demo_router_props(), NULL);
         assert_non_null(router);
         ac_answer a = {0};

@@ -3,8 +3,9 @@
  * with a node, joined in one cluster by static seeds. A's view has its
  * node (address, incarnation, peers, traffic) and its cluster (provider,
  * state, both members with status, incarnation and roles, B's Up event);
- * after A's node is stopped and the cluster left, the sections stay
- * readable until the system goes.
+ * a cluster router on A shows both members' routees once both are up,
+ * and the messages routed to them; after A's node is stopped and the
+ * cluster left, the sections stay readable until the system goes.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -38,6 +39,43 @@ static bool both_up(void *arg)
     return ac_cluster_status_get(((two *)arg)->a, &st) == AC_OK && st.members_up == 2;
 }
 
+static void quiet_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+static const ac_actor_def quiet_def = {.name = "Quiet", .receive = quiet_receive};
+
+/* The cluster router's element of A's view; NULL when not there. */
+static json_t *cluster_router(json_t *doc)
+{
+    json_t *routers = json_object_get(doc, "routers"), *r;
+    size_t i;
+    json_array_foreach(routers, i, r) {
+        const char *path = json_string_value(json_object_get(r, "path"));
+        if (path && strstr(path, "/user/members"))
+            return r;
+    }
+    return NULL;
+}
+
+typedef struct router_wait {
+    ac_system *sys;
+    double size, routed;
+} router_wait;
+
+/* The router shows `size` routees and `routed` messages. */
+static bool router_shows(void *arg)
+{
+    router_wait *w = arg;
+    json_t *doc = view_of(w->sys), *r = cluster_router(doc);
+    bool ok = r && json_number_value(json_object_get(r, "size")) == w->size &&
+              json_number_value(json_object_get(r, "routed")) == w->routed;
+    json_decref(doc);
+    return ok;
+}
+
 static ac_system *node_system(ts_fixture *fx, const char *name, ac_node **node)
 {
     ac_system *sys = ts_fx_system(fx, name, &(ac_system_options){.workers = 1,
@@ -68,6 +106,33 @@ static void test_node_and_cluster(void **state)
     assert_non_null(cb);
     two t = {.a = ca};
     assert_eventually(ts_wait_until(both_up, &t, TS_WAIT_S), "both members up");
+
+    /* A cluster router: its set follows the members, its counts the tells. */
+    ac_ref *qa = ac_spawn(a, ac_props_new(&quiet_def, NULL), "quiet");
+    ac_ref *qb = ac_spawn(b, ac_props_new(&quiet_def, NULL), "quiet");
+    ac_ref *router = ac_spawn(a, ac_cluster_router_round_robin(
+                                     ca, &(ac_cluster_router_options){.path = "/user/quiet"}),
+                              "members");
+    assert_non_null(qa);
+    assert_non_null(qb);
+    assert_non_null(router);
+    router_wait w = {.sys = a, .size = 2, .routed = 0};
+    assert_eventually(ts_wait_until(router_shows, &w, TS_WAIT_S), "the router's two members");
+    for (int i = 0; i < 6; i++)
+        assert_status(ac_tell(router, ac_msg_str_new("hi"), NULL), AC_OK);
+    w.routed = 6;
+    assert_eventually(ts_wait_until(router_shows, &w, TS_WAIT_S), "six messages routed");
+    json_t *rdoc = view_of(a), *r = cluster_router(rdoc);
+    assert_string_equal(json_string_value(json_object_get(r, "kind")), "round-robin");
+    assert_true(json_is_true(json_object_get(r, "group")));
+    json_t *routees = json_object_get(r, "routees");
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal((int)json_number_value(json_object_get(json_array_get(routees, i),
+                                                                 "routed")), 3);
+    json_decref(rdoc);
+    ac_ref_release(router);
+    ac_ref_release(qa);
+    ac_ref_release(qb);
 
     json_t *doc = view_of(a);
     json_t *nodes = json_object_get(doc, "node");

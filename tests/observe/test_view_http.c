@@ -53,11 +53,11 @@ static void test_view_beside_metrics(void **state)
     ac_system *sys = make_system(state);
     ob_demo d;
     assert_true(ob_demo_start(&d, sys));
-    assert_int_equal(ob_demo_round(&d), 4);
+    assert_int_equal(ob_demo_round(&d), OB_ROUND_ASKS);
     int port = serve(sys, 0);
     json_t *doc = get_json(port, "/view", 200);
     assert_int_equal(json_integer_value(json_object_get(doc, "version")), 1);
-    assert_int_equal(json_array_size(json_object_get(doc, "routers")), 3);
+    assert_int_equal(json_array_size(json_object_get(doc, "routers")), 6);
     json_t *actors = json_object_get(doc, "actors");
     assert_true(json_integer_value(json_object_get(actors, "total")) > 10);
     json_decref(doc);
@@ -74,7 +74,7 @@ static void test_paging(void **state)
     ac_system *sys = make_system(state);
     ob_demo d;
     assert_true(ob_demo_start(&d, sys));
-    assert_int_equal(ob_demo_round(&d), 4);
+    assert_int_equal(ob_demo_round(&d), OB_ROUND_ASKS);
     int port = serve(sys, 0);
     json_t *page = get_json(port, "/view/actors?offset=2&limit=5", 200);
     assert_int_equal(json_integer_value(json_object_get(page, "offset")), 2);
