@@ -1,4 +1,5 @@
 // file: docs/examples/faults.c
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <actorc.h>
 #include <stdio.h>
 #include <time.h>

@@ -302,9 +302,9 @@ static void order_case(ac_link_direction dir)
     /* Set at a for its way out, or at b for its way in from a. */
     ac_node *at = dir == AC_LINK_OUT ? p.a : p.b;
     if (dir == AC_LINK_IN) {
-        ac_system_terminate(p.sb); /* b again, with the layer on */
         ac_ref_release(local);
         ac_ref_release(p.echo);
+        ac_system_terminate(p.sb); /* b again, with the layer on */
         ac_node_options o = {.faults = ""};
         char bind[128];
         snprintf(bind, sizeof bind, "inproc://order-in-b2:0");
