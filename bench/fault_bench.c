@@ -35,6 +35,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,7 @@
 
 #include "tail_replica.h"
 
-enum { REPLICAS = 3, ASKERS = 4, N = 3000, LOSSY_N = 10000, LOSSY_WINDOW = 256 };
+enum { REPLICAS = 3, ASKERS = 4, N = 3000, ROUNDS = 6, LOSSY_N = 10000, LOSSY_WINDOW = 256 };
 enum { STALL_MS = 100, HEDGE_DELAY_US = 10000 };
 
 /* Stalls per 10,000 requests of a replica (--stall-pct P sets P%). */
@@ -112,21 +113,24 @@ static int cmp_i64(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* p99 of N asks through router, ASKERS at a time, in ms. */
-static double p99_ms(ac_ref *router)
+/* n asks through router, ASKERS at a time, their latencies (ns) into lat. */
+static void measure(ac_ref *router, int64_t *lat, size_t n)
 {
-    static int64_t lat[N];
     asker a[ASKERS];
     pthread_t th[ASKERS];
     for (int k = 0; k < ASKERS; k++) {
-        a[k] = (asker){router, lat + k * (N / ASKERS), N / ASKERS};
+        a[k] = (asker){router, lat + (size_t)k * (n / ASKERS), n / ASKERS};
         if (pthread_create(&th[k], NULL, ask_in_turn, &a[k]) != 0)
             die("pthread_create");
     }
     for (int k = 0; k < ASKERS; k++)
         pthread_join(th[k], NULL);
-    qsort(lat, N, sizeof lat[0], cmp_i64);
-    return (double)lat[(size_t)(0.99 * (N - 1) + 0.5)] / 1e6;
+}
+
+static double p99_ms(int64_t *lat, size_t n)
+{
+    qsort(lat, n, sizeof lat[0], cmp_i64);
+    return (double)lat[(size_t)(0.99 * (double)(n - 1) + 0.5)] / 1e6;
 }
 
 static void result(const char *wl, const char *metric, double v, const char *unit)
@@ -138,31 +142,46 @@ static void result(const char *wl, const char *metric, double v, const char *uni
 
 /* ---- the workloads ---------------------------------------------------------- */
 
-static void slow_link(ac_node *client, ac_ref *hedged, ac_ref *rr, ac_ref *sg, const char *peer)
+enum { HEDGED, RR, SG, ROUTERS };
+
+/* Clean and slow in turns (ROUNDS of each, N asks per router and
+ * condition in all), so that both see the same machine: on a shared one
+ * the load moves within a run, and a p99 of one stretch against one of
+ * another would measure the load. */
+static void slow_link(ac_node *client, ac_ref *const routers[ROUTERS], const char *peer)
 {
+    static int64_t lat[2][ROUTERS][N];
+    enum { PER = N / ROUNDS };
+    _Static_assert(N % (ROUNDS * ASKERS) == 0, "whole turns");
     for (int i = 0; i < 300; i++) { /* warm: connections, caches */
         ac_answer a = {0};
-        (void)ac_ask_wait(i % 2 ? hedged : rr, ac_msg_int64_new(atomic_fetch_add(&next_id, 1)),
+        (void)ac_ask_wait(routers[i % ROUTERS], ac_msg_int64_new(atomic_fetch_add(&next_id, 1)),
                           10000, &a);
         ac_answer_release(&a);
     }
-    double hedged_clean = p99_ms(hedged), rr_clean = p99_ms(rr), sg_clean = p99_ms(sg);
     ac_link_fault slow;
-    if (ac_link_fault_parse("20ms\xc2\xb1" "5ms", &slow) != AC_OK ||
-        ac_node_link_fault(client, peer, AC_LINK_BOTH, &slow) != AC_OK)
+    if (ac_link_fault_parse("20ms\xc2\xb1" "5ms", &slow) != AC_OK)
         die("the slow link");
-    double hedged_slow = p99_ms(hedged), rr_slow = p99_ms(rr), sg_slow = p99_ms(sg);
+    for (int r = 0; r < ROUNDS; r++)
+        for (int bad = 0; bad < 2; bad++) {
+            if (ac_node_link_fault(client, peer, AC_LINK_BOTH, bad ? &slow : NULL) != AC_OK)
+                die("the slow link");
+            for (int k = 0; k < ROUTERS; k++)
+                measure(routers[k], lat[bad][k] + r * PER, PER);
+        }
     if (ac_node_link_fault(client, peer, AC_LINK_BOTH, NULL) != AC_OK)
         die("healing the link");
-    result("slow_link", "hedged_clean_p99", hedged_clean, "ms");
-    result("slow_link", "hedged_slow_p99", hedged_slow, "ms");
-    result("slow_link", "hedged_p99_ratio", hedged_slow / hedged_clean, "x");
-    result("slow_link", "rr_clean_p99", rr_clean, "ms");
-    result("slow_link", "rr_slow_p99", rr_slow, "ms");
-    result("slow_link", "rr_p99_ratio", rr_slow / rr_clean, "x");
-    result("slow_link", "sg_clean_p99", sg_clean, "ms");
-    result("slow_link", "sg_slow_p99", sg_slow, "ms");
-    result("slow_link", "sg_p99_ratio", sg_slow / sg_clean, "x");
+    static const char *const name[ROUTERS] = {"hedged", "rr", "sg"};
+    for (int k = 0; k < ROUTERS; k++) {
+        double clean = p99_ms(lat[0][k], N), bad = p99_ms(lat[1][k], N);
+        char metric[64];
+        snprintf(metric, sizeof metric, "%s_clean_p99", name[k]);
+        result("slow_link", metric, clean, "ms");
+        snprintf(metric, sizeof metric, "%s_slow_p99", name[k]);
+        result("slow_link", metric, bad, "ms");
+        snprintf(metric, sizeof metric, "%s_p99_ratio", name[k]);
+        result("slow_link", metric, bad / clean, "x");
+    }
 }
 
 static void lossy_link(ac_node *client, ac_ref *replica, const char *peer)
@@ -247,7 +266,8 @@ int main(int argc, char **argv)
         die("the routers");
     printf("# replicas: 1-2 ms, or %d ms for %.2f%% of requests; hedge delay %d ms\n", STALL_MS,
            stall_per_10k / 100.0, HEDGE_DELAY_US / 1000);
-    slow_link(client, hedged, rr, sg, peer[0]);
+    ac_ref *const routers[ROUTERS] = {hedged, rr, sg};
+    slow_link(client, routers, peer[0]);
     lossy_link(client, refs[0], peer[0]);
     ac_ref_release(hedged);
     ac_ref_release(rr);
