@@ -160,7 +160,7 @@ static void slow_link(ac_node *client, ac_ref *const routers[ROUTERS], const cha
         ac_answer_release(&a);
     }
     ac_link_fault slow;
-    if (ac_link_fault_parse("20ms\xc2\xb1" "5ms", &slow) != AC_OK)
+    if (ac_node_link_fault_parse("20ms\xc2\xb1" "5ms", &slow) != AC_OK)
         die("the slow link");
     for (int r = 0; r < ROUNDS; r++)
         for (int bad = 0; bad < 2; bad++) {

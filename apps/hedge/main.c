@@ -291,7 +291,7 @@ static bool parse_link(const char *arg, options *o)
     if (end == arg || *end != ':' || k < 1 || k > 16 || o->link_count == 16)
         return false;
     ac_link_fault f;
-    if (ac_link_fault_parse(end + 1, &f) != AC_OK) {
+    if (ac_node_link_fault_parse(end + 1, &f) != AC_OK) {
         fprintf(stderr, "actorc-hedge: %s\n", ac_last_error());
         return false;
     }

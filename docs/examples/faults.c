@@ -39,7 +39,7 @@ int main(void)
 
     /* 20 ms ± 5 ms each way: an ask takes 30 ms at least. */
     ac_link_fault slow;
-    ac_link_fault_parse("20ms±5ms", &slow);
+    ac_node_link_fault_parse("20ms±5ms", &slow);
     ac_node_link_fault(here, ac_node_address(there), AC_LINK_BOTH, &slow);
     double ms = ask_ms(echo, 5000, &st);
     printf("behind a slow link: %s in %.0f ms\n", st == AC_OK ? "answered" : "failed", ms);

@@ -288,7 +288,7 @@ AC_API ac_status ac_node_faults_apply(ac_node *node, const char *spec);
 /* Read one link's items ("delay=20ms±5ms,drop=1%", or the shorthand
  * "20ms±5ms" or "1%" alone) into *out, without a peer: for programs that
  * take a fault from their own options. AC_EINVAL naming what is wrong. */
-AC_API ac_status ac_link_fault_parse(const char *text, ac_link_fault *out);
+AC_API ac_status ac_node_link_fault_parse(const char *text, ac_link_fault *out);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /*
  * Rules of the fault layer written as text (remote.h: options.faults,
- * ACTORC_FAULTS, ac_node_faults_apply, ac_link_fault_parse).
+ * ACTORC_FAULTS, ac_node_faults_apply, ac_node_link_fault_parse).
  *
  * A spec is rules separated by ';', a rule items separated by ','. Every
  * item is checked before anything is applied, and the first wrong one is
@@ -182,10 +182,10 @@ static const char *trim(const char **s, const char *stop)
     return stop;
 }
 
-ac_status ac_link_fault_parse(const char *text, ac_link_fault *out)
+ac_status ac_node_link_fault_parse(const char *text, ac_link_fault *out)
 {
     if (!text || !out)
-        return ac__fail(AC_EINVAL, "ac_link_fault_parse: %s is NULL", text ? "out" : "text");
+        return ac__fail(AC_EINVAL, "ac_node_link_fault_parse: %s is NULL", text ? "out" : "text");
     ac_link_fault f = {0};
     for (const char *s = text, *e; *s; s = *e ? e + 1 : e) {
         e = strchr(s, ',');
@@ -194,9 +194,9 @@ ac_status ac_link_fault_parse(const char *text, ac_link_fault *out)
         const char *a = s, *z = trim(&a, e);
         const char *why = a == z ? "an empty item" : item(a, z, &f);
         if (why)
-            return ac__fail(AC_EINVAL, "ac_link_fault_parse: \"%.*s\": %s", (int)(z - a), a, why);
+            return ac__fail(AC_EINVAL, "ac_node_link_fault_parse: \"%.*s\": %s", (int)(z - a), a, why);
     }
-    if (ac__fault_check("ac_link_fault_parse", &f) != AC_OK)
+    if (ac__fault_check("ac_node_link_fault_parse", &f) != AC_OK)
         return AC_EINVAL;
     *out = f;
     return AC_OK;

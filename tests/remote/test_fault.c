@@ -136,17 +136,17 @@ static void test_bad_specs_are_refused(void **state)
     refused("peer=h:1,colour=blue", "unknown item");
     refused("peer=h:1,delay=1ms;peer=h:2,,drop=1%", "rule 2");
     ac_link_fault f;
-    assert_int_equal(ac_link_fault_parse("20ms\xc2\xb1" "5ms", &f), AC_OK);
+    assert_int_equal(ac_node_link_fault_parse("20ms\xc2\xb1" "5ms", &f), AC_OK);
     assert_int_equal(f.delay_us, 20000);
     assert_int_equal(f.jitter_us, 5000);
-    assert_int_equal(ac_link_fault_parse("delay=20ms+-5ms,drop=1%,rate=1MB/s", &f), AC_OK);
+    assert_int_equal(ac_node_link_fault_parse("delay=20ms+-5ms,drop=1%,rate=1MB/s", &f), AC_OK);
     assert_int_equal(f.jitter_us, 5000);
     assert_true(f.drop > 0.0099 && f.drop < 0.0101);
     assert_int_equal(f.rate, 1000000);
-    assert_int_equal(ac_link_fault_parse("2%", &f), AC_OK);
+    assert_int_equal(ac_node_link_fault_parse("2%", &f), AC_OK);
     assert_true(f.drop > 0.0199 && f.drop < 0.0201 && f.delay_us == 0);
-    assert_int_equal(ac_link_fault_parse("20ms+-", &f), AC_EINVAL);
-    assert_int_equal(ac_link_fault_parse(NULL, &f), AC_EINVAL);
+    assert_int_equal(ac_node_link_fault_parse("20ms+-", &f), AC_EINVAL);
+    assert_int_equal(ac_node_link_fault_parse(NULL, &f), AC_EINVAL);
 
     /* The control calls: bad input named, a node without the layer. */
     ac_node *a, *plain;
