@@ -259,7 +259,8 @@ typedef enum ac_link_direction {
 typedef struct ac_link_fault {
     int64_t delay_us;  /* each frame held this long ... */
     int64_t jitter_us; /* ... give or take up to this (uniform), never reordered */
-    double drop;       /* the share of frames dropped, 0 to 1 */
+    double drop;       /* the share of frames dropped, 0 to 1 (arriving: of
+                        * messages, each a batch of frames as the peer sent it) */
     bool blackhole;    /* every frame swallowed; the peer lost after a heartbeat timeout */
     uint64_t rate;     /* bytes a second at most (0: no limit) */
     size_t max_queue_bytes; /* held at most (0: AC_LINK_DEFAULT_MAX_QUEUE_BYTES) */
@@ -268,9 +269,13 @@ typedef struct ac_link_fault {
 /* Set what the link to `peer` does in `direction` (NULL fault, or all
  * zero: pass, which heals it; frames held already still leave in order).
  * AC_EINVAL for NULL node or peer, an address not "<host>:<port>", a
- * direction or value out of range (negative times, drop outside 0..1);
- * AC_ESTOPPED when the node runs without the fault layer (options.faults
- * NULL and no ACTORC_FAULTS). At most 256 links have rules. Any thread. */
+ * direction or value out of range (negative times, drop outside 0..1),
+ * or the node's own address; AC_ENOTFOUND for an address the node knows
+ * no peer at (resolve a path there first; rules for peers not met yet
+ * are given at start, in options.faults or ACTORC_FAULTS; a pass is
+ * always taken); AC_ESTOPPED when the node runs without the fault layer
+ * (options.faults NULL and no ACTORC_FAULTS). At most 256 links have
+ * rules. Any thread. */
 AC_API ac_status ac_node_link_fault(ac_node *node, const char *peer, ac_link_direction direction,
                                     const ac_link_fault *fault);
 /* Apply rules written as text, as options.faults and ACTORC_FAULTS are:
@@ -287,7 +292,8 @@ AC_API ac_status ac_node_link_fault(ac_node *node, const char *peer, ac_link_dir
 AC_API ac_status ac_node_faults_apply(ac_node *node, const char *spec);
 /* Read one link's items ("delay=20ms±5ms,drop=1%", or the shorthand
  * "20ms±5ms" or "1%" alone) into *out, without a peer: for programs that
- * take a fault from their own options. AC_EINVAL naming what is wrong. */
+ * take a fault from their own options. AC_EINVAL naming what is wrong.
+ * Any thread. */
 AC_API ac_status ac_node_link_fault_parse(const char *text, ac_link_fault *out);
 
 #ifdef __cplusplus

@@ -292,6 +292,27 @@ static ac_status fault_layer(ac_node *node, const char *who)
     return AC_OK;
 }
 
+/* Does the node know a peer at that address (resolved, connected or
+ * heard from), not itself? Rules for an address nothing has named yet
+ * are for the start's spec (options.faults, ACTORC_FAULTS); a call names
+ * a peer the program has met, so that a typo is an error, not a rule
+ * that never applies. A pass is always taken: it heals. */
+static ac_status peer_known(ac_node *node, const char *who, const char *peer)
+{
+    pthread_mutex_lock(&node->lock);
+    ac__peer *p = ac__ptab_by_address(&node->peers, peer, strlen(peer));
+    bool self = p && p == node->self;
+    pthread_mutex_unlock(&node->lock);
+    if (self)
+        return ac__fail(AC_EINVAL, "%s: %s is this node's own address", who, peer);
+    if (!p)
+        return ac__fail(AC_ENOTFOUND, "%s: node %s knows no peer at %s (resolve a path there "
+                                      "first, or give the rule at start: options.faults, "
+                                      "ACTORC_FAULTS)",
+                        who, node->address, peer);
+    return AC_OK;
+}
+
 ac_status ac_node_link_fault(ac_node *node, const char *peer, ac_link_direction direction,
                              const ac_link_fault *fault)
 {
@@ -308,6 +329,8 @@ ac_status ac_node_link_fault(ac_node *node, const char *peer, ac_link_direction 
     ac_link_fault pass = {0};
     if (fault && ac__fault_check(who, fault) != AC_OK)
         return AC_EINVAL;
+    if (fault && !ac__fault_is_pass(fault) && peer_known(node, who, peer) != AC_OK)
+        return ac_last_status();
     return ac__fault_set(node->fault, peer, (unsigned)direction, fault ? fault : &pass);
 }
 
@@ -323,6 +346,9 @@ ac_status ac_node_faults_apply(ac_node *node, const char *spec)
     if (ac__fault_spec_parse(who, spec, &rules, &n) != AC_OK)
         return ac_last_status();
     ac_status st = AC_OK;
+    for (size_t i = 0; i < n && st == AC_OK; i++)
+        if (!ac__fault_is_pass(&rules[i].f))
+            st = peer_known(node, who, rules[i].peer);
     for (size_t i = 0; i < n && st == AC_OK; i++)
         st = ac__fault_set(node->fault, rules[i].peer, rules[i].dir, &rules[i].f);
     free(rules);

@@ -163,9 +163,21 @@ static void test_bad_specs_are_refused(void **state)
     assert_int_equal(ac_node_faults_apply(a, NULL), AC_EINVAL);
     assert_int_equal(ac_node_link_fault(plain, "h:1", AC_LINK_OUT, NULL), AC_ESTOPPED);
     assert_int_equal(ac_node_faults_apply(plain, "peer=h:1,drop=1%"), AC_ESTOPPED);
-    /* An unknown peer is only a rule, for when it is dialled. */
-    assert_int_equal(ac_node_faults_apply(a, "peer=h:1,drop=1%;peer=h:2,blackhole"), AC_OK);
+    /* A peer the node has not met is refused by the calls (a typo would
+     * be a rule that never applies), its own address too; a pass is
+     * always taken; a rule given at start may name any address. */
+    ac_link_fault slow = {.delay_us = 1000};
+    assert_int_equal(ac_node_link_fault(a, "h:1", AC_LINK_BOTH, &slow), AC_ENOTFOUND);
+    assert_non_null(strstr(ac_last_error(), "knows no peer at h:1"));
+    assert_int_equal(ac_node_faults_apply(a, "peer=h:1,drop=1%;peer=h:2,blackhole"), AC_ENOTFOUND);
+    assert_int_equal(ac_node_link_fault(a, ac_node_address(a), AC_LINK_OUT, &slow), AC_EINVAL);
     assert_int_equal(ac_node_link_fault(a, "h:1", AC_LINK_BOTH, NULL), AC_OK);
+    assert_int_equal(ac_node_faults_apply(a, "peer=h:1,pass"), AC_OK);
+    ac_node *early;
+    ac_system *se = node_system("e", "inproc://refuse-e:0",
+                                (ac_node_options){.faults = "peer=h:1,drop=1%;peer=h:2,blackhole"},
+                                &early);
+    ac_system_terminate(se);
     ac_system_terminate(sp);
     ac_system_terminate(sa);
 }
@@ -385,7 +397,7 @@ static void test_lossy_asks_are_answered_once_or_fail(void **state)
     for (int i = 0; i < N; i++) {
         snprintf(t.expect[i], sizeof t.expect[i], "ask%d", i);
         q[i] = (one_ask){&t, i};
-        fu[i] = ac_ask(p.echo, ac_msg_str_new(t.expect[i]), 500);
+        fu[i] = ac_ask(p.echo, ac_msg_str_new(t.expect[i]), 1000);
         assert_non_null(fu[i]);
         assert_int_equal(ac_future_on_complete(fu[i], on_answer, &q[i]), AC_OK);
     }
@@ -398,13 +410,14 @@ static void test_lossy_asks_are_answered_once_or_fail(void **state)
     }
     for (int i = 0; i < 500 && atomic_load(&t.completions) < N; i++)
         sleep_ms(10);
-    sleep_ms(600); /* late replies to asks that timed out: dropped, not delivered */
+    sleep_ms(1100); /* late replies to asks that timed out: dropped, not delivered */
     print_message("20%% loss: %d answered, %d failed\n", atomic_load(&t.answered),
                   atomic_load(&t.failed));
     assert_int_equal(atomic_load(&t.completions), N);
     assert_int_equal(atomic_load(&t.answered) + atomic_load(&t.failed), N);
     assert_int_equal(atomic_load(&t.crossed), 0);
-    assert_true(atomic_load(&t.failed) > 0 && atomic_load(&t.answered) > N / 2);
+    /* Both outcomes occur (a reply's batch may carry many, so no share). */
+    assert_true(atomic_load(&t.failed) > 0 && atomic_load(&t.answered) > 0);
     pair_end(&p);
 }
 
@@ -438,6 +451,9 @@ static void test_rules_change_under_traffic(void **state)
     for (int i = 0; i < 3; i++)
         assert_int_equal(pthread_create(&th[i], NULL, asker, &r), 0);
     const char *peer = ac_node_address(p.b);
+    char text[160];
+    snprintf(text, sizeof text, "peer=%s,dir=in,drop=5%%;peer=%s,dir=out,delay=1ms+-1ms", peer,
+             peer);
     const ac_link_fault faults[] = {
         {.delay_us = 2000, .jitter_us = 1000}, {.drop = 0.3}, {.rate = 200000},
         {0}, {.delay_us = 500, .drop = 0.1, .max_queue_bytes = 4096},
@@ -446,7 +462,7 @@ static void test_rules_change_under_traffic(void **state)
         ac_link_direction d = (ac_link_direction)(1 + i % 3);
         assert_int_equal(ac_node_link_fault(p.a, peer, d, &faults[i % 5]), AC_OK);
         if (i % 50 == 0)
-            assert_int_equal(ac_node_faults_apply(p.a, "peer=h:1,drop=1%;peer=h:1,pass"), AC_OK);
+            assert_int_equal(ac_node_faults_apply(p.a, text), AC_OK);
         sleep_ms(1);
     }
     assert_int_equal(ac_node_link_fault(p.a, peer, AC_LINK_BOTH, NULL), AC_OK);
