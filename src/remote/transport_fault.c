@@ -285,8 +285,10 @@ static void release_out(ac__fault *f, ac__conn *c, int64_t t)
         earliest(f, c->out.head->due_ns);
 }
 
-static void release_in(ac__fault *f, in_link *l, int64_t t)
+/* Hand what is due on l to the node; how many messages. */
+static size_t release_in(ac__fault *f, in_link *l, int64_t t)
 {
+    size_t n = 0;
     while (l->l.head && l->l.head->due_ns <= t) {
         held *h = l->l.head;
         l->l.head = next_held(h);
@@ -296,9 +298,11 @@ static void release_in(ac__fault *f, in_link *l, int64_t t)
         f->held--;
         ac__node_frames_deliver(f->node, &h->id, sizeof h->id, h->data, h->out.len);
         free(h);
+        n++;
     }
     if (l->l.head)
         earliest(f, l->l.head->due_ns);
+    return n;
 }
 
 /* A connection blackholed for a heartbeat timeout, not yet told (its
@@ -331,11 +335,8 @@ static size_t release(ac__fault *f)
     size_t came = 0;
     for (ac__conn *c = f->conns; c; c = c->next)
         release_out(f, c, t);
-    for (in_link *l = f->ins; l; l = l->next) {
-        size_t had = f->held;
-        release_in(f, l, t);
-        came += had - f->held;
-    }
+    for (in_link *l = f->ins; l; l = l->next)
+        came += release_in(f, l, t); /* a delivery may hold frames out: count what came */
     /* A loss may close connections (this one, others): look again. */
     for (ac__conn *c; (c = silent_too_long(f, t));) {
         c->lost_told = true;
