@@ -264,12 +264,22 @@ static bool join_as_client(cluster_run *run)
     }
     if (!serve_metrics(run->sys, run->o))
         return false;
-    for (int i = 0; i < run->o->link_count; i++)
-        if (ac_node_link_fault(ac_system_node(run->sys), run->addresses[run->o->link_node[i] - 1],
-                               AC_LINK_BOTH, &run->o->link_fault[i]) != AC_OK) {
+    for (int i = 0; i < run->o->link_count; i++) {
+        /* The node names its peer by the replica's ref (a member Up may
+         * not have a peer entry here yet): resolved first. */
+        const char *address = run->addresses[run->o->link_node[i] - 1];
+        char path[128];
+        snprintf(path, sizeof path, "actorc://%s@%s/user/replica", NODE_SYSTEM, address);
+        ac_ref *replica = ac_node_resolve(ac_system_node(run->sys), path);
+        ac_status st = replica ? ac_node_link_fault(ac_system_node(run->sys), address,
+                                                    AC_LINK_BOTH, &run->o->link_fault[i])
+                               : ac_last_status();
+        ac_ref_release(replica);
+        if (st != AC_OK) {
             fprintf(stderr, "actorc-hedge: %s\n", ac_last_error());
             return false;
         }
+    }
     double end = now_s() + 15.0;
     while (replicas_up(run->cluster) < (size_t)run->n && now_s() < end)
         sleep_ms(20);
