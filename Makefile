@@ -35,6 +35,7 @@ BENCH_BIN   ?= $(RELEASE_DIR)/bench/actorc-bench
 # Built only with remoting (libzmq and libcbor).
 REMOTE_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-remote
 CLUSTER_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-cluster
+FAULT_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-fault
 # What `make demo-cluster` runs: the demo over three replica processes.
 DEMO_CLUSTER_ARGS ?= --nodes 3 --svg $(RELEASE_DIR)/actorc-hedge-cluster.svg
 # Built only with cluster membership.
@@ -100,6 +101,7 @@ bench: build
 	@if [ -x $(REMOTE_BENCH_BIN) ]; then echo $(REMOTE_BENCH_BIN); $(REMOTE_BENCH_BIN); \
 	else echo "no $(REMOTE_BENCH_BIN) (built without remoting): no remote benchmarks"; fi
 	@if [ -x $(CLUSTER_BENCH_BIN) ]; then echo $(CLUSTER_BENCH_BIN); $(CLUSTER_BENCH_BIN); fi
+	@if [ -x $(FAULT_BENCH_BIN) ]; then echo $(FAULT_BENCH_BIN); $(FAULT_BENCH_BIN); fi
 	@if [ -x $(MEMBERS_BENCH_BIN) ]; then echo $(MEMBERS_BENCH_BIN); $(MEMBERS_BENCH_BIN); \
 	else echo "no $(MEMBERS_BENCH_BIN) (built without cluster membership): no membership benchmark"; fi
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build and run actorc's benchmarks, like the peers' run.sh.
-#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem + remote + members), then aggregate
+#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem + remote + cluster + fault + members), then aggregate
 #   OUT=file RUNS=1 NO_AGGREGATE=1 bench/run.sh   # append raw output to file
 # BUILD_DIR: the CMake build directory (default: build/release at the
 # repository root, which `make build` shares). One without a cache yet is
@@ -38,6 +38,11 @@ if [ -d "$BUILD_DIR/bench/CMakeFiles/actorc-bench-cluster.dir" ]; then
   cmake --build "$BUILD_DIR" --target actorc-bench-cluster -j "$(nproc)" >&2
   CLUSTER_BENCH="$BUILD_DIR/bench/actorc-bench-cluster"
 fi
+FAULT_BENCH=
+if [ -d "$BUILD_DIR/bench/CMakeFiles/actorc-bench-fault.dir" ]; then
+  cmake --build "$BUILD_DIR" --target actorc-bench-fault -j "$(nproc)" >&2
+  FAULT_BENCH="$BUILD_DIR/bench/actorc-bench-fault"
+fi
 
 # The membership benchmark exists only in a build with cluster membership.
 MEMBERS_BENCH=
@@ -62,6 +67,10 @@ for r in $(seq 1 "$RUNS"); do
   if [ -n "$CLUSTER_BENCH" ]; then
     echo "# run $r cluster" >> "$OUT"
     timeout 600 "$CLUSTER_BENCH" >> "$OUT"
+  fi
+  if [ -n "$FAULT_BENCH" ]; then
+    echo "# run $r fault" >> "$OUT"
+    timeout 600 "$FAULT_BENCH" >> "$OUT"
   fi
   if [ -n "$MEMBERS_BENCH" ]; then
     echo "# run $r members" >> "$OUT"

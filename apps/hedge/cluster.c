@@ -9,8 +9,11 @@
  * delay), so that both print the same rows; with --breakers once more,
  * with a circuit breaker per member in front of each. With
  * --dead-replica K, node K's replica never answers, though the node stays
- * Up: a member that only its breaker can route around. The work done per
- * request is read from the replicas themselves (HEDGE_CALLS_QUERY).
+ * Up: a member that only its breaker can route around. With --slow-link
+ * and --lossy-link, the client's links to chosen nodes go through the
+ * node's fault layer (ac_node_link_fault), both ways: a replica behind a
+ * bad link. The work done per request is read from the replicas
+ * themselves (HEDGE_CALLS_QUERY).
  *
  * Every child is ended by its pid: SIGTERM when the demo is done, fails,
  * or is interrupted (SIGINT, SIGTERM), then SIGKILL for one that has not
@@ -249,7 +252,7 @@ static bool join_as_client(cluster_run *run)
         snprintf(seeds[k], 64, "127.0.0.1:%d", run->ports[k]);
         seed_list[k] = seeds[k];
     }
-    ac_node_options no = {.bind = bind};
+    ac_node_options no = {.bind = bind, .faults = run->o->link_count ? "" : NULL};
     static const char *const roles[] = {"client"};
     ac_cluster_static_options seed_opts = {.seeds = seed_list, .seeds_count = (size_t)run->n + 1};
     ac_cluster_options co = {.name = CLUSTER_NAME, .roles = roles, .roles_count = 1,
@@ -261,6 +264,22 @@ static bool join_as_client(cluster_run *run)
     }
     if (!serve_metrics(run->sys, run->o))
         return false;
+    for (int i = 0; i < run->o->link_count; i++) {
+        /* The node names its peer by the replica's ref (a member Up may
+         * not have a peer entry here yet): resolved first. */
+        const char *address = run->addresses[run->o->link_node[i] - 1];
+        char path[128];
+        snprintf(path, sizeof path, "actorc://%s@%s/user/replica", NODE_SYSTEM, address);
+        ac_ref *replica = ac_node_resolve(ac_system_node(run->sys), path);
+        ac_status st = replica ? ac_node_link_fault(ac_system_node(run->sys), address,
+                                                    AC_LINK_BOTH, &run->o->link_fault[i])
+                               : ac_last_status();
+        ac_ref_release(replica);
+        if (st != AC_OK) {
+            fprintf(stderr, "actorc-hedge: %s\n", ac_last_error());
+            return false;
+        }
+    }
     double end = now_s() + 15.0;
     while (replicas_up(run->cluster) < (size_t)run->n && now_s() < end)
         sleep_ms(20);
@@ -353,13 +372,17 @@ int cluster_demo(options *o, replica_model *m, const char *argv0)
         o->count_user = &run;
         o->await_routees = await_routees;
         o->await_user = &run;
-        char subtitle[256];
+        char subtitle[512], links[256] = "";
+        for (int i = 0, at = 0; i < o->link_count && at < (int)sizeof links; i++)
+            at += snprintf(links + at, sizeof links - (size_t)at, "; link to node %s",
+                           o->link_text[i]);
         snprintf(subtitle, sizeof subtitle,
                  "%d replica processes over loopback; latency log-normal (median %.3g ms, "
-                 "sigma %.2g) + %.3g%% stalls of %.0f ms; %.3g%% errors%s; %zu requests, %zu in "
+                 "sigma %.2g) + %.3g%% stalls of %.0f ms; %.3g%% errors%s%s; %zu requests, %zu in "
                  "flight",
                  o->nodes, m->median_ms, m->sigma, m->tail_pct, m->tail_ms, m->error_pct,
-                 m->dead_replica ? "; one dead replica node" : "", o->requests, o->concurrency);
+                 m->dead_replica ? "; one dead replica node" : "", links, o->requests,
+                 o->concurrency);
         printf("actorc-hedge: %s\n\n", subtitle);
         size_t planned = run_pass(run.sys, m, o, false, make_cluster_router, &run, runs, &n);
         if (o->breakers)

@@ -40,6 +40,25 @@ awk -v a="$(col scatter-gather 10)" 'BEGIN { exit !(a + 0 == 3) }' ||
     { echo "FAIL: scatter-gather made $(col scatter-gather 10) calls per request, not 3"; exit 1; }
 awk -v a="$(col round-robin 10)" 'BEGIN { exit !(a + 0 == 1) }' ||
     { echo "FAIL: round-robin made $(col round-robin 10) calls per request, not 1"; exit 1; }
+# The client's link to node 1 slow (the node's fault layer): every
+# strategy still answers every request (the link adds 30-50 ms a round
+# trip, well inside the 1 s deadline); bad link knobs are refused.
+run_bounded "$bound" "$dir/slow.txt" "$bin" --nodes 3 --node-program "$node" --requests 300 \
+    --concurrency 8 --slow-link "1:20ms±5ms" --lossy-link 2:0% --svg "$dir/slow.svg" --quiet ||
+    { cat "$dir/slow.txt"; echo "FAIL: actorc-hedge --slow-link failed"; exit 1; }
+cat "$dir/slow.txt"
+grep -q "link to node 1:20ms±5ms" "$dir/slow.txt" || { echo "FAIL: the slow link is not said"; exit 1; }
+while read -r s; do
+    [ "$(awk -v s="$s" '$1 == s && NF >= 10 { print $8 + $9 }' "$dir/slow.txt")" = 0 ] ||
+        { echo "FAIL: $s had timeouts or errors behind a slow link"; exit 1; }
+done <"$dir/nodes.rows"
+for bad in "--slow-link 4:20ms" "--slow-link 1:fast" "--lossy-link 1:200%" "--slow-link 20ms"; do
+    # shellcheck disable=SC2086 # the knob and its value are two words
+    if "$bin" --nodes 3 --node-program "$node" $bad --quiet >"$dir/bad.txt" 2>&1; then
+        echo "FAIL: $bad was taken"; exit 1
+    fi
+    grep -q "usage: actorc-hedge" "$dir/bad.txt" || { cat "$dir/bad.txt"; echo "FAIL: $bad: no usage"; exit 1; }
+done
 # A dead replica node with breakers: once its breaker opens, round-robin
 # stops sending it a third of the load and scatter/gather stops asking it.
 # Real time on a shared machine: a miss is measured once more.

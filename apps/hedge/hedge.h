@@ -61,6 +61,12 @@ typedef struct options {
     int64_t hedge_delay_us;  /* the fixed hedge delay */
     double hedge_percentile; /* the adaptive one's percentile */
     int nodes;               /* replica processes; 0: replicas in this process */
+    /* With --nodes: links from the client to replica nodes made bad
+     * (--slow-link, --lossy-link), both ways. */
+    int link_count;
+    int link_node[16];           /* 1-based */
+    ac_link_fault link_fault[16];
+    char link_text[16][48];      /* as given, for the subtitle */
     const char *node_program;
     /* Requests the replicas have handled so far; NULL: the model's count. */
     uint64_t (*count_calls)(void *user);

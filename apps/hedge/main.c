@@ -262,6 +262,12 @@ static void usage(FILE *out)
             "                     machine, joined in one cluster over loopback, and\n"
             "                     route to them with the cluster routers of the same\n"
             "                     strategies from a client node\n"
+            "  --slow-link K:D    with --nodes, the link to node K delays every frame\n"
+            "                     by D each way, e.g. 1:20ms±5ms (or 1:20ms+-5ms): a\n"
+            "                     delay with jitter, never reordered (repeatable)\n"
+            "  --lossy-link K:P   with --nodes, the link to node K drops a share P of\n"
+            "                     frames each way, e.g. 2:1%% (repeatable; the link's\n"
+            "                     items may be combined: 2:drop=1%%,delay=5ms)\n"
             "  --node-program P   the actorc-node to run (default: the one built beside\n"
             "                     this program)\n"
             "  --quiet            no progress bar\n"
@@ -274,6 +280,25 @@ static bool parse_size(const char *s, uint64_t lo, uint64_t hi, size_t *out)
     if (!app_parse_count(s, lo, hi, &v))
         return false;
     *out = (size_t)v;
+    return true;
+}
+
+/* --slow-link / --lossy-link K:<fault>: false for a bad value (said why). */
+static bool parse_link(const char *arg, options *o)
+{
+    char *end;
+    long k = strtol(arg, &end, 10);
+    if (end == arg || *end != ':' || k < 1 || k > 16 || o->link_count == 16)
+        return false;
+    ac_link_fault f;
+    if (ac_node_link_fault_parse(end + 1, &f) != AC_OK) {
+        fprintf(stderr, "actorc-hedge: %s\n", ac_last_error());
+        return false;
+    }
+    int i = o->link_count++;
+    o->link_node[i] = (int)k;
+    o->link_fault[i] = f;
+    snprintf(o->link_text[i], sizeof o->link_text[i], "%s", arg);
     return true;
 }
 
@@ -296,6 +321,7 @@ static bool apply_option(int c, const char *arg, options *o, replica_model *m)
     case 'P': return app_parse_double(arg, 0.1, 99.9, "%", &o->hedge_percentile);
     case 'N': return app_parse_int(arg, 1, 16, &o->nodes);
     case 'X': o->node_program = arg; return true;
+    case 'L': return parse_link(arg, o);
     default: return model_apply(c, arg, m);
     }
 }
@@ -324,6 +350,11 @@ static int check_options(const options *o, const replica_model *m)
     if (m->dead_replica > replicas)
         return usage_error("--dead-replica %d but only %d %s", m->dead_replica, replicas,
                            o->nodes > 0 ? "nodes" : "replicas");
+    for (int i = 0; i < o->link_count; i++)
+        if (o->link_node[i] > o->nodes)
+            return usage_error("--%s-link %s: %s", o->link_fault[i].drop > 0 ? "lossy" : "slow",
+                               o->link_text[i],
+                               o->nodes ? "no such node" : "links are between nodes: give --nodes");
     return 0;
 }
 
@@ -337,6 +368,7 @@ static int parse_args(int argc, char **argv, options *o, replica_model *m)
         {"help", no_argument, 0, 'h'},               {"breakers", no_argument, 0, 'b'},
         {"hedge-delay-ms", required_argument, 0, 'D'}, {"hedge-pct", required_argument, 0, 'P'},
         {"nodes", required_argument, 0, 'N'},        {"node-program", required_argument, 0, 'X'},
+        {"slow-link", required_argument, 0, 'L'},    {"lossy-link", required_argument, 0, 'L'},
         MODEL_LONG_OPTIONS,                          {0, 0, 0, 0}};
     int c;
     opterr = 0;

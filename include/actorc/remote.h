@@ -147,6 +147,13 @@ typedef struct ac_node_options {
      * dials at once. Nodes this node resolves or that said hello are not
      * counted. 0: the default (200); negative refused. */
     int named_dials_per_s;
+    /* Faults on this node's links, for trying a program on a bad network
+     * (ac_node_link_fault): NULL, the layer is off (unless the process's
+     * ACTORC_FAULTS environment variable holds a spec, read at start);
+     * "", on with every link passing; else a spec of rules applied at
+     * start (ac_node_faults_apply). A bad spec fails the start naming the
+     * rule. Off costs nothing; on, a clean link costs a lookup a send. */
+    const char *faults;
 } ac_node_options;
 
 /* Start a node on `system` (one per system). NULL with the last error on
@@ -219,8 +226,75 @@ typedef struct ac_node_stats {
     uint64_t dials_refused;        /* named addresses not dialled: named_dials_per_s */
     uint64_t connections_evicted;  /* closed at max_connections, before a hello */
     uint64_t connections_refused;  /* not opened: max_connections said hello */
+    /* The fault layer's (ac_node_link_fault), in both directions: frames
+     * held by a delay or a rate, dropped (their share, or a full queue),
+     * swallowed by a blackhole. */
+    uint64_t fault_delayed, fault_dropped, fault_blackholed;
 } ac_node_stats;
 AC_API ac_status ac_node_stats_get(ac_node *node, ac_node_stats *out);
+
+/* ---- faults on links -------------------------------------------------------
+ * A layer over the node's transport (on with ac_node_options.faults or the
+ * ACTORC_FAULTS environment variable) that makes the link to a peer bad on
+ * purpose, per direction: frames delayed (with jitter, never reordered: a
+ * link keeps its order as TCP does), a share of them dropped, all of them
+ * swallowed (a blackhole: no reset, as a dead switch; the peer is lost
+ * once a heartbeat timeout has passed without anything crossing), or
+ * throttled to a byte rate. Frames the layer drops are frames the protocol
+ * survives: an ask whose request or reply was dropped fails at its
+ * deadline, a peer behind a blackhole is lost and what waits on it fails
+ * with NodeDownError; nothing hangs and nothing is answered twice. A
+ * delayed or throttled link holds at most `max_queue_bytes`; what comes
+ * beyond is dropped and counted. A peer is named by its address,
+ * "<host>:<port>" as ac_node_address says it. */
+typedef enum ac_link_direction {
+    AC_LINK_OUT = 1,  /* frames this node sends to the peer */
+    AC_LINK_IN = 2,   /* frames that arrive from the peer */
+    AC_LINK_BOTH = 3
+} ac_link_direction;
+
+#define AC_LINK_DEFAULT_MAX_QUEUE_BYTES (16u << 20)
+
+/* What a link does to frames; all zero: it passes them. */
+typedef struct ac_link_fault {
+    int64_t delay_us;  /* each frame held this long ... */
+    int64_t jitter_us; /* ... give or take up to this (uniform), never reordered */
+    double drop;       /* the share of frames dropped, 0 to 1 (arriving: of
+                        * messages, each a batch of frames as the peer sent it) */
+    bool blackhole;    /* every frame swallowed; the peer lost after a heartbeat timeout */
+    uint64_t rate;     /* bytes a second at most (0: no limit) */
+    size_t max_queue_bytes; /* held at most (0: AC_LINK_DEFAULT_MAX_QUEUE_BYTES) */
+} ac_link_fault;
+
+/* Set what the link to `peer` does in `direction` (NULL fault, or all
+ * zero: pass, which heals it; frames held already still leave in order).
+ * AC_EINVAL for NULL node or peer, an address not "<host>:<port>", a
+ * direction or value out of range (negative times, drop outside 0..1),
+ * or the node's own address; AC_ENOTFOUND for an address the node knows
+ * no peer at (resolve a path there first; rules for peers not met yet
+ * are given at start, in options.faults or ACTORC_FAULTS; a pass is
+ * always taken); AC_ESTOPPED when the node runs without the fault layer
+ * (options.faults NULL and no ACTORC_FAULTS). At most 256 links have
+ * rules. Any thread. */
+AC_API ac_status ac_node_link_fault(ac_node *node, const char *peer, ac_link_direction direction,
+                                    const ac_link_fault *fault);
+/* Apply rules written as text, as options.faults and ACTORC_FAULTS are:
+ * rules separated by ';', each items separated by ',':
+ *   peer=<host>:<port>        required
+ *   dir=out|in|both           default both
+ *   delay=20ms  jitter=5ms    (us, ms or s; a bare number is ms), or
+ *   delay=20ms±5ms            (also written 20ms+-5ms)
+ *   drop=1%  (or 0.01)   blackhole   pass   rate=1MB/s (B, kB, MB, GB a
+ *   second; a bare number is bytes)   queue=16MB (max_queue_bytes)
+ * e.g. "peer=127.0.0.1:5001,delay=20ms,jitter=5ms;peer=127.0.0.1:5002,drop=1%".
+ * All rules are checked before any is applied: AC_EINVAL naming the rule
+ * and item that is wrong. Otherwise as ac_node_link_fault. Any thread. */
+AC_API ac_status ac_node_faults_apply(ac_node *node, const char *spec);
+/* Read one link's items ("delay=20ms±5ms,drop=1%", or the shorthand
+ * "20ms±5ms" or "1%" alone) into *out, without a peer: for programs that
+ * take a fault from their own options. AC_EINVAL naming what is wrong.
+ * Any thread. */
+AC_API ac_status ac_node_link_fault_parse(const char *text, ac_link_fault *out);
 
 #ifdef __cplusplus
 }

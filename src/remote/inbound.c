@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "remote/fault.h"
 #include "remote/node_internal.h"
 
 static ac__peer *by_routing_id(ac_node *node, const void *id, size_t len)
@@ -234,12 +235,27 @@ static ac__peer *from_cached(ac_node *node, const void *id, size_t id_len)
     return from;
 }
 
-void ac__node_frames_in(ac_node *node, const void *id, size_t id_len, const uint8_t *buf,
-                        size_t len)
+void ac__node_frames_deliver(ac_node *node, const void *id, size_t id_len, const uint8_t *buf,
+                             size_t len)
 {
     ac__peer *from = from_cached(node, id, id_len);
     ac__inbound_frames(node, from, buf, len, id, id_len, true);
     ac__peer_release(from);
+}
+
+/* With the fault layer on, a message from a known peer first passes its
+ * link's rule (it may be dropped, or held and delivered later). */
+void ac__node_frames_in(ac_node *node, const void *id, size_t id_len, const uint8_t *buf,
+                        size_t len)
+{
+    if (node->fault) {
+        ac__peer *from = from_cached(node, id, id_len);
+        bool taken = ac__fault_in(node->fault, from ? from->address : NULL, id, id_len, buf, len);
+        ac__peer_release(from);
+        if (taken)
+            return;
+    }
+    ac__node_frames_deliver(node, id, id_len, buf, len);
 }
 
 void ac__node_bad_input(ac_node *node, const char *what)

@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 
+#include "remote/fault.h"
 #include "remote/node_internal.h"
 
 #define PART_KEY "actorc.remote.node"
@@ -204,16 +205,26 @@ ac_node *ac_node_start(ac_system *system, const ac_node_options *options)
     const ac__transport_ops *tp = NULL;
     if (check_options(options, &tp) != AC_OK)
         return NULL;
+    /* The fault layer: the option, else the process's environment. */
+    const char *faults = options->faults ? options->faults : getenv("ACTORC_FAULTS");
+    ac__fault_rule *rules = NULL;
+    size_t rule_count = 0;
+    if (faults && ac__fault_spec_parse(options->faults ? "ac_node_start: options.faults"
+                                                       : "ac_node_start: ACTORC_FAULTS",
+                                       faults, &rules, &rule_count) != AC_OK)
+        return NULL;
     ac_node *node = ac__calloc(1, sizeof *node);
-    if (!node)
+    if (!node) {
+        free(rules);
         return ac__fail_null(AC_ENOMEM, "ac_node_start: out of memory");
-    node->tp = tp;
+    }
+    node->tp = faults ? &ac__transport_fault : tp;
     pthread_mutex_init(&node->lock, NULL);
     pthread_mutex_init(&node->stop_lock, NULL);
     node->system = system;
     node->options = *options;
     ac_node_options *o = &node->options;
-    o->bind = o->advertise = NULL; /* not kept */
+    o->bind = o->advertise = o->faults = NULL; /* not kept */
     o->curve = NULL;
     if (!o->heartbeat_ivl_ms)
         o->heartbeat_ivl_ms = AC_NODE_DEFAULT_HEARTBEAT_IVL_MS;
@@ -256,10 +267,18 @@ ac_node *ac_node_start(ac_system *system, const ac_node_options *options)
         goto oom;
     {
         ac__transport_start ts = {.node = node, .system = system, .given = options,
-                                  .options = &node->options, .incarnation = node->incarnation};
-        if (tp->start(&ts, &node->tstate, &node->endpoint, &node->address) != AC_OK)
+                                  .options = &node->options, .incarnation = node->incarnation,
+                                  .inner = tp};
+        if (node->tp->start(&ts, &node->tstate, &node->endpoint, &node->address) != AC_OK)
             goto fail;
     }
+    if (faults) {
+        node->fault = node->tstate;
+        for (size_t i = 0; i < rule_count; i++)
+            ac__fault_set(node->fault, rules[i].peer, rules[i].dir, &rules[i].f);
+    }
+    free(rules);
+    rules = NULL;
     pthread_mutex_lock(&node->lock);
     node->self = ac__peer_new(node, node->address, strlen(node->address), node->system_name,
                               strlen(node->system_name), AC__PEER_UP);
@@ -297,6 +316,7 @@ fail: {
     ac_status st = ac_last_status();
     char msg[512];
     snprintf(msg, sizeof msg, "%s", ac_last_error());
+    free(rules);
     node_free(node);
     ac_set_error(st, "%s", msg);
     return NULL;
@@ -423,6 +443,9 @@ ac_status ac_node_stats_get(ac_node *node, ac_node_stats *out)
     out->dials_refused = atomic_load_explicit(&m->dials_refused, memory_order_relaxed);
     out->connections_evicted = atomic_load_explicit(&m->connections_evicted, memory_order_relaxed);
     out->connections_refused = atomic_load_explicit(&m->connections_refused, memory_order_relaxed);
+    out->fault_delayed = atomic_load_explicit(&m->fault_delayed, memory_order_relaxed);
+    out->fault_dropped = atomic_load_explicit(&m->fault_dropped, memory_order_relaxed);
+    out->fault_blackholed = atomic_load_explicit(&m->fault_blackholed, memory_order_relaxed);
     pthread_mutex_lock(&node->lock);
     out->pending_asks = node->corr_count;
     out->peers = node->peers.count - (node->self ? 1 : 0);

@@ -119,6 +119,7 @@ typedef struct ac__node_metrics {
     atomic_uint_fast64_t peers_forgotten, peers_evicted, connections_evicted, connections_refused;
     atomic_uint_fast64_t dials_refused;
     atomic_uint_fast64_t connections; /* open now */
+    atomic_uint_fast64_t fault_delayed, fault_dropped, fault_blackholed; /* fault.h */
 } ac__node_metrics;
 
 struct ac_node {
@@ -135,6 +136,8 @@ struct ac_node {
     /* The transport the bind URL chose, and its state. */
     const ac__transport_ops *tp;
     void *tstate;
+    /* The fault layer, when it wraps the transport (tstate then), or NULL. */
+    struct ac__fault *fault;
     pthread_t thread;
     bool thread_started;
     atomic_bool sleeping;
@@ -206,6 +209,7 @@ struct ac_node {
     ac_metric_family *f_frames_out, *f_bytes_out, *f_frames_in, *f_bytes_in;
     ac_counter *c_decode_errors, *c_nodes_down, *c_asks_failed, *c_dropped_backpressure,
         *c_dropped_stale;
+    ac_counter *c_fault_delayed, *c_fault_dropped, *c_fault_blackholed;
 
     /* The cluster layer's hooks (node_hooks.c), or NULL. */
     _Atomic(const struct ac__node_hooks *) hooks;

@@ -45,6 +45,14 @@ void ac__node_metrics_register(ac_node *node)
     static const char *const bp[] = {"backpressure"}, *const stale[] = {"stale"};
     node->c_dropped_backpressure = ac_counter_series(dropped, bp);
     node->c_dropped_stale = ac_counter_series(dropped, stale);
+    if (node->fault) { /* the fault layer's (ac_node_link_fault) */
+        static const char *const fdrop[] = {"fault_drop"}, *const fhole[] = {"fault_blackhole"};
+        node->c_fault_dropped = ac_counter_series(dropped, fdrop);
+        node->c_fault_blackholed = ac_counter_series(dropped, fhole);
+        o.help = "Frames a link fault held (a delay or a rate) before they went on.";
+        node->c_fault_delayed = ac_counter_series(
+            ac_metrics_counter(node->system, "actorc_remote_frames_delayed_total", &o), NULL);
+    }
     ac_clear_error();
 }
 

@@ -55,6 +55,9 @@ typedef struct ac__transport_start {
     const ac_node_options *given;   /* as the caller gave them (bind, advertise, curve) */
     const ac_node_options *options; /* the node's copy, defaults applied */
     uint64_t incarnation;           /* the routing id of what this node dials */
+    /* The transport a wrapping one (the fault layer, fault.h) starts
+     * beneath itself; NULL for others. */
+    const struct ac__transport_ops *inner;
 } ac__transport_start;
 
 typedef enum ac__send_result {
