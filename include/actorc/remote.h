@@ -89,6 +89,7 @@ typedef struct ac_node_curve {
 #define AC_NODE_DEFAULT_MAX_PEERS 4096
 #define AC_NODE_DEFAULT_MAX_CONNECTIONS 512
 #define AC_NODE_DEFAULT_NAMED_DIALS_PER_S 200
+#define AC_NODE_MIN_IDLE_TIMEOUT_MS 100
 #define AC_NODE_MAX_PEERS_LIMIT 1000000u
 #define AC_NODE_MAX_CONNECTIONS_LIMIT 100000u
 
@@ -147,6 +148,18 @@ typedef struct ac_node_options {
      * dials at once. Nodes this node resolves or that said hello are not
      * counted. 0: the default (200); negative refused. */
     int named_dials_per_s;
+    /* Close a connection nothing has crossed, either way, for this long
+     * (and that no ask waits on and no watch needs), so that a node of a
+     * large cluster keeps open only the connections it uses: the peer
+     * stays up, its next send opens a connection again (HELLO first,
+     * frames in order after it), and heartbeats run only on open
+     * connections. A peer that died meanwhile is lost at that send, when
+     * its address refuses the connection or it does not answer within
+     * connect_timeout_ms. 0: never (the default: a small cluster's full
+     * mesh, as before); at least AC_NODE_MIN_IDLE_TIMEOUT_MS (100),
+     * and well above the time a peer takes to read what it was sent;
+     * negative refused. docs/scaling.md. */
+    int idle_timeout_ms;
 } ac_node_options;
 
 /* Start a node on `system` (one per system). NULL with the last error on
@@ -219,6 +232,7 @@ typedef struct ac_node_stats {
     uint64_t dials_refused;        /* named addresses not dialled: named_dials_per_s */
     uint64_t connections_evicted;  /* closed at max_connections, before a hello */
     uint64_t connections_refused;  /* not opened: max_connections said hello */
+    uint64_t connections_idled;    /* closed after idle_timeout_ms with nothing crossing */
 } ac_node_stats;
 AC_API ac_status ac_node_stats_get(ac_node *node, ac_node_stats *out);
 
