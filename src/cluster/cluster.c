@@ -161,6 +161,8 @@ static void hook_tell(void *ctx, const ac__node_peer_info *from, ac__wire_span p
 {
     if (span_is(path, AC__CLUSTER_PATH) && span_is(type_name, AC__CLUSTER_CARD_TYPE))
         note(ctx, AC__NOTE_BEAT, from, NULL, body);
+    else if (span_is(path, AC__CLUSTER_PATH) && span_is(type_name, AC__CLUSTER_INTRO_TYPE))
+        note(ctx, AC__NOTE_INTRO, from, NULL, body);
 }
 
 /* ---- the part ---------------------------------------------------------- */

@@ -103,6 +103,7 @@ static void evaluate(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r)
         c->provider->member_up(c->provider_state);
     ac__cluster_publish(c);
     emit(ctx, c, AC_MEMBER_EVENT_UP, r, NULL);
+    ac__cluster_introduce(c, r);
 }
 
 /* No longer a member (Down told when it was one). */
@@ -283,17 +284,28 @@ static void check_silence(ac_ctx *ctx, ac_cluster *c, int64_t t)
     }
 }
 
+/* A provider that gates membership (etcd's leases and watch) and a node
+ * that closes idle connections: members are judged by their listings and
+ * by the connections in use, so no beat goes to every member (a frame per
+ * pair of nodes each beat) and no silence is judged (docs/scaling.md). */
+static bool beats_off(const ac_cluster *c)
+{
+    return c->provider->listed_only && c->node->options.idle_timeout_ms > 0;
+}
+
 static void on_tick(ac_ctx *ctx, ac_cluster *c)
 {
     if (c->ended)
         return;
     int64_t t = now_ms(c);
-    for (size_t i = 0; i < c->member_count; i++) {
-        ac__member_rec *r = c->members[i];
-        if (!r->self && r->carded)
-            beat(c, r->address, r->incarnation, false);
+    if (!beats_off(c)) {
+        for (size_t i = 0; i < c->member_count; i++) {
+            ac__member_rec *r = c->members[i];
+            if (!r->self && r->carded)
+                beat(c, r->address, r->incarnation, false);
+        }
+        check_silence(ctx, c, t);
     }
-    check_silence(ctx, c, t);
     if (c->provider->tick)
         c->provider->tick(c->provider_state);
     try_listings(c, t);
@@ -486,6 +498,9 @@ static void cluster_receive(ac_ctx *ctx, ac_msg *msg)
         break;
     case AC__NOTE_UNLISTED:
         on_unlisted(ctx, c, n);
+        break;
+    case AC__NOTE_INTRO:
+        ac__cluster_on_intro(c, n);
         break;
     }
 }

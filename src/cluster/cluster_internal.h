@@ -44,6 +44,9 @@
 #define AC__CLUSTER_PATH "/system/cluster"
 /* A node's card: the type name of its HELLO body and of its beats. */
 #define AC__CLUSTER_CARD_TYPE "actorc.ClusterCard"
+/* The type of an introduction: the addresses of the members a node
+ * has, told to one that just became a member (cluster_intro.c). */
+#define AC__CLUSTER_INTRO_TYPE "actorc.ClusterIntro"
 /* How often a member is told this node lives. */
 #define AC__CLUSTER_BEAT_MS 100
 /* Down incarnations remembered, so that one is never up again. */
@@ -101,6 +104,7 @@ typedef enum ac__note_kind {
     AC__NOTE_LEAVE,      /* ac_cluster_leave */
     AC__NOTE_LISTED,     /* the provider: a node at an address */
     AC__NOTE_UNLISTED,   /* the provider: no longer listed */
+    AC__NOTE_INTRO,      /* another member's members, told to /system/cluster */
 } ac__note_kind;
 
 typedef struct ac__note {
@@ -116,6 +120,14 @@ extern const ac_msg_type ac__msg_type_cluster_note;
 /* A note with copies of the strings and bytes; NULL when out of memory. */
 ac_msg *ac__note_new(ac__note_kind kind, const char *system, const char *address,
                      uint64_t incarnation, const char *why, const void *data, size_t len);
+
+/* ---- cluster_intro.c: members introduced (static provider) ------------- */
+
+/* Tell `r`, a member now, the addresses of this node's other members. */
+void ac__cluster_introduce(ac_cluster *c, const ac__member_rec *r);
+/* An introduction came: say hello to each member named that this node
+ * is not connected to (one attempt each). */
+void ac__cluster_on_intro(ac_cluster *c, const ac__note *n);
 
 /* ---- the cluster ------------------------------------------------------- */
 
