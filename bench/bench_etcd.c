@@ -1,7 +1,9 @@
 /*
  * The benchmarks' etcd (bench_etcd.h), and what /proc says of a process.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 
 #include "bench_etcd.h"
 

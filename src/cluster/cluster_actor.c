@@ -298,7 +298,8 @@ static void on_tick(ac_ctx *ctx, ac_cluster *c)
     if (c->ended)
         return;
     int64_t t = now_ms(c);
-    if (!beats_off(c)) {
+    if (!beats_off(c) && ++c->beat_ticks >= c->beat_every) {
+        c->beat_ticks = 0;
         for (size_t i = 0; i < c->member_count; i++) {
             ac__member_rec *r = c->members[i];
             if (!r->self && r->carded)

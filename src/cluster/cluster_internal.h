@@ -145,6 +145,10 @@ struct ac_cluster {
     size_t roles_count;
     int retry_initial_ms, retry_max_ms;
     int unreachable_ms; /* silent this long: unreachable */
+    /* Beats go out every beat_every-th tick: five in unreachable_ms (each
+     * tick, AC__CLUSTER_BEAT_MS, with the default heartbeats); the
+     * actor's. */
+    unsigned beat_every, beat_ticks;
 
     /* The provider: its ops and state, set before its start (the
      * actor's turns read them after: the provider's first note, or the
