@@ -151,6 +151,7 @@ static void try_listings(ac_cluster *c, int64_t t)
             (l->incarnation && ac__tombstoned(c, l->address, l->incarnation)))
             continue;
         beat(c, l->address, l->incarnation, false);
+        l->tries++;
         l->next_ms = t + l->backoff_ms;
         l->backoff_ms = next_backoff(c, l->backoff_ms);
     }
@@ -226,7 +227,8 @@ static void on_peer_up(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
  * record): its failed attempts are the provider's to count. */
 static bool listed_blind(const ac_cluster *c, const char *address)
 {
-    return ac__listing_find(c, address, 0) != NULL;
+    const ac__listing *l = ac__listing_find(c, address, 0);
+    return l && !l->introduced; /* an introduced one is not the provider's */
 }
 
 static void on_peer_down(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
@@ -238,8 +240,11 @@ static void on_peer_down(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
                                 n->why ? n->why : "lost");
         return;
     }
-    if (r && r->incarnation == n->incarnation)
+    if (r && r->incarnation == n->incarnation) {
         lose(ctx, c, r, n->why, false);
+        if (!c->provider->listed_only)
+            ac__cluster_introduced(c, n->address); /* it may live: tried again */
+    }
     listings_lost(c, n->address, now_ms(c));
 }
 
@@ -309,6 +314,7 @@ static void on_tick(ac_ctx *ctx, ac_cluster *c)
     }
     if (c->provider->tick)
         c->provider->tick(c->provider_state);
+    ac__cluster_intros_prune(c);
     try_listings(c, t);
 }
 

@@ -86,6 +86,10 @@ typedef struct ac__listing {
     uint64_t incarnation; /* 0: whichever node is there */
     int64_t next_ms;      /* the next attempt to reach it */
     int64_t backoff_ms;   /* the wait after that attempt */
+    unsigned tries; /* attempts made */
+    /* Not the provider's: a member introduced it (cluster_intro.c);
+     * dropped once a node there is connected, or after INTRO_TRIES. */
+    bool introduced;
 } ac__listing;
 
 /* A member list (cluster.h) in one allocation: free(list.members). */
@@ -125,9 +129,14 @@ ac_msg *ac__note_new(ac__note_kind kind, const char *system, const char *address
 
 /* Tell `r`, a member now, the addresses of this node's other members. */
 void ac__cluster_introduce(ac_cluster *c, const ac__member_rec *r);
-/* An introduction came: say hello to each member named that this node
- * is not connected to (one attempt each). */
+/* An introduction came: list each member named that this node is not
+ * connected to, tried until it is (INTRO_TRIES attempts at most). */
 void ac__cluster_on_intro(ac_cluster *c, const ac__note *n);
+/* List `address` as introduced (static provider; not this node, not
+ * connected, not listed already). */
+void ac__cluster_introduced(ac_cluster *c, const char *address);
+/* Drop the introduced listings that are connected, or out of attempts. */
+void ac__cluster_intros_prune(ac_cluster *c);
 
 /* ---- the cluster ------------------------------------------------------- */
 

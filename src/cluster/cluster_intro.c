@@ -3,14 +3,19 @@
  * members it does not list learn of it from them. When a node becomes a
  * member here, this node tells it the addresses of its other members,
  * one frame of lines "host:port"; the newcomer says hello to each it is
- * not connected to, once (a beat: the remote layer connects for it), and
+ * not connected to (a beat: the remote layer connects for it), and
  * every node that connects naming the cluster is a member. So a fourth
  * node that lists three seeds reaches the whole cluster, and two nodes
  * that join at once meet: the seed that has both Up names the first to
- * the second.
+ * the second. The newcomer lists each address it is not connected to
+ * and tries it as a seed (the same backoff) until a node there is
+ * connected, INTRO_TRIES times at most: an attempt lost on a loaded
+ * machine is made again, and an address that went is let go. A member
+ * lost by the remote layer while it may live (a connection that timed
+ * out under load) is tried the same way, as the cluster tries a seed
+ * again: the node that was lost says hello afresh when it hears from us.
  *
- * No gossip: nothing is relayed further, and an address that does not
- * answer is not tried again (a seed is, as a listing). A provider that
+ * No gossip: nothing is relayed further. A provider that
  * gates membership (etcd, DNS) needs none: its listings name every member.
  * In the cluster actor's turns.
  */
@@ -52,6 +57,21 @@ void ac__cluster_introduce(ac_cluster *c, const ac__member_rec *r)
     free(body);
 }
 
+/* Introduced and not connected: tried this many times at most, with the
+ * listings' backoff, then forgotten (it may have gone meanwhile). */
+#define INTRO_TRIES 8
+
+void ac__cluster_introduced(ac_cluster *c, const char *address)
+{
+    if (!ac__host_port_ok(address) || strcmp(address, c->card.address) == 0 ||
+        ac__rec_find(c, address) || ac__listing_find(c, address, 0))
+        return;
+    ac__listing *l = ac__listing_add(c, address, 0);
+    if (!l)
+        return; /* out of memory: it may still come to us */
+    l->introduced = true; /* tried at the next tick */
+}
+
 void ac__cluster_on_intro(ac_cluster *c, const ac__note *n)
 {
     if (c->provider->listed_only || !n->data || !ac__rec_find(c, n->address))
@@ -65,12 +85,19 @@ void ac__cluster_on_intro(ac_cluster *c, const ac__note *n)
         if (k > 0 && k < sizeof address) {
             memcpy(address, p, k);
             address[k] = '\0';
-            if (ac__host_port_ok(address) && strcmp(address, c->card.address) != 0 &&
-                !ac__rec_find(c, address))
-                (void)ac__node_tell_system(c->node, address, 0, AC__CLUSTER_PATH,
-                                           AC__CLUSTER_CARD_TYPE, (const uint8_t *)c->card_text,
-                                           c->card_len);
+            ac__cluster_introduced(c, address);
         }
         p += k + 1;
+    }
+}
+
+void ac__cluster_intros_prune(ac_cluster *c)
+{
+    for (size_t i = 0; i < c->listing_count;) {
+        ac__listing *l = &c->listings[i];
+        if (l->introduced && (l->tries >= INTRO_TRIES || ac__rec_find(c, l->address)))
+            ac__listing_remove(c, l); /* the last takes its place: look again */
+        else
+            i++;
     }
 }
