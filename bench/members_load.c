@@ -182,6 +182,16 @@ static int worker_main(int argc, char **argv)
                 printf("C %d %d %d %.3f %.3f %.3f\n", j, atomic_load(&churn[j].puts),
                        atomic_load(&churn[j].dels), atomic_load(&churn[j].began_ms),
                        atomic_load(&churn[j].last_put_ms), atomic_load(&churn[j].last_del_ms));
+            int watching = 0;
+            unsigned long long failures = 0;
+            for (int i = 0; i < started; i++) {
+                ac__etcd_watch_info wi;
+                if (ac__etcd_watch_status(ws[i], &wi) == AC_OK) {
+                    watching += wi.state == AC__ETCD_WATCH_WATCHING;
+                    failures += wi.failures;
+                }
+            }
+            printf("W %d %llu\n", watching, failures);
             printf("C end\n");
         } else if (line[0] == 'Q') {
             break;
@@ -244,6 +254,8 @@ static long listed_total(void)
 }
 
 typedef struct churn_total {
+    int watching;
+    unsigned long long watch_failures;
     int puts[JOINS], dels[JOINS];
     double began[JOINS], last_put[JOINS], last_del[JOINS];
 } churn_total;
@@ -255,8 +267,14 @@ static void churn_read(churn_total *t)
     for (int i = 0; i < nprocs; i++) {
         char line[256];
         while (read_line(&procs[i], line, sizeof line, 10000) && strcmp(line, "C end") != 0) {
-            int j, pu, de;
+            int j, pu, de, w;
             double b, lp, ld;
+            unsigned long long wf;
+            if (sscanf(line, "W %d %llu", &w, &wf) == 2) {
+                t->watching += w;
+                t->watch_failures += wf;
+                continue;
+            }
             if (sscanf(line, "C %d %d %d %lf %lf %lf", &j, &pu, &de, &b, &lp, &ld) != 6 || j < 0 ||
                 j >= JOINS)
                 continue;
@@ -342,7 +360,7 @@ static bool run(int n)
     char line[128];
     bool joined = read_line(&churner, line, sizeof line, 60000);
     churn_total ct;
-    end = now_ms() + 30000;
+    end = now_ms() + 60000;
     bool all_put;
     do {
         sleep_ms(200);
@@ -363,8 +381,13 @@ static bool run(int n)
             all_gone = all_gone && ct.dels[j] >= started;
     } while (!all_gone && now_ms() < end);
     if (!joined || !all_put || !all_gone) {
+        int least = started;
+        for (int j = 0; j < JOINS; j++)
+            least = ct.puts[j] < least ? ct.puts[j] : least;
         printf("INFO members_load n=%d the churn was not seen by every watcher in time "
-               "(joined %d, all put %d, all gone %d)\n", n, joined, all_put, all_gone);
+               "(joined %d, all put %d, all gone %d; the least seen join reached %d watchers; "
+               "%d of %d streams open, %llu stream failures)\n",
+               n, joined, all_put, all_gone, least, ct.watching, started, ct.watch_failures);
         goto out;
     }
     double lat[JOINS], vanish = 0;
