@@ -33,6 +33,12 @@
  * again the same way. Trying is sending a beat: the remote layer
  * connects for it and the HELLOs follow.
  *
+ * Beats go to every member five times in unreachable_ms, except with a
+ * provider that gates membership and a node that closes idle
+ * connections (etcd with idle_timeout_ms): there the listings and the
+ * connections in use judge the members, and none is sent. Static seeds
+ * introduce the members they have to a newcomer (cluster_intro.c).
+ *
  * Subscribers. The set callers asked for is published under the lock;
  * the actor keeps its own, `active`, and reconciles the two in its turn,
  * so that a new subscriber gets the current members as Up events (an
