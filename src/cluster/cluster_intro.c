@@ -72,13 +72,26 @@ void ac__cluster_introduced(ac_cluster *c, const char *address)
     l->introduced = true; /* tried at the next tick */
 }
 
+/* Introduced listings at once, at most: a member's frames name
+ * addresses, and what they make this node dial is bounded. */
+#define INTRO_LISTINGS_MAX 1024
+
+static size_t introduced_count(const ac_cluster *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->listing_count; i++)
+        n += c->listings[i].introduced;
+    return n;
+}
+
 void ac__cluster_on_intro(ac_cluster *c, const ac__note *n)
 {
     if (c->provider->listed_only || !n->data || !ac__rec_find(c, n->address))
         return; /* only a node that is a member here introduces */
     const char *p = (const char *)n->data, *end = p + n->len;
-    size_t count = 0;
-    while (p < end && count++ < INTRO_MAX) {
+    size_t had = introduced_count(c), before = c->listing_count, count = 0;
+    size_t room = had < INTRO_LISTINGS_MAX ? INTRO_LISTINGS_MAX - had : 0;
+    while (p < end && count++ < INTRO_MAX && c->listing_count - before < room) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t k = (size_t)((nl ? nl : end) - p);
         char address[256];
