@@ -40,6 +40,10 @@ FAULT_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-fault
 DEMO_CLUSTER_ARGS ?= --nodes 3 --svg $(RELEASE_DIR)/actorc-hedge-cluster.svg
 # Built only with cluster membership.
 MEMBERS_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-members
+# A cluster of 64 node processes (ACTORC_SCALE_N=16 for a quick run), and
+# 1,000 members against one etcd (docs/scaling.md).
+SCALE_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-scale
+MEMBERS_LOAD_BIN ?= $(RELEASE_DIR)/bench/actorc-members-load
 # What `make soak` runs: DURATION=2h for hours, SEED=0x... to replay a seed.
 SOAK_BIN    ?= $(RELEASE_DIR)/apps/soak/actorc-soak
 DURATION    ?= 3m
@@ -104,6 +108,8 @@ bench: build
 	@if [ -x $(FAULT_BENCH_BIN) ]; then echo $(FAULT_BENCH_BIN); $(FAULT_BENCH_BIN); fi
 	@if [ -x $(MEMBERS_BENCH_BIN) ]; then echo $(MEMBERS_BENCH_BIN); $(MEMBERS_BENCH_BIN); \
 	else echo "no $(MEMBERS_BENCH_BIN) (built without cluster membership): no membership benchmark"; fi
+	@if [ -x $(SCALE_BENCH_BIN) ]; then echo $(SCALE_BENCH_BIN); timeout 600 $(SCALE_BENCH_BIN); fi
+	@if [ -x $(MEMBERS_LOAD_BIN) ]; then echo $(MEMBERS_LOAD_BIN); timeout 900 $(MEMBERS_LOAD_BIN); fi
 
 soak: build
 	$(SOAK_BIN) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(SOAK_ARGS)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build and run actorc's benchmarks, like the peers' run.sh.
-#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem + remote + cluster + fault + members), then aggregate
+#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem + remote + cluster + fault + members + scale), then aggregate
 #   OUT=file RUNS=1 NO_AGGREGATE=1 bench/run.sh   # append raw output to file
 # BUILD_DIR: the CMake build directory (default: build/release at the
 # repository root, which `make build` shares). One without a cache yet is
@@ -53,6 +53,18 @@ else
   echo "run.sh: $BUILD_DIR has no cluster membership: no membership benchmark" >&2
 fi
 
+# The scale benchmarks: with cluster membership, and with the etcd client.
+SCALE_BENCH=
+if [ -d "$BUILD_DIR/bench/CMakeFiles/actorc-bench-scale.dir" ]; then
+  cmake --build "$BUILD_DIR" --target actorc-bench-scale -j "$(nproc)" >&2
+  SCALE_BENCH="$BUILD_DIR/bench/actorc-bench-scale"
+fi
+MEMBERS_LOAD=
+if [ -d "$BUILD_DIR/bench/CMakeFiles/actorc-members-load.dir" ]; then
+  cmake --build "$BUILD_DIR" --target actorc-members-load -j "$(nproc)" >&2
+  MEMBERS_LOAD="$BUILD_DIR/bench/actorc-members-load"
+fi
+
 commit="$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo '?')"
 echo "# peer=actorc version=$("$BENCH" version)+$commit cc=$("$BENCH" compiler) host_cpus=$(nproc) date=$(date -Is)" >> "$OUT"
 for r in $(seq 1 "$RUNS"); do
@@ -75,6 +87,14 @@ for r in $(seq 1 "$RUNS"); do
   if [ -n "$MEMBERS_BENCH" ]; then
     echo "# run $r members" >> "$OUT"
     timeout 900 "$MEMBERS_BENCH" >> "$OUT"
+  fi
+  if [ -n "$SCALE_BENCH" ]; then
+    echo "# run $r scale" >> "$OUT"
+    timeout 600 "$SCALE_BENCH" >> "$OUT"
+  fi
+  if [ -n "$MEMBERS_LOAD" ]; then
+    echo "# run $r members_load" >> "$OUT"
+    timeout 900 "$MEMBERS_LOAD" >> "$OUT"
   fi
 done
 if [ -z "${NO_AGGREGATE:-}" ]; then

@@ -89,6 +89,7 @@ typedef struct ac_node_curve {
 #define AC_NODE_DEFAULT_MAX_PEERS 4096
 #define AC_NODE_DEFAULT_MAX_CONNECTIONS 512
 #define AC_NODE_DEFAULT_NAMED_DIALS_PER_S 200
+#define AC_NODE_MIN_IDLE_TIMEOUT_MS 100
 #define AC_NODE_MAX_PEERS_LIMIT 1000000u
 #define AC_NODE_MAX_CONNECTIONS_LIMIT 100000u
 
@@ -154,6 +155,18 @@ typedef struct ac_node_options {
      * start (ac_node_faults_apply). A bad spec fails the start naming the
      * rule. Off costs nothing; on, a clean link costs a lookup a send. */
     const char *faults;
+    /* Close a connection nothing has crossed, either way, for this long
+     * (and that no ask waits on and no watch needs), so that a node of a
+     * large cluster keeps open only the connections it uses: the peer
+     * stays up, its next send opens a connection again (HELLO first,
+     * frames in order after it), and heartbeats run only on open
+     * connections. A peer that died meanwhile is lost at that send, when
+     * its address refuses the connection or it does not answer within
+     * connect_timeout_ms. 0: never (the default: a small cluster's full
+     * mesh, as before); at least AC_NODE_MIN_IDLE_TIMEOUT_MS (100),
+     * and well above the time a peer takes to read what it was sent;
+     * negative refused. docs/scaling.md. */
+    int idle_timeout_ms;
 } ac_node_options;
 
 /* Start a node on `system` (one per system). NULL with the last error on
@@ -230,6 +243,7 @@ typedef struct ac_node_stats {
      * held by a delay or a rate, dropped (their share, or a full queue),
      * swallowed by a blackhole. */
     uint64_t fault_delayed, fault_dropped, fault_blackholed;
+    uint64_t connections_idled;    /* closed after idle_timeout_ms with nothing crossing */
 } ac_node_stats;
 AC_API ac_status ac_node_stats_get(ac_node *node, ac_node_stats *out);
 

@@ -161,6 +161,8 @@ static void hook_tell(void *ctx, const ac__node_peer_info *from, ac__wire_span p
 {
     if (span_is(path, AC__CLUSTER_PATH) && span_is(type_name, AC__CLUSTER_CARD_TYPE))
         note(ctx, AC__NOTE_BEAT, from, NULL, body);
+    else if (span_is(path, AC__CLUSTER_PATH) && span_is(type_name, AC__CLUSTER_INTRO_TYPE))
+        note(ctx, AC__NOTE_INTRO, from, NULL, body);
 }
 
 /* ---- the part ---------------------------------------------------------- */
@@ -234,6 +236,12 @@ static ac_cluster *cluster_new(ac_system *system, ac_node *node, const ac_cluste
     atomic_init(&c->provider_stopped, false);
     int hb = ac__node_heartbeat_timeout_ms(node);
     c->unreachable_ms = hb / 2 > 3 * AC__CLUSTER_BEAT_MS ? hb / 2 : 3 * AC__CLUSTER_BEAT_MS;
+    /* Longer heartbeats, fewer beats: a member is told five times in
+     * unreachable_ms, every tick with the defaults (as small clusters
+     * always were). */
+    c->beat_every = (unsigned)(c->unreachable_ms / 5 / AC__CLUSTER_BEAT_MS);
+    if (c->beat_every < 1)
+        c->beat_every = 1;
     c->status.state = AC_CLUSTER_JOINING;
     if (!copy_options(c, o) || !make_card(c)) {
         cluster_free(c);

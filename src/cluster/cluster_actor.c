@@ -33,6 +33,12 @@
  * again the same way. Trying is sending a beat: the remote layer
  * connects for it and the HELLOs follow.
  *
+ * Beats go to every member five times in unreachable_ms, except with a
+ * provider that gates membership and a node that closes idle
+ * connections (etcd with idle_timeout_ms): there the listings and the
+ * connections in use judge the members, and none is sent. Static seeds
+ * introduce the members they have to a newcomer (cluster_intro.c).
+ *
  * Subscribers. The set callers asked for is published under the lock;
  * the actor keeps its own, `active`, and reconciles the two in its turn,
  * so that a new subscriber gets the current members as Up events (an
@@ -103,6 +109,7 @@ static void evaluate(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r)
         c->provider->member_up(c->provider_state);
     ac__cluster_publish(c);
     emit(ctx, c, AC_MEMBER_EVENT_UP, r, NULL);
+    ac__cluster_introduce(c, r);
 }
 
 /* No longer a member (Down told when it was one). */
@@ -150,6 +157,7 @@ static void try_listings(ac_cluster *c, int64_t t)
             (l->incarnation && ac__tombstoned(c, l->address, l->incarnation)))
             continue;
         beat(c, l->address, l->incarnation, false);
+        l->tries++;
         l->next_ms = t + l->backoff_ms;
         l->backoff_ms = next_backoff(c, l->backoff_ms);
     }
@@ -225,7 +233,8 @@ static void on_peer_up(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
  * record): its failed attempts are the provider's to count. */
 static bool listed_blind(const ac_cluster *c, const char *address)
 {
-    return ac__listing_find(c, address, 0) != NULL;
+    const ac__listing *l = ac__listing_find(c, address, 0);
+    return l && !l->introduced; /* an introduced one is not the provider's */
 }
 
 static void on_peer_down(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
@@ -237,8 +246,11 @@ static void on_peer_down(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
                                 n->why ? n->why : "lost");
         return;
     }
-    if (r && r->incarnation == n->incarnation)
+    if (r && r->incarnation == n->incarnation) {
         lose(ctx, c, r, n->why, false);
+        if (!c->provider->listed_only)
+            ac__cluster_introduced(c, n->address); /* it may live: tried again */
+    }
     listings_lost(c, n->address, now_ms(c));
 }
 
@@ -283,19 +295,32 @@ static void check_silence(ac_ctx *ctx, ac_cluster *c, int64_t t)
     }
 }
 
+/* A provider that gates membership (etcd's leases and watch) and a node
+ * that closes idle connections: members are judged by their listings and
+ * by the connections in use, so no beat goes to every member (a frame per
+ * pair of nodes each beat) and no silence is judged (docs/scaling.md). */
+static bool beats_off(const ac_cluster *c)
+{
+    return c->provider->listed_only && c->node->options.idle_timeout_ms > 0;
+}
+
 static void on_tick(ac_ctx *ctx, ac_cluster *c)
 {
     if (c->ended)
         return;
     int64_t t = now_ms(c);
-    for (size_t i = 0; i < c->member_count; i++) {
-        ac__member_rec *r = c->members[i];
-        if (!r->self && r->carded)
-            beat(c, r->address, r->incarnation, false);
+    if (!beats_off(c) && ++c->beat_ticks >= c->beat_every) {
+        c->beat_ticks = 0;
+        for (size_t i = 0; i < c->member_count; i++) {
+            ac__member_rec *r = c->members[i];
+            if (!r->self && r->carded)
+                beat(c, r->address, r->incarnation, false);
+        }
+        check_silence(ctx, c, t);
     }
-    check_silence(ctx, c, t);
     if (c->provider->tick)
         c->provider->tick(c->provider_state);
+    ac__cluster_intros_prune(c);
     try_listings(c, t);
 }
 
@@ -486,6 +511,9 @@ static void cluster_receive(ac_ctx *ctx, ac_msg *msg)
         break;
     case AC__NOTE_UNLISTED:
         on_unlisted(ctx, c, n);
+        break;
+    case AC__NOTE_INTRO:
+        ac__cluster_on_intro(c, n);
         break;
     }
 }

@@ -44,6 +44,9 @@
 #define AC__CLUSTER_PATH "/system/cluster"
 /* A node's card: the type name of its HELLO body and of its beats. */
 #define AC__CLUSTER_CARD_TYPE "actorc.ClusterCard"
+/* The type of an introduction: the addresses of the members a node
+ * has, told to one that just became a member (cluster_intro.c). */
+#define AC__CLUSTER_INTRO_TYPE "actorc.ClusterIntro"
 /* How often a member is told this node lives. */
 #define AC__CLUSTER_BEAT_MS 100
 /* Down incarnations remembered, so that one is never up again. */
@@ -83,6 +86,10 @@ typedef struct ac__listing {
     uint64_t incarnation; /* 0: whichever node is there */
     int64_t next_ms;      /* the next attempt to reach it */
     int64_t backoff_ms;   /* the wait after that attempt */
+    unsigned tries; /* attempts made */
+    /* Not the provider's: a member introduced it (cluster_intro.c);
+     * dropped once a node there is connected, or after INTRO_TRIES. */
+    bool introduced;
 } ac__listing;
 
 /* A member list (cluster.h) in one allocation: free(list.members). */
@@ -101,6 +108,7 @@ typedef enum ac__note_kind {
     AC__NOTE_LEAVE,      /* ac_cluster_leave */
     AC__NOTE_LISTED,     /* the provider: a node at an address */
     AC__NOTE_UNLISTED,   /* the provider: no longer listed */
+    AC__NOTE_INTRO,      /* another member's members, told to /system/cluster */
 } ac__note_kind;
 
 typedef struct ac__note {
@@ -116,6 +124,19 @@ extern const ac_msg_type ac__msg_type_cluster_note;
 /* A note with copies of the strings and bytes; NULL when out of memory. */
 ac_msg *ac__note_new(ac__note_kind kind, const char *system, const char *address,
                      uint64_t incarnation, const char *why, const void *data, size_t len);
+
+/* ---- cluster_intro.c: members introduced (static provider) ------------- */
+
+/* Tell `r`, a member now, the addresses of this node's other members. */
+void ac__cluster_introduce(ac_cluster *c, const ac__member_rec *r);
+/* An introduction came: list each member named that this node is not
+ * connected to, tried until it is (INTRO_TRIES attempts at most). */
+void ac__cluster_on_intro(ac_cluster *c, const ac__note *n);
+/* List `address` as introduced (static provider; not this node, not
+ * connected, not listed already). */
+void ac__cluster_introduced(ac_cluster *c, const char *address);
+/* Drop the introduced listings that are connected, or out of attempts. */
+void ac__cluster_intros_prune(ac_cluster *c);
 
 /* ---- the cluster ------------------------------------------------------- */
 
@@ -133,6 +154,10 @@ struct ac_cluster {
     size_t roles_count;
     int retry_initial_ms, retry_max_ms;
     int unreachable_ms; /* silent this long: unreachable */
+    /* Beats go out every beat_every-th tick: five in unreachable_ms (each
+     * tick, AC__CLUSTER_BEAT_MS, with the default heartbeats); the
+     * actor's. */
+    unsigned beat_every, beat_ticks;
 
     /* The provider: its ops and state, set before its start (the
      * actor's turns read them after: the provider's first note, or the

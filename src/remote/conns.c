@@ -139,6 +139,7 @@ const char *ac__conn_open(ac_node *node, ac__peer *p)
     if (why)
         return why;
     p->conn = c;
+    p->last_used_ns = node->loop_ns;
     if (p->named_dial)
         node->named_dials_open++;
     p->conn_index = node->conn_count;

@@ -147,13 +147,20 @@ static ac_status check_options(const ac_node_options *o, const ac__transport_ops
     if (!(*tp = ac__transport_for(o->bind)) || (*tp)->check(o) != AC_OK)
         return ac_last_status();
     if (o->heartbeat_ivl_ms < 0 || o->heartbeat_timeout_ms < 0 || o->connect_timeout_ms < 0 ||
-        o->backlog < 0 || o->named_dials_per_s < 0)
+        o->backlog < 0 || o->named_dials_per_s < 0 || o->idle_timeout_ms < 0)
         return ac__fail(AC_EINVAL, "ac_node_start: options.%s is negative",
                         o->heartbeat_ivl_ms < 0       ? "heartbeat_ivl_ms"
                         : o->heartbeat_timeout_ms < 0 ? "heartbeat_timeout_ms"
                         : o->connect_timeout_ms < 0   ? "connect_timeout_ms"
                         : o->backlog < 0              ? "backlog"
+                        : o->idle_timeout_ms < 0      ? "idle_timeout_ms"
                                                       : "named_dials_per_s");
+    if (o->idle_timeout_ms > 0 && o->idle_timeout_ms < AC_NODE_MIN_IDLE_TIMEOUT_MS)
+        return ac__fail(AC_EINVAL,
+                        "ac_node_start: options.idle_timeout_ms %d is under %d: a connection "
+                        "closed sooner may still carry frames its peer has not read (0: never "
+                        "close idle connections)",
+                        o->idle_timeout_ms, AC_NODE_MIN_IDLE_TIMEOUT_MS);
     if (o->max_peers > AC_NODE_MAX_PEERS_LIMIT || o->max_connections > AC_NODE_MAX_CONNECTIONS_LIMIT)
         return ac__fail(AC_EINVAL, "ac_node_start: options.%s %zu is over %u",
                         o->max_peers > AC_NODE_MAX_PEERS_LIMIT ? "max_peers" : "max_connections",
@@ -446,6 +453,7 @@ ac_status ac_node_stats_get(ac_node *node, ac_node_stats *out)
     out->fault_delayed = atomic_load_explicit(&m->fault_delayed, memory_order_relaxed);
     out->fault_dropped = atomic_load_explicit(&m->fault_dropped, memory_order_relaxed);
     out->fault_blackholed = atomic_load_explicit(&m->fault_blackholed, memory_order_relaxed);
+    out->connections_idled = atomic_load_explicit(&m->connections_idled, memory_order_relaxed);
     pthread_mutex_lock(&node->lock);
     out->pending_asks = node->corr_count;
     out->peers = node->peers.count - (node->self ? 1 : 0);

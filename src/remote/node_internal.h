@@ -80,6 +80,9 @@ struct ac__peer {
     bool redialled; /* dialled again after a refusal once Up (transport) */
     bool flush_mark; /* its backlog grew in this round of the queue */
     int64_t connect_deadline_ns; /* while CONNECTING */
+    /* When a frame last crossed to or from it (node->loop_ns then): its
+     * connection closes after idle_timeout_ms without one (conn_idle.c). */
+    int64_t last_used_ns;
     /* Frames its connection would not take yet (at its high-water mark),
      * in order; sent when it is writable again. */
     struct ac__out *backlog_head, *backlog_tail;
@@ -117,7 +120,7 @@ typedef struct ac__node_metrics {
     atomic_uint_fast64_t decode_errors, node_down, asks_failed_by_node_loss;
     atomic_uint_fast64_t dropped_backpressure, dropped_stale;
     atomic_uint_fast64_t peers_forgotten, peers_evicted, connections_evicted, connections_refused;
-    atomic_uint_fast64_t dials_refused;
+    atomic_uint_fast64_t dials_refused, connections_idled;
     atomic_uint_fast64_t connections; /* open now */
     atomic_uint_fast64_t fault_delayed, fault_dropped, fault_blackholed; /* fault.h */
 } ac__node_metrics;
@@ -192,6 +195,9 @@ struct ac_node {
     ac__peer **conns;
     size_t conn_count;
     int64_t next_sweep_ns;
+    /* The transport thread's clock, read once per turn of its loop: what
+     * last_used_ns is stamped with. */
+    int64_t loop_ns;
     /* Peers another thread evicted from the full table (DOWN, the table's
      * reference with them): the transport thread finishes losing them. */
     _Atomic(ac__peer *) evicted;
@@ -364,6 +370,13 @@ void ac__conn_named_done(ac_node *node, ac__peer *p);
 void ac__conns_check_late(ac_node *node, int64_t now);
 /* Lose p if its connect deadline has passed (the sweep's). */
 void ac__conn_lose_late(ac_node *node, ac__peer *p, int64_t now);
+
+/* ---- conn_idle.c: idle connections --------------------------------------- */
+
+/* Close the connections nothing crossed for idle_timeout_ms, that no ask
+ * waits on and no watch needs; their peers stay up (housekeeping, when
+ * the option is on). */
+void ac__conns_close_idle(ac_node *node, int64_t now);
 
 /* ---- inbound.c, handlers.c: frames that arrive ---------------------------- */
 

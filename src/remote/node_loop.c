@@ -61,6 +61,8 @@ static void housekeeping(ac_node *node)
     int64_t t = ac__node_now_ns();
     /* Dialled and not connected, or not answered, in time. */
     ac__conns_check_late(node, t);
+    if (node->options.idle_timeout_ms > 0)
+        ac__conns_close_idle(node, t);
     if (t >= node->next_sweep_ns) {
         sweep(node, t);
         node->next_sweep_ns = t + SWEEP_NS;
@@ -145,7 +147,8 @@ void *ac__node_loop(void *arg)
 {
     ac_node *node = arg;
     ac__thread_name("ac-transport");
-    int64_t next_house = ac__node_now_ns() + HOUSEKEEPING_NS;
+    node->loop_ns = ac__node_now_ns();
+    int64_t next_house = node->loop_ns + HOUSEKEEPING_NS;
     int64_t last_work = 0;
     for (;;) {
         ac__peer_finish_evicted(node);
@@ -155,6 +158,7 @@ void *ac__node_loop(void *arg)
         if (atomic_load_explicit(&node->stopping, memory_order_acquire) && did == 0)
             break;
         int64_t t = ac__node_now_ns();
+        node->loop_ns = t; /* the stamps of what this turn's end and the next send */
         if (t >= next_house) {
             housekeeping(node);
             next_house = t + HOUSEKEEPING_NS;
@@ -175,6 +179,8 @@ void *ac__node_loop(void *arg)
         }
         node->tp->wait(node->tstate, timeout_ms);
         atomic_store_explicit(&node->sleeping, false, memory_order_relaxed);
+        if (timeout_ms)
+            node->loop_ns = ac__node_now_ns(); /* it slept: stamps after it are now's */
     }
     leave_all(node);
     if (node->tp->stop)

@@ -88,6 +88,7 @@ void ac__node_count_out(ac_node *node, ac__peer *p, size_t frames, size_t bytes)
 {
     own_add(&node->m.frames_out, frames);
     own_add(&node->m.bytes_out, bytes);
+    p->last_used_ns = node->loop_ns;
     /* Series only for nodes that said hello: an address a stranger named
      * must not leave a series behind for good. */
     if (atomic_load_explicit(&p->state, memory_order_relaxed) != AC__PEER_UP) {
@@ -107,6 +108,7 @@ void ac__node_count_in(ac_node *node, ac__peer *from, size_t bytes)
     own_add(&node->m.frames_in, 1);
     own_add(&node->m.bytes_in, bytes);
     if (from && from != node->self) {
+        from->last_used_ns = node->loop_ns;
         metrics_peer(node, from);
         ac_counter_inc(from->m_frames_in);
         ac_counter_add(from->m_bytes_in, bytes);

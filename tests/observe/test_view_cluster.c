@@ -31,12 +31,17 @@ static json_t *view_of(ac_system *sys)
 
 typedef struct two {
     ac_cluster *a;
+    ac_node *na;
 } two;
 
+/* Both are members, and a's node has sent a frame of its own (its first
+ * beat may follow the other's hello by a tick). */
 static bool both_up(void *arg)
 {
     ac_cluster_status st;
-    return ac_cluster_status_get(((two *)arg)->a, &st) == AC_OK && st.members_up == 2;
+    ac_node_stats ns;
+    return ac_cluster_status_get(((two *)arg)->a, &st) == AC_OK && st.members_up == 2 &&
+           ac_node_stats_get(((two *)arg)->na, &ns) == AC_OK && ns.frames_out > 0;
 }
 
 static void quiet_receive(ac_ctx *ctx, ac_msg *msg)
@@ -104,7 +109,7 @@ static void test_node_and_cluster(void **state)
                                                               .static_options = &sb});
     assert_non_null(ca);
     assert_non_null(cb);
-    two t = {.a = ca};
+    two t = {.a = ca, .na = na};
     assert_eventually(ts_wait_until(both_up, &t, TS_WAIT_S), "both members up");
 
     /* A cluster router: its set follows the members, its counts the tells. */

@@ -24,7 +24,7 @@
 
 extern char **environ;
 
-#define MAX_PROCS 64
+#define MAX_PROCS 128 /* a 64-node cluster and one joining */
 static pid_t live[MAX_PROCS];
 static bool hooked;
 

@@ -1,0 +1,288 @@
+/*
+ * Idle connections (ac_node_options.idle_timeout_ms), over both
+ * transports: a connection is opened by the first send, closed once
+ * nothing crossed it for the timeout, and opened again by the next send,
+ * with nothing lost or reordered across the close, however the sends
+ * fall against the closes; the peer stays up throughout. A peer that
+ * went while its connection was closed is lost at the next send. The
+ * option is checked.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include <actorc.h>
+
+#include "node_serve.h"
+
+#define IDLE_MS 100
+
+static void sleep_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* A system named `name` with a node at `bind` ("inproc://<name>:0" or
+ * "tcp://127.0.0.1:0"), idle connections closed after idle_ms. */
+static ac_system *node_system(const char *name, const char *bind, int idle_ms, ac_node **node)
+{
+    ac_system_options so = {.workers = 2};
+    ac_system *sys = ac_system_create(name, &so);
+    assert_non_null(sys);
+    ac_node_options o = {.bind = bind, .idle_timeout_ms = idle_ms};
+    *node = ac_node_start(sys, &o);
+    if (!*node)
+        fail_msg("ac_node_start %s: %s", bind, ac_last_error());
+    return sys;
+}
+
+static ac_ref *resolve(ac_node *from, const char *system, ac_node *at, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "actorc://%s@%s%s", system, ac_node_address(at), path);
+    ac_ref *r = ac_node_resolve(from, buf);
+    if (!r)
+        fail_msg("resolve %s: %s", buf, ac_last_error());
+    return r;
+}
+
+static void ask_echo(ac_ref *r, const char *text)
+{
+    ac_answer a = {0};
+    ac_status st = ac_ask_wait(r, ac_msg_str_new(text), 10000, &a);
+    if (st != AC_OK)
+        fail_msg("ask %s: %s", text, a.error ? ac_error_message(a.error) : ac_last_error());
+    assert_string_equal(ac_msg_str(a.reply), text);
+    ac_answer_release(&a);
+}
+
+static ac_node_stats stats_of(ac_node *n)
+{
+    ac_node_stats s;
+    assert_int_equal(ac_node_stats_get(n, &s), AC_OK);
+    return s;
+}
+
+/* Wait (10 s at most) until `n` has closed `idled` idle connections in
+ * all and has none open. */
+static void await_idle(ac_node *n, uint64_t idled)
+{
+    ac_node_stats s = stats_of(n);
+    for (int i = 0; i < 1000 && (s.connections_idled < idled || s.connections != 0); i++) {
+        sleep_ms(10);
+        s = stats_of(n);
+    }
+    if (s.connections_idled < idled || s.connections != 0)
+        fail_msg("after 10 s: %llu idle closes (%llu wanted), %llu connections open",
+                 (unsigned long long)s.connections_idled, (unsigned long long)idled,
+                 (unsigned long long)s.connections);
+}
+
+static const char *bind_for(const char *transport, const char *name, char *buf, size_t cap)
+{
+    if (strcmp(transport, "tcp") == 0)
+        snprintf(buf, cap, "tcp://127.0.0.1:0");
+    else
+        snprintf(buf, cap, "inproc://%s:0", name);
+    return buf;
+}
+
+/* ---- opened on first send, closed when idle, opened again -------------------- */
+
+static void opened_closed_reopened(const char *transport)
+{
+    char ba[64], bb[64];
+    ac_node *a, *b;
+    ac_system *sa = node_system("a", bind_for(transport, "idle-a", ba, sizeof ba), IDLE_MS, &a);
+    ac_system *sb = node_system("b", bind_for(transport, "idle-b", bb, sizeof bb), 0, &b);
+    assert_true(rt_serve(sb, b));
+    ac_ref *echo = resolve(a, "b", b, "/user/echo");
+    assert_int_equal(stats_of(a).connections, 0); /* a resolve dials nothing */
+    ask_echo(echo, "first");
+    assert_int_equal(stats_of(a).connections, 1);
+    await_idle(a, 1);
+    for (int round = 2; round <= 4; round++) {
+        ask_echo(echo, "again"); /* dials again: the peer is the same */
+        assert_int_equal(stats_of(a).connections, 1);
+        await_idle(a, (uint64_t)round);
+    }
+    ac_node_stats sa_stats = stats_of(a), sb_stats = stats_of(b);
+    assert_int_equal(sa_stats.nodes_down, 0);
+    assert_int_equal(sb_stats.nodes_down, 0);
+    assert_int_equal(sa_stats.peers, 1);
+    /* b never closes: its option is off (the default). */
+    assert_int_equal(sb_stats.connections_idled, 0);
+    ac_ref_release(echo);
+    ac_system_terminate(sb);
+    ac_system_terminate(sa);
+}
+
+static void test_inproc_opened_closed_reopened(void **state)
+{
+    (void)state;
+    opened_closed_reopened("inproc");
+}
+
+static void test_tcp_opened_closed_reopened(void **state)
+{
+    (void)state;
+    opened_closed_reopened("tcp");
+}
+
+/* ---- nothing lost or reordered across closes -------------------------------- */
+
+typedef struct seq_seen {
+    atomic_llong next;       /* the value expected next */
+    atomic_llong out_of_order;
+} seq_seen;
+
+static void seq_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    seq_seen *s = ac_ctx_user_data(ctx);
+    int64_t v;
+    if (ac_msg_int64_get(msg, &v) == AC_OK) {
+        long long want = atomic_load(&s->next);
+        if (v != want)
+            atomic_fetch_add(&s->out_of_order, 1);
+        atomic_store(&s->next, (long long)v + 1);
+        return;
+    }
+    ac_reply(ctx, ac_msg_int64_new(atomic_load(&s->next)));
+}
+static const ac_actor_def seq_def = {.name = "Seq", .receive = seq_receive};
+
+enum { BURSTS = 16, PER_BURST = 200 };
+
+/* Bursts of numbered tells with pauses around the idle timeout, so that
+ * sends land before, on and after the closes; both nodes close idle
+ * connections. Every number arrives, in order. */
+static void no_loss_across_closes(const char *transport)
+{
+    char ba[64], bb[64];
+    ac_node *a, *b;
+    ac_system *sa = node_system("a", bind_for(transport, "order-a", ba, sizeof ba), IDLE_MS, &a);
+    ac_system *sb = node_system("b", bind_for(transport, "order-b", bb, sizeof bb), IDLE_MS, &b);
+    seq_seen seen = {0};
+    ac_ref *local = ac_spawn(sb, ac_props_new(&seq_def, &seen), "seq");
+    assert_non_null(local);
+    ac_ref *seq = resolve(a, "b", b, "/user/seq");
+    int64_t v = 0;
+    for (int burst = 0; burst < BURSTS; burst++) {
+        for (int k = 0; k < PER_BURST; k++)
+            assert_int_equal(ac_tell(seq, ac_msg_int64_new(v++), NULL), AC_OK);
+        /* 80 .. 150 ms: under, at and past the timeout plus a
+         * housekeeping turn. */
+        sleep_ms(80 + (burst * 23) % 71);
+    }
+    ac_answer ans = {0};
+    assert_int_equal(ac_ask_wait(seq, ac_msg_str_new("next"), 10000, &ans), AC_OK);
+    assert_int_equal(ac_msg_int64(ans.reply), v);
+    ac_answer_release(&ans);
+    assert_int_equal(atomic_load(&seen.out_of_order), 0);
+    ac_node_stats s = stats_of(a);
+    print_message("%s: %llu idle closes over %d bursts\n", transport,
+                  (unsigned long long)s.connections_idled, BURSTS);
+    assert_true(s.connections_idled >= 2);
+    assert_int_equal(s.nodes_down, 0);
+    assert_int_equal(stats_of(b).nodes_down, 0);
+    ac_ref_release(seq);
+    ac_ref_release(local);
+    ac_system_terminate(sb);
+    ac_system_terminate(sa);
+}
+
+static void test_inproc_no_loss_across_closes(void **state)
+{
+    (void)state;
+    no_loss_across_closes("inproc");
+}
+
+static void test_tcp_no_loss_across_closes(void **state)
+{
+    (void)state;
+    no_loss_across_closes("tcp");
+}
+
+/* ---- a peer gone while closed ------------------------------------------------- */
+
+/* Both sides closed their connections; b stops (no connection to say
+ * LEAVE on): a learns it at its next send, which fails NodeDownError
+ * rather than waiting out the ask. */
+static void lost_while_closed(const char *transport)
+{
+    char ba[64], bb[64];
+    ac_node *a, *b;
+    ac_system *sa = node_system("a", bind_for(transport, "gone-a", ba, sizeof ba), IDLE_MS, &a);
+    ac_system *sb = node_system("b", bind_for(transport, "gone-b", bb, sizeof bb), IDLE_MS, &b);
+    assert_true(rt_serve(sb, b));
+    ac_ref *echo = resolve(a, "b", b, "/user/echo");
+    ask_echo(echo, "up");
+    await_idle(a, 1);
+    await_idle(b, 1);
+    ac_system_terminate(sb);
+    assert_int_equal(stats_of(a).nodes_down, 0); /* nothing told it */
+    ac_answer ans = {0};
+    assert_int_equal(ac_ask_wait(echo, ac_msg_str_new("x"), 30000, &ans), AC_EFAILED);
+    assert_non_null(ans.error);
+    assert_string_equal(ac_error_name(ans.error), AC_NODE_DOWN_ERROR);
+    ac_answer_release(&ans);
+    assert_int_equal(stats_of(a).nodes_down, 1);
+    ac_ref_release(echo);
+    ac_system_terminate(sa);
+}
+
+static void test_inproc_lost_while_closed(void **state)
+{
+    (void)state;
+    lost_while_closed("inproc");
+}
+
+static void test_tcp_lost_while_closed(void **state)
+{
+    (void)state;
+    lost_while_closed("tcp");
+}
+
+/* ---- the option --------------------------------------------------------------- */
+
+static void test_idle_timeout_is_checked(void **state)
+{
+    (void)state;
+    ac_system_options so = {.workers = 1};
+    ac_system *sys = ac_system_create("chk", &so);
+    assert_non_null(sys);
+    ac_node_options o = {.bind = "inproc://idle-chk:0", .idle_timeout_ms = -1};
+    assert_null(ac_node_start(sys, &o));
+    assert_int_equal(ac_last_status(), AC_EINVAL);
+    assert_non_null(strstr(ac_last_error(), "idle_timeout_ms is negative"));
+    o.idle_timeout_ms = AC_NODE_MIN_IDLE_TIMEOUT_MS - 1;
+    assert_null(ac_node_start(sys, &o));
+    assert_int_equal(ac_last_status(), AC_EINVAL);
+    assert_non_null(strstr(ac_last_error(), "idle_timeout_ms 99 is under 100"));
+    o.idle_timeout_ms = AC_NODE_MIN_IDLE_TIMEOUT_MS;
+    ac_node *n = ac_node_start(sys, &o);
+    assert_non_null(n);
+    ac_system_terminate(sys);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_idle_timeout_is_checked),
+        cmocka_unit_test(test_inproc_opened_closed_reopened),
+        cmocka_unit_test(test_tcp_opened_closed_reopened),
+        cmocka_unit_test(test_inproc_no_loss_across_closes),
+        cmocka_unit_test(test_tcp_no_loss_across_closes),
+        cmocka_unit_test(test_inproc_lost_while_closed),
+        cmocka_unit_test(test_tcp_lost_while_closed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
