@@ -222,7 +222,7 @@ static void test_latency_from_the_first_view(void **state)
     ob_demo d;
     assert_true(ob_demo_start(&d, sys));
     for (int i = 0; i < 5; i++)
-        assert_int_equal(ob_demo_round(&d), 4);
+        assert_int_equal(ob_demo_round(&d), OB_ROUND_ASKS);
     json_t *doc = view_of(sys, NULL);
     json_t *hedged = router_at(doc, "/user/hedged");
     assert_non_null(hedged);
@@ -232,7 +232,7 @@ static void test_latency_from_the_first_view(void **state)
     json_decref(doc);
 
     for (int i = 0; i < 7; i++)
-        assert_int_equal(ob_demo_round(&d), 4);
+        assert_int_equal(ob_demo_round(&d), OB_ROUND_ASKS);
     doc = view_of(sys, NULL);
     hedged = router_at(doc, "/user/hedged");
     assert_int_equal(num(json_object_get(hedged, "messages"), "first"), first + 7);
