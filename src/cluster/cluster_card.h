@@ -24,6 +24,7 @@ typedef struct ac__card {
     char address[256];
     uint64_t incarnation;
     unsigned flags;
+    uint64_t up_since; /* when it joined, ms of its wall clock; 0: not said */
     char roles[AC__CLUSTER_MAX_ROLES][AC__CLUSTER_MAX_TEXT + 1];
     size_t roles_count;
 } ac__card;
