@@ -14,12 +14,14 @@
 # cluster membership; etcd-server: the etcd its tests start; libc-ares-dev:
 # the DNS membership provider; dnsmasq-base: the dnsmasq its tests start (the
 # binary alone: the package dnsmasq would also run a system-wide DNS server).
+# iproute2 and nftables: ip(8) and nft(8), the network namespaces and drop
+# rules of the partition tests and benchmark.
 # chromium: the headless browser the observer page's test loads it in;
 # dpkg-dev, fakeroot and lintian: `make deb` and the packages' test.
 DEBIAN_PACKAGES := cmake make gcc libc6-dev pkg-config libcmocka-dev python3 \
                    libmicrohttpd-dev prometheus valgrind libzmq3-dev libcbor-dev \
                    libcurl4-openssl-dev libjansson-dev etcd-server libc-ares-dev dnsmasq-base \
-                   clang libclang-rt-dev iproute2 chromium \
+                   clang libclang-rt-dev iproute2 nftables chromium \
                    dpkg-dev fakeroot lintian
 
 BUILD_ROOT  ?= build

@@ -149,6 +149,8 @@ static int parse(args *a, int argc, char **argv)
             a->system = argv[++i];
         } else if (strcmp(arg, "--bind") == 0 && one) {
             a->bind = argv[++i];
+        } else if (strcmp(arg, "--insecure") == 0) {
+            a->node.insecure = true;
         } else if (strcmp(arg, "--hb") == 0 && two) {
             a->node.heartbeat_ivl_ms = atoi(argv[++i]);
             a->node.heartbeat_timeout_ms = atoi(argv[++i]);

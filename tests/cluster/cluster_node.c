@@ -3,7 +3,7 @@
  * actorc-test-cluster-node: a cluster member for the cluster tests and
  * the membership benchmark, run as a separate process.
  *
- *   actorc-test-cluster-node [--system NAME] [--bind ENDPOINT] [--hb IVL TIMEOUT]
+ *   actorc-test-cluster-node [--system NAME] [--bind ENDPOINT] [--insecure] [--hb IVL TIMEOUT]
  *       [--cluster NAME] [--role ROLE]... [--seed HOST:PORT]...
  *       [--etcd URL]... [--prefix PREFIX] [--ttl S] [--retry INITIAL MAX]
  *       [--downing keep-majority|static-quorum|keep-oldest|down-all|off]
