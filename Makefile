@@ -41,6 +41,8 @@ CLUSTER_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-cluster
 DEMO_CLUSTER_ARGS ?= --nodes 3 --svg $(RELEASE_DIR)/actorc-hedge-cluster.svg
 # Built only with cluster membership.
 MEMBERS_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-members
+# A real partition in network namespaces (root; says so and skips without).
+PARTITION_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-partition
 # What `make soak` runs: DURATION=2h for hours, SEED=0x... to replay a seed.
 SOAK_BIN    ?= $(RELEASE_DIR)/apps/soak/actorc-soak
 DURATION    ?= 3m
@@ -104,6 +106,7 @@ bench: build
 	@if [ -x $(CLUSTER_BENCH_BIN) ]; then echo $(CLUSTER_BENCH_BIN); $(CLUSTER_BENCH_BIN); fi
 	@if [ -x $(MEMBERS_BENCH_BIN) ]; then echo $(MEMBERS_BENCH_BIN); $(MEMBERS_BENCH_BIN); \
 	else echo "no $(MEMBERS_BENCH_BIN) (built without cluster membership): no membership benchmark"; fi
+	@if [ -x $(PARTITION_BENCH_BIN) ]; then echo $(PARTITION_BENCH_BIN); $(PARTITION_BENCH_BIN); fi
 
 soak: build
 	$(SOAK_BIN) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(SOAK_ARGS)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build and run actorc's benchmarks, like the peers' run.sh.
-#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem + remote + members), then aggregate
+#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem + remote + members + partition), then aggregate
 #   OUT=file RUNS=1 NO_AGGREGATE=1 bench/run.sh   # append raw output to file
 # BUILD_DIR: the CMake build directory (default: build/release at the
 # repository root, which `make build` shares). One without a cache yet is
@@ -48,6 +48,13 @@ else
   echo "run.sh: $BUILD_DIR has no cluster membership: no membership benchmark" >&2
 fi
 
+# The partition benchmark (network namespaces; a skip line without root).
+PARTITION_BENCH=
+if [ -d "$BUILD_DIR/bench/CMakeFiles/actorc-bench-partition.dir" ]; then
+  cmake --build "$BUILD_DIR" --target actorc-bench-partition -j "$(nproc)" >&2
+  PARTITION_BENCH="$BUILD_DIR/bench/actorc-bench-partition"
+fi
+
 commit="$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo '?')"
 echo "# peer=actorc version=$("$BENCH" version)+$commit cc=$("$BENCH" compiler) host_cpus=$(nproc) date=$(date -Is)" >> "$OUT"
 for r in $(seq 1 "$RUNS"); do
@@ -66,6 +73,10 @@ for r in $(seq 1 "$RUNS"); do
   if [ -n "$MEMBERS_BENCH" ]; then
     echo "# run $r members" >> "$OUT"
     timeout 900 "$MEMBERS_BENCH" >> "$OUT"
+  fi
+  if [ -n "$PARTITION_BENCH" ]; then
+    echo "# run $r partition" >> "$OUT"
+    timeout 600 "$PARTITION_BENCH" >> "$OUT"
   fi
 done
 if [ -z "${NO_AGGREGATE:-}" ]; then

@@ -76,6 +76,7 @@ static void emit(ac_ctx *ctx, ac_cluster *c, ac_member_event_kind kind, const ac
            r->system, r->address, r->incarnation, kind_name(kind), why ? ": " : "",
            why ? why : "");
     c->reach_changed_ms = now_ms(c);
+    ac__downing_arm(ctx, c);
     ac__cluster_observe_event(c, kind, r, why);
     if (c->active_count == 0)
         return;
@@ -493,6 +494,9 @@ static void cluster_receive(ac_ctx *ctx, ac_msg *msg)
         break;
     case AC__NOTE_LEAVE:
         ac__cluster_end(ctx, c, "this node left the cluster", true);
+        break;
+    case AC__NOTE_DECIDE:
+        ac__downing_tick(ctx, c, now_ms(c));
         break;
     case AC__NOTE_DOWN_SELF:
         ac__downing_self(ctx, c, n->why ? n->why : "fenced");

@@ -10,7 +10,8 @@
  * heals; a beat from it makes it Reachable again. Every tick, once there
  * is an Unreachable member and no member event has come for
  * stable_after_ms, the decision (sbr.c) is taken over the members this
- * node sees: keep (every Unreachable member is Down, its incarnation
+ * node sees (a timer set at each member event fires stable_after_ms
+ * later, so the decision is not late by a tick): keep (every Unreachable member is Down, its incarnation
  * tombstoned, its pending asks failed) or down this node.
  *
  * A node that downs itself fails every ask waiting on another node with
@@ -87,6 +88,16 @@ static void down_unreachable(ac_ctx *ctx, ac_cluster *c, const char *why)
         (void)ac__node_fail_asks(c->node, r->incarnation, why);
         ac__cluster_lose(ctx, c, r, why, true);
     }
+}
+
+void ac__downing_arm(ac_ctx *ctx, ac_cluster *c)
+{
+    if (!ac__downing_on(c) || c->ended)
+        return;
+    ac_msg *decide = ac__note_new(AC__NOTE_DECIDE, NULL, NULL, 0, NULL, NULL, 0);
+    ac_cancellable *timer =
+        decide ? ac_schedule_once(ac_self(ctx), c->stable_after_ms, decide, NULL) : NULL;
+    ac_cancellable_release(timer); /* a missed one: the tick decides */
 }
 
 void ac__downing_tick(ac_ctx *ctx, ac_cluster *c, int64_t now_ms)

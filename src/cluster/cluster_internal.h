@@ -106,6 +106,7 @@ typedef enum ac__note_kind {
     AC__NOTE_LISTED,     /* the provider: a node at an address */
     AC__NOTE_UNLISTED,   /* the provider: no longer listed */
     AC__NOTE_DOWN_SELF,  /* the provider: this node must down itself (fencing) */
+    AC__NOTE_DECIDE,     /* the resolver's timer: stable_after past a member event */
 } ac__note_kind;
 
 typedef struct ac__note {
@@ -207,7 +208,11 @@ bool ac__downing_on(const ac_cluster *c);
 /* The remote layer lost r (not a leave): held Unreachable for the
  * resolver when it is on and r a member (true), else false. */
 bool ac__downing_hold(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const char *why);
-/* Every tick: decide, once reachability has been stable long enough. */
+/* A member event came: decide again stable_after_ms from now (a timer;
+ * the tick checks too). */
+void ac__downing_arm(ac_ctx *ctx, ac_cluster *c);
+/* Every tick and at the timer: decide, once reachability has been stable
+ * long enough. */
 void ac__downing_tick(ac_ctx *ctx, ac_cluster *c, int64_t now_ms);
 /* This node downs itself: asks on the others failed, the cluster left,
  * every member Down. Also a note (AC__NOTE_DOWN_SELF) from the etcd
