@@ -18,7 +18,9 @@
  * state, nothing is torn down. It is Down when the remote layer loses
  * its incarnation (connection dropped, heartbeats stopped, a new
  * incarnation at its address), when it says it leaves, or when the
- * provider no longer lists it (listed_only). An incarnation lost by the
+ * provider no longer lists it (listed_only). With split-brain resolution
+ * on (the static provider's default, cluster_downing.c) a loss without a
+ * leave is held as Unreachable instead, until the resolver decides. An incarnation lost by the
  * remote layer while it lives (its heartbeats timed out under load, a
  * hang) is a member again when the remote layer is connected to it
  * again: the listings are tried as ever, the node that was lost says
