@@ -28,6 +28,7 @@ typedef struct member {
     pthread_mutex_t lock;
     ac_future *asks[MAX_ASKS]; /* the serving thread's */
     int ask_count;
+    ac_ref *router; /* --router */
 } member;
 
 static void say(member *m, const char *fmt, ...) AC_PRINTF(2, 3);
@@ -124,6 +125,7 @@ typedef struct args {
     ac_cluster_static_options seeds;
     ac_cluster_etcd_options etcd;
     const char *roles[MAX_LIST], *seed_v[MAX_LIST], *etcd_v[MAX_LIST];
+    bool router; /* a round-robin cluster router over every member's sink */
 } args;
 
 static int parse_downing(const char *name, ac_cluster_downing *out)
@@ -149,6 +151,8 @@ static int parse(args *a, int argc, char **argv)
             a->system = argv[++i];
         } else if (strcmp(arg, "--bind") == 0 && one) {
             a->bind = argv[++i];
+        } else if (strcmp(arg, "--router") == 0) {
+            a->router = true;
         } else if (strcmp(arg, "--insecure") == 0) {
             a->node.insecure = true;
         } else if (strcmp(arg, "--hb") == 0 && two) {
@@ -228,6 +232,24 @@ static void ask_sink(member *me, ac_system *sys, const char *line)
     ac_future_on_complete(f, on_answer, me);
 }
 
+/* "routees": ROUTEES <count> <path>... of the cluster router. */
+static void print_routees(member *me)
+{
+    ac_answer a;
+    if (!me->router ||
+        ac_ask_wait(me->router, ac_router_get_routees_msg(), 5000, &a) != AC_OK) {
+        say(me, "ROUTEES error");
+        return;
+    }
+    char paths[1024] = "";
+    size_t n = ac_routees_count(a.reply), len = 0;
+    for (size_t i = 0; i < n && len < sizeof paths; i++)
+        len += (size_t)snprintf(paths + len, sizeof paths - len, " %s",
+                                ac_ref_path(ac_routees_at(a.reply, i)));
+    ac_answer_release(&a);
+    say(me, "ROUTEES %zu%s", n, paths);
+}
+
 /* Answer commands until the input closes. */
 /* Commands until the input closes: false when told to crash (the node
  * stopped first, as a killed process's is lost to its peers). */
@@ -244,6 +266,8 @@ static bool serve(member *me, int in_fd, ac_system *sys, ac_cluster *c)
             print_status(me, c);
         else if (strcmp(line, "leave") == 0)
             say(me, "LEFT %s", ac_status_name(ac_cluster_leave(c)));
+        else if (strcmp(line, "routees") == 0)
+            print_routees(me);
         else if (strncmp(line, "ask ", 4) == 0)
             ask_sink(me, sys, line);
         else if (strcmp(line, "crash") == 0) {
@@ -283,7 +307,13 @@ int cl_member_main(int in_fd, int out_fd, int argc, char **argv)
         ac_system_terminate(sys);
         return 2;
     }
+    if (a.router) {
+        ac_cluster_router_options ro = {.path = "/user/sink"};
+        ac_props *props = ac_cluster_router_round_robin(c, &ro);
+        me.router = props ? ac_spawn(sys, props, "router") : NULL;
+    }
     serve(&me, in_fd, sys, c);
+    ac_ref_release(me.router);
     ac_ref_release(printer);
     ac_system_terminate(sys);
     for (int i = 0; i < me.ask_count; i++)

@@ -62,7 +62,8 @@ static int teardown(void **state)
 static void start(int i)
 {
     const char *args[] = {"--system", systems[i], "--hb", "500", "6000", "--cluster", "sbr",
-                          "--downing", "keep-majority", "--stable", "1000", "--seed", addrs[0],
+                          "--downing", "keep-majority", "--stable", "1000", "--router",
+                          "--seed", addrs[0],
                           "--seed", addrs[1], "--seed", addrs[2], NULL};
     assert_true(cl_start(&nodes[i], ports[i], args));
 }
@@ -115,6 +116,10 @@ static void test_minority_downs_itself(void **state)
     assert_non_null(st);
     assert_non_null(strstr(st, "STATUS left "));
     assert_non_null(strstr(st, "keep-majority"));
+    /* Its cluster router has no routees left. */
+    const char *r = cl_ask(&nodes[2], "routees", "ROUTEES", 5000);
+    assert_non_null(r);
+    assert_non_null(strstr(r, "ROUTEES 0"));
     /* The majority never takes that incarnation back. */
     sleep_ms(3000);
     for (int i = 0; i < 2; i++) {

@@ -78,8 +78,8 @@ static int teardown(void **state)
 static void start(int i)
 {
     const char *args[24] = {"--system", systems[i], "--hb", "200", "1000", "--cluster", "part",
-                            "--downing", "keep-majority", "--stable", "1000"};
-    int k = 11;
+                            "--downing", "keep-majority", "--stable", "1000", "--router"};
+    int k = 12;
     for (int j = 0; j < count; j++) { /* every one: static seeds make no gossip */
         args[k++] = "--seed";
         args[k++] = addrs[j];
@@ -150,6 +150,17 @@ static void partition_case(int n, const int *side)
     }
     const char *failed[] = {"ANSWER NodeDownError", NULL};
     assert_true(cl_find(&nodes[loser], 0, 10000 * SLOW, failed) >= 0);
+    /* The losers' cluster routers have no routees left; the keepers'
+     * route to the keepers. */
+    for (int i = 0; i < n; i++) {
+        const char *r = cl_ask(&nodes[i], "routees", "ROUTEES", 5000);
+        assert_non_null(r);
+        for (int j = 0; j < n; j++)
+            if (side[i] || side[j])
+                assert_null(strstr(r, addrs[j]));
+        if (side[i])
+            assert_non_null(strstr(r, "ROUTEES 0"));
+    }
     /* The keepers keep serving: they list one another, Up. */
     char want[32];
     int keepers = 0;
