@@ -158,12 +158,14 @@ static void name_run(ts_netns *net, int count)
     int pid = (int)getpid();
     memset(net, 0, sizeof *net);
     net->count = count;
-    snprintf(net->prefix, sizeof net->prefix, "acn%dx%d", pid, seq++);
-    snprintf(net->hub, sizeof net->hub, "%s-hub", net->prefix);
+    char prefix[sizeof net->prefix];
+    snprintf(prefix, sizeof prefix, "acn%dx%d", pid, seq++);
+    memcpy(net->prefix, prefix, sizeof prefix);
+    snprintf(net->hub, sizeof net->hub, "%s-hub", prefix);
     /* 10.<100..199>.<0..249>.0/24, from the pid and the run. */
     int a = 100 + pid % 100, b = (pid / 100 + seq * 7) % 250;
     for (int i = 0; i < count; i++) {
-        snprintf(net->name[i], sizeof net->name[i], "%s-n%d", net->prefix, i);
+        snprintf(net->name[i], sizeof net->name[i], "%s-n%d", prefix, i);
         snprintf(net->addr[i], sizeof net->addr[i], "10.%d.%d.%d", a, b, 10 + i);
     }
 }
