@@ -119,6 +119,7 @@ static void cluster_free(ac_cluster *c)
     free(c->view.members);
     free(c->card_text);
     free(c->card_leaving);
+    free(c->card_downed);
     free(c->name);
     free_strings(c->roles, c->roles_count);
     pthread_mutex_destroy(&c->lock);
@@ -146,7 +147,7 @@ static uint64_t wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* This node's card, and its two texts. */
+/* This node's card, and its three texts. */
 static bool make_card(ac_cluster *c)
 {
     ac__card *k = &c->card;
@@ -161,8 +162,10 @@ static bool make_card(ac_cluster *c)
     c->card_text = ac__card_encode(k, &c->card_len);
     k->flags = AC__CARD_LEAVING;
     c->card_leaving = ac__card_encode(k, &c->card_leaving_len);
+    k->flags = AC__CARD_DOWNED;
+    c->card_downed = ac__card_encode(k, &c->card_downed_len);
     k->flags = 0;
-    return c->card_text && c->card_leaving;
+    return c->card_text && c->card_leaving && c->card_downed;
 }
 
 /* ---- the node's hooks (transport thread) ---------------------------------- */

@@ -146,6 +146,16 @@ static void beat(ac_cluster *c, const char *address, uint64_t incarnation, bool 
                                AC__CLUSTER_CARD_TYPE, (const uint8_t *)card, len);
 }
 
+/* Tell a node this side downed that it is out (its beats reach us
+ * still: a healed partition, a stop shorter than the heartbeats). */
+static void tell_downed(ac_cluster *c, const char *address, uint64_t incarnation)
+{
+    const char *card = c->card_downed;
+    size_t len = c->card_downed_len;
+    (void)ac__node_tell_system(c->node, address, incarnation, AC__CLUSTER_PATH,
+                               AC__CLUSTER_CARD_TYPE, (const uint8_t *)card, len);
+}
+
 static int64_t next_backoff(const ac_cluster *c, int64_t b)
 {
     return b * 2 > c->retry_max_ms ? c->retry_max_ms : b * 2;
@@ -263,6 +273,16 @@ static void on_beat(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
     if (card.flags & AC__CARD_LEAVING) {
         if (r && r->incarnation == n->incarnation)
             ac__cluster_lose(ctx, c, r, "it left the cluster", true);
+        return;
+    }
+    if (card.flags & AC__CARD_DOWNED) {
+        if (r && r->incarnation == n->incarnation && r->member)
+            ac__downing_self(ctx, c, "this node downed itself: the other side of a partition "
+                                     "downed it");
+        return;
+    }
+    if (ac__downing_on(c) && ac__tombstoned(c, n->address, n->incarnation)) {
+        tell_downed(c, n->address, n->incarnation);
         return;
     }
     if (!r || r->incarnation != n->incarnation)

@@ -8,7 +8,8 @@
  *   <system name>
  *   <address>            host:port
  *   <incarnation>        16 hex digits
- *   <flags>              decimal; 1: the node leaves the cluster
+ *   <flags>              decimal; 1: the node leaves the cluster; 2: the
+ *                        node it is sent to was downed by the sender's side
  *   <role>,<role>,...    may be empty
  *   <up since>           decimal ms of its wall clock at join (optional:
  *                        keep-oldest's age; a card without it is of

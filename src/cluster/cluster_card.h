@@ -17,6 +17,7 @@
 #define AC__CLUSTER_MAX_TEXT 64 /* a name, a role, a system name */
 
 #define AC__CARD_LEAVING 1u /* the node leaves the cluster */
+#define AC__CARD_DOWNED 2u  /* to a node the sender's side downed: it is out */
 
 typedef struct ac__card {
     char cluster[AC__CLUSTER_MAX_TEXT + 1];

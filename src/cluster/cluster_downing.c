@@ -19,7 +19,11 @@
  * (without telling the others: they down it on their own), with the
  * reason in its status, and tells its subscribers Down of every member,
  * itself last; cluster routers lose their routees with those events.
- * Only a new incarnation of its process is a member again.
+ * Only a new incarnation of its process is a member again. A keeper
+ * that hears from an incarnation it downed (a partition healed, or a
+ * stop that ended, before that node decided) tells it so with a card
+ * flagged DOWNED, and that node downs itself at once
+ * (cluster_actor.c).
  *
  * All of it runs in the cluster actor's turns.
  */

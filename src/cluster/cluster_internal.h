@@ -156,6 +156,8 @@ struct ac_cluster {
     size_t card_len;
     char *card_leaving; /* the beat that says it leaves */
     size_t card_leaving_len;
+    char *card_downed; /* the beat that tells a downed node so */
+    size_t card_downed_len;
 
     atomic_bool left; /* ac_cluster_leave began */
     atomic_bool stopped; /* the part stopped: the system terminates */
