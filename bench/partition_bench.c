@@ -48,7 +48,7 @@
 
 static ts_netns net;
 static cl_node nodes[NODES];
-static char addrs[NODES][32];
+static char addrs[NODES][48];
 static const char *const systems[NODES] = {"a", "b", "c"};
 static const int side[NODES] = {0, 0, 1};
 
@@ -118,7 +118,7 @@ static void sleep_ms(int ms)
  * time. */
 static void wait_unreachable(double *on_keeper, double *first, double *last)
 {
-    char keeper_needle[128], loser_needle[2][128];
+    char keeper_needle[192], loser_needle[2][192];
     snprintf(keeper_needle, sizeof keeper_needle, "EVENT unreachable %s ", addrs[2]);
     for (int j = 0; j < 2; j++)
         snprintf(loser_needle[j], sizeof loser_needle[j], "EVENT unreachable %s ", addrs[j]);

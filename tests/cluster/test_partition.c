@@ -43,7 +43,7 @@ static ts_netns net;
 static cl_node nodes[MAX];
 static int count;
 static const char *const systems[MAX] = {"a", "b", "c", "d", "e"};
-static char addrs[MAX][32];
+static char addrs[MAX][48];
 
 static int make(int n)
 {

@@ -27,7 +27,7 @@
 typedef struct ts_netns {
     char prefix[32];
     int count;
-    char addr[TS_NETNS_MAX][20]; /* "10.x.y.z" of node i */
+    char addr[TS_NETNS_MAX][24]; /* "10.x.y.z" of node i */
     char name[TS_NETNS_MAX][48]; /* its namespace */
     char hub[48];
     bool made[TS_NETNS_MAX], hub_made;
