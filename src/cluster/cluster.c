@@ -226,9 +226,29 @@ static void cluster_shut(ac_cluster *c)
     }
 }
 
+/* The system terminates without a leave: tell the members this node
+ * leaves, as the leave does, so that they down it at once instead of
+ * resolving a lost node (with two nodes, a tie). The frames go before
+ * the node's own stop closes the connections. */
+static void farewell(ac_cluster *c)
+{
+    if (atomic_load_explicit(&c->left, memory_order_acquire))
+        return; /* the leave said so */
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->view.count; i++) {
+        const ac_member *m = &c->view.members[i];
+        if (!m->self)
+            (void)ac__node_tell_system(c->node, m->address, m->incarnation, AC__CLUSTER_PATH,
+                                       AC__CLUSTER_CARD_TYPE, (const uint8_t *)c->card_leaving,
+                                       c->card_leaving_len);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 static void cluster_stop_part(void *ctx)
 {
     ac_cluster *c = ctx;
+    farewell(c);
     atomic_store_explicit(&c->stopped, true, memory_order_release);
     cluster_shut(c);
     pthread_mutex_lock(&c->lock);
