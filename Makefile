@@ -14,12 +14,14 @@
 # cluster membership; etcd-server: the etcd its tests start; libc-ares-dev:
 # the DNS membership provider; dnsmasq-base: the dnsmasq its tests start (the
 # binary alone: the package dnsmasq would also run a system-wide DNS server).
+# iproute2 and nftables: ip(8) and nft(8), the network namespaces and drop
+# rules of the partition tests and benchmark.
 # chromium: the headless browser the observer page's test loads it in;
 # dpkg-dev, fakeroot and lintian: `make deb` and the packages' test.
 DEBIAN_PACKAGES := cmake make gcc libc6-dev pkg-config libcmocka-dev python3 \
                    libmicrohttpd-dev prometheus valgrind libzmq3-dev libcbor-dev \
                    libcurl4-openssl-dev libjansson-dev etcd-server libc-ares-dev dnsmasq-base \
-                   clang libclang-rt-dev iproute2 chromium firefox-esr \
+                   clang libclang-rt-dev iproute2 nftables chromium firefox-esr \
                    dpkg-dev fakeroot lintian
 
 BUILD_ROOT  ?= build
@@ -44,6 +46,8 @@ MEMBERS_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-members
 # 1,000 members against one etcd (docs/scaling.md).
 SCALE_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-scale
 MEMBERS_LOAD_BIN ?= $(RELEASE_DIR)/bench/actorc-members-load
+# A real partition in network namespaces (root; says so and skips without).
+PARTITION_BENCH_BIN ?= $(RELEASE_DIR)/bench/actorc-bench-partition
 # What `make soak` runs: DURATION=2h for hours, SEED=0x... to replay a seed.
 SOAK_BIN    ?= $(RELEASE_DIR)/apps/soak/actorc-soak
 DURATION    ?= 3m
@@ -110,6 +114,7 @@ bench: build
 	else echo "no $(MEMBERS_BENCH_BIN) (built without cluster membership): no membership benchmark"; fi
 	@if [ -x $(SCALE_BENCH_BIN) ]; then echo $(SCALE_BENCH_BIN); timeout 600 $(SCALE_BENCH_BIN); fi
 	@if [ -x $(MEMBERS_LOAD_BIN) ]; then echo $(MEMBERS_LOAD_BIN); timeout 900 $(MEMBERS_LOAD_BIN); fi
+	@if [ -x $(PARTITION_BENCH_BIN) ]; then echo $(PARTITION_BENCH_BIN); $(PARTITION_BENCH_BIN); fi
 
 soak: build
 	$(SOAK_BIN) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(SOAK_ARGS)

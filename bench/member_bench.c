@@ -86,8 +86,11 @@ static int member_main(int argc, char **argv)
     const char *bind = "tcp://127.0.0.1:0", *seeds[8], *etcd[2];
     ac_cluster_static_options seed_opts = {.seeds = seeds};
     ac_cluster_etcd_options eo = {.endpoints = etcd, .lease_ttl_s = 2};
+    /* Failure detection is what is timed, not split-brain resolution
+     * (a two-node cluster would down one side after stable_after). */
     ac_cluster_options o = {.name = "bench", .static_options = &seed_opts,
-                            .retry_initial_ms = 50, .retry_max_ms = 500};
+                            .retry_initial_ms = 50, .retry_max_ms = 500,
+                            .downing = AC_CLUSTER_DOWNING_OFF};
     for (int i = 2; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--bind") == 0)
             bind = argv[i + 1];
@@ -97,6 +100,7 @@ static int member_main(int argc, char **argv)
             etcd[eo.endpoints_count++] = argv[i + 1];
             o.static_options = NULL;
             o.etcd_options = &eo;
+            o.downing = AC_CLUSTER_DOWNING_KEEP_MAJORITY; /* etcd: its lease decides */
         }
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -170,9 +174,12 @@ static void observer_start(observer *ob, const char *name, const char *etcd_url)
     const char *endpoints[] = {etcd_url};
     ac_cluster_etcd_options eo = {.endpoints = endpoints, .endpoints_count = 1,
                                   .lease_ttl_s = 2};
-    ac_cluster_options o = {.name = "bench", .retry_initial_ms = 50, .retry_max_ms = 500};
-    if (etcd_url)
+    ac_cluster_options o = {.name = "bench", .retry_initial_ms = 50, .retry_max_ms = 500,
+                            .downing = AC_CLUSTER_DOWNING_OFF};
+    if (etcd_url) {
         o.etcd_options = &eo;
+        o.downing = AC_CLUSTER_DOWNING_KEEP_MAJORITY; /* etcd: its lease decides */
+    }
     ob->cluster = ac_cluster_join(ob->sys, &o);
     ob->listener = ob->cluster ? ac_spawn(ob->sys, ac_props_new(&listener_def, ob), "listener")
                                : NULL;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build and run actorc's benchmarks, like the peers' run.sh.
-#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem + remote + cluster + fault + members + scale), then aggregate
+#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem + remote + cluster + fault + members + scale + partition), then aggregate
 #   OUT=file RUNS=1 NO_AGGREGATE=1 bench/run.sh   # append raw output to file
 # BUILD_DIR: the CMake build directory (default: build/release at the
 # repository root, which `make build` shares). One without a cache yet is
@@ -64,6 +64,12 @@ if [ -d "$BUILD_DIR/bench/CMakeFiles/actorc-members-load.dir" ]; then
   cmake --build "$BUILD_DIR" --target actorc-members-load -j "$(nproc)" >&2
   MEMBERS_LOAD="$BUILD_DIR/bench/actorc-members-load"
 fi
+# The partition benchmark (network namespaces; a skip line without root).
+PARTITION_BENCH=
+if [ -d "$BUILD_DIR/bench/CMakeFiles/actorc-bench-partition.dir" ]; then
+  cmake --build "$BUILD_DIR" --target actorc-bench-partition -j "$(nproc)" >&2
+  PARTITION_BENCH="$BUILD_DIR/bench/actorc-bench-partition"
+fi
 
 commit="$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo '?')"
 echo "# peer=actorc version=$("$BENCH" version)+$commit cc=$("$BENCH" compiler) host_cpus=$(nproc) date=$(date -Is)" >> "$OUT"
@@ -95,6 +101,10 @@ for r in $(seq 1 "$RUNS"); do
   if [ -n "$MEMBERS_LOAD" ]; then
     echo "# run $r members_load" >> "$OUT"
     timeout 900 "$MEMBERS_LOAD" >> "$OUT"
+  fi
+  if [ -n "$PARTITION_BENCH" ]; then
+    echo "# run $r partition" >> "$OUT"
+    timeout 600 "$PARTITION_BENCH" >> "$OUT"
   fi
 done
 if [ -z "${NO_AGGREGATE:-}" ]; then

@@ -366,7 +366,10 @@ static int cluster_setup(void)
     const char *roles[] = {"driver"};
     const char *ep = C.etcd_url;
     ac_cluster_options co = {.name = "soak", .roles = roles, .roles_count = 1};
-    ac_cluster_etcd_options eo = {.endpoints = &ep, .endpoints_count = 1, .lease_ttl_s = 2};
+    ac_cluster_etcd_options eo = {.endpoints = &ep, .endpoints_count = 1, .lease_ttl_s = 10};
+    /* The chaos stops replicas and expects them Up again as they were, and
+     * restarts etcd: no split-brain resolution (static), and a lease that
+     * rides out an etcd restart (etcd fences a node after its TTL). */
     ac_cluster_static_options seed_opts = {.seeds = seed_v, .seeds_count = (size_t)C.nodes};
     if (C.etcd) {
         co.etcd_options = &eo;
@@ -374,6 +377,7 @@ static int cluster_setup(void)
         co.retry_max_ms = 500;
     } else {
         co.static_options = &seed_opts;
+        co.downing = AC_CLUSTER_DOWNING_OFF;
     }
     C.cluster = ac_cluster_join(C.sys, &co);
     if (!C.cluster)

@@ -90,7 +90,10 @@ static int replica_main(int index, int port, char *seeds, const char *etcd)
     int n = split_seeds(seeds, seed_v, CL_MAX_NODES + 1);
     const char *roles[] = {"replica"};
     ac_cluster_options co = {.name = "soak", .roles = roles, .roles_count = 1};
-    ac_cluster_etcd_options eo = {.endpoints = &etcd, .endpoints_count = 1, .lease_ttl_s = 2};
+    ac_cluster_etcd_options eo = {.endpoints = &etcd, .endpoints_count = 1, .lease_ttl_s = 10};
+    /* The chaos stops replicas and expects them Up again as they were, and
+     * restarts etcd: no split-brain resolution (static), and a lease that
+     * rides out an etcd restart (etcd fences a node after its TTL). */
     ac_cluster_static_options seed_opts = {.seeds = seed_v, .seeds_count = (size_t)n};
     if (etcd && *etcd) {
         co.etcd_options = &eo;
@@ -98,6 +101,7 @@ static int replica_main(int index, int port, char *seeds, const char *etcd)
         co.retry_max_ms = 500;
     } else {
         co.static_options = &seed_opts;
+        co.downing = AC_CLUSTER_DOWNING_OFF;
     }
     ac_cluster *cl = r ? ac_cluster_join(sys, &co) : NULL;
     if (!cl) {

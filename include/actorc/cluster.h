@@ -7,12 +7,16 @@
  *           nodes form a full mesh, Erlang-style. A member is a node of
  *           the list (or one that connected to this node naming the same
  *           cluster) that answered; liveness is the connection and its
- *           heartbeats. No split-brain resolution: two halves of a
- *           partition each carry on with the members they see.
+ *           heartbeats. A partition is resolved by a downing strategy
+ *           (ac_cluster_downing, keep-majority by default): once the
+ *           reachability this node sees has been unchanged for
+ *           stable_after_ms, one side keeps serving and downs the
+ *           members it cannot reach, the other downs itself.
  *   etcd    each node registers <prefix>/<cluster>/members/<node-id>
  *           (address, incarnation, roles) under a lease it keeps alive,
  *           and watches the prefix for joins and leaves. A member whose
- *           lease ran out is down everywhere.
+ *           lease ran out is down everywhere; a node that cannot renew
+ *           its lease for its TTL downs itself (fencing).
  *   dns     the nodes are the addresses an SRV record (or A records and
  *           a port) resolves to, resolved again at an interval: a node
  *           is a member while a record names it, as with a Kubernetes
@@ -93,6 +97,28 @@ typedef struct ac_cluster_dns_options {
     int interval_ms;
 } ac_cluster_dns_options;
 
+/* How a partition is resolved (the static provider). Each node decides
+ * over the members it sees, once their reachability has been unchanged
+ * for stable_after_ms; the side that loses downs itself (below). */
+typedef enum ac_cluster_downing {
+    /* The side with more than half the members keeps; on a tie, the side
+     * of the member with the lowest address. The default. */
+    AC_CLUSTER_DOWNING_KEEP_MAJORITY = 0,
+    /* The side with at least quorum_size members keeps while the other
+     * side has fewer; otherwise every side downs itself. */
+    AC_CLUSTER_DOWNING_STATIC_QUORUM = 1,
+    /* The side of the oldest member (the first to join) keeps, unless it
+     * is alone there and the other side has two or more. */
+    AC_CLUSTER_DOWNING_KEEP_OLDEST = 2,
+    /* Any member unreachable past stable_after_ms: every node downs
+     * itself. */
+    AC_CLUSTER_DOWNING_DOWN_ALL = 3,
+    /* No resolution: both sides carry on with the members they see; a
+     * member lost by the remote layer is Down at once, and Up again under
+     * the same incarnation when it is back. */
+    AC_CLUSTER_DOWNING_OFF = 4,
+} ac_cluster_downing;
+
 typedef struct ac_cluster_options {
     /* The cluster's name, [A-Za-z0-9._-]{1,64}. Required. Nodes of other
      * clusters are never members. */
@@ -110,11 +136,21 @@ typedef struct ac_cluster_options {
      * and 5,000. */
     int retry_initial_ms;
     int retry_max_ms;
+    /* Split-brain resolution (static provider only: etcd fences by its
+     * lease, DNS follows its records; a downing other than the default,
+     * a stable_after_ms or a quorum_size with them is AC_EINVAL). */
+    ac_cluster_downing downing;
+    /* Reachability unchanged this long before deciding, ms (100 to
+     * 600,000); 0: the node's heartbeat timeout. */
+    int stable_after_ms;
+    /* static-quorum's size (1 to 1,024; required with it, 0 otherwise). */
+    size_t quorum_size;
 } ac_cluster_options;
 
 /* Join the cluster with the system's node (ac_node_start first). NULL
  * with the last error: AC_EINVAL naming the option (bad name, role,
- * backoff; more than one provider's options; a bad seed, endpoint,
+ * backoff, downing, stable_after_ms, quorum_size; more than one
+ * provider's options; a bad seed, endpoint,
  * prefix, TTL, DNS name, port, server or interval; etcd or DNS in a
  * build without it), AC_ENOTFOUND for a system without a node,
  * AC_EEXIST for a system that has joined (even one that left since),
@@ -151,6 +187,14 @@ typedef struct ac_member {
 
 /* Does `member` have `role`? */
 AC_API bool ac_member_has_role(const ac_member *member, const char *role);
+
+/* Downed: a node that lost a partition's resolution (or, with etcd,
+ * could not renew its lease for its TTL) downs itself. Its cluster is
+ * left (status AC_CLUSTER_LEFT, last_error saying why), its subscribers
+ * are told Down of every member (this node last), every ask waiting on
+ * another node fails at once with NodeDownError, and its cluster routers
+ * lose their remote routees. The others never take its incarnation back:
+ * to be a member again, the process restarts (a new incarnation). */
 
 /* The current members (this node included), Up or Unreachable, sorted
  * by address. Free the list with ac_member_list_free (which takes a

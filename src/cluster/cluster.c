@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cluster/cluster_internal.h"
 #include "cluster/depth.h"
@@ -25,6 +26,31 @@
 #define PART_KEY "actorc.cluster"
 
 /* ---- options ------------------------------------------------------------- */
+
+/* Split-brain resolution: the static provider's (the others have their
+ * own answer to a partition: etcd's lease, DNS's records). */
+static ac_status check_downing(const ac_cluster_options *o, const ac__provider_ops *provider)
+{
+    if ((unsigned)o->downing > AC_CLUSTER_DOWNING_OFF)
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.downing %d is not a downing "
+                                   "strategy (0..%d)", (int)o->downing, AC_CLUSTER_DOWNING_OFF);
+    if (o->stable_after_ms && (o->stable_after_ms < 100 || o->stable_after_ms > 600000))
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.stable_after_ms %d is not 0 or "
+                                   "100..600000", o->stable_after_ms);
+    bool quorum = o->downing == AC_CLUSTER_DOWNING_STATIC_QUORUM;
+    if (quorum && (o->quorum_size < 1 || o->quorum_size > 1024))
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.quorum_size %zu is not 1..1024 "
+                                   "(static-quorum needs one)", o->quorum_size);
+    if (!quorum && o->quorum_size)
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.quorum_size is set but "
+                                   "options.downing is not static-quorum");
+    if (provider->listed_only &&
+        (o->downing != AC_CLUSTER_DOWNING_KEEP_MAJORITY || o->stable_after_ms))
+        return ac__fail(AC_EINVAL, "ac_cluster_join: options.%s applies to the static provider "
+                                   "only (%s decides membership itself)",
+                        o->stable_after_ms ? "stable_after_ms" : "downing", provider->name);
+    return AC_OK;
+}
 
 static ac_status check_options(const ac_cluster_options *o, const ac__provider_ops **provider,
                                const void **provider_options)
@@ -45,6 +71,8 @@ static ac_status check_options(const ac_cluster_options *o, const ac__provider_o
                                    "options.retry_initial_ms %d", o->retry_max_ms,
                         o->retry_initial_ms);
     if (!(*provider = ac__provider_choose(o, provider_options)))
+        return ac_last_status();
+    if (check_downing(o, *provider) != AC_OK)
         return ac_last_status();
     return (*provider)->check(*provider_options);
 }
@@ -91,6 +119,7 @@ static void cluster_free(ac_cluster *c)
     free(c->view.members);
     free(c->card_text);
     free(c->card_leaving);
+    free(c->card_downed);
     free(c->name);
     free_strings(c->roles, c->roles_count);
     pthread_mutex_destroy(&c->lock);
@@ -103,12 +132,22 @@ static bool copy_options(ac_cluster *c, const ac_cluster_options *o)
     c->retry_max_ms = o->retry_max_ms ? o->retry_max_ms : 5000;
     if (c->retry_max_ms < c->retry_initial_ms)
         c->retry_max_ms = c->retry_initial_ms;
+    c->downing = o->downing;
+    c->stable_after_ms = o->stable_after_ms;
+    c->quorum_size = o->quorum_size;
     c->roles_count = o->roles_count;
     c->name = ac__strdup(o->name);
     return c->name && copy_strings(&c->roles, o->roles, o->roles_count);
 }
 
-/* This node's card, and its two texts. */
+static uint64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* This node's card, and its three texts. */
 static bool make_card(ac_cluster *c)
 {
     ac__card *k = &c->card;
@@ -116,14 +155,17 @@ static bool make_card(ac_cluster *c)
     snprintf(k->system, sizeof k->system, "%s", ac_system_name(c->system));
     snprintf(k->address, sizeof k->address, "%s", ac_node_address(c->node));
     k->incarnation = ac_node_incarnation(c->node);
+    k->up_since = wall_ms();
     k->roles_count = c->roles_count;
     for (size_t i = 0; i < c->roles_count; i++)
         snprintf(k->roles[i], sizeof k->roles[i], "%s", c->roles[i]);
     c->card_text = ac__card_encode(k, &c->card_len);
     k->flags = AC__CARD_LEAVING;
     c->card_leaving = ac__card_encode(k, &c->card_leaving_len);
+    k->flags = AC__CARD_DOWNED;
+    c->card_downed = ac__card_encode(k, &c->card_downed_len);
     k->flags = 0;
-    return c->card_text && c->card_leaving;
+    return c->card_text && c->card_leaving && c->card_downed;
 }
 
 /* ---- the node's hooks (transport thread) ---------------------------------- */
@@ -186,9 +228,29 @@ static void cluster_shut(ac_cluster *c)
     }
 }
 
+/* The system terminates without a leave: tell the members this node
+ * leaves, as the leave does, so that they down it at once instead of
+ * resolving a lost node (with two nodes, a tie). The frames go before
+ * the node's own stop closes the connections. */
+static void farewell(ac_cluster *c)
+{
+    if (atomic_load_explicit(&c->left, memory_order_acquire))
+        return; /* the leave said so */
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->view.count; i++) {
+        const ac_member *m = &c->view.members[i];
+        if (!m->self)
+            (void)ac__node_tell_system(c->node, m->address, m->incarnation, AC__CLUSTER_PATH,
+                                       AC__CLUSTER_CARD_TYPE, (const uint8_t *)c->card_leaving,
+                                       c->card_leaving_len);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 static void cluster_stop_part(void *ctx)
 {
     ac_cluster *c = ctx;
+    farewell(c);
     atomic_store_explicit(&c->stopped, true, memory_order_release);
     cluster_shut(c);
     pthread_mutex_lock(&c->lock);
@@ -247,6 +309,10 @@ static ac_cluster *cluster_new(ac_system *system, ac_node *node, const ac_cluste
         cluster_free(c);
         return ac__fail_null(AC_ENOMEM, "ac_cluster_join: out of memory");
     }
+    if (provider->listed_only)
+        c->downing = AC_CLUSTER_DOWNING_OFF;
+    if (!c->stable_after_ms)
+        c->stable_after_ms = hb;
     if (!provider_create(c, provider, provider_options)) {
         cluster_free(c);
         return NULL; /* the provider said why */
@@ -367,25 +433,34 @@ static ac_status usable(ac_cluster *c, const char *fn)
     return AC_OK;
 }
 
-ac_status ac_cluster_leave(ac_cluster *c)
+bool ac__cluster_leave_begin(ac_cluster *c, const char *why)
 {
-    if (usable(c, "ac_cluster_leave") != AC_OK)
-        return ac_last_status();
     bool was = false;
     if (!atomic_compare_exchange_strong_explicit(&c->left, &was, true, memory_order_acq_rel,
                                                  memory_order_acquire))
-        return ac__fail(AC_ESTOPPED, "ac_cluster_leave: this node has left cluster %s", c->name);
+        return false;
     ac__node_hooks_set(c->node, NULL);
     provider_stop(c);
     ac_cancel(c->tick); /* released with the rest at the system's end */
-    ac__cluster_tell_actor(c,
-                           ac__note_new(AC__NOTE_LEAVE, NULL, NULL, 0, NULL, NULL, 0));
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->subs_count; i++)
         ac_ref_release(c->subs[i]);
     c->subs_count = 0;
     c->status.state = AC_CLUSTER_LEFT;
+    if (why)
+        snprintf(c->status.last_error, sizeof c->status.last_error, "%s", why);
     pthread_mutex_unlock(&c->lock);
+    return true;
+}
+
+ac_status ac_cluster_leave(ac_cluster *c)
+{
+    if (usable(c, "ac_cluster_leave") != AC_OK)
+        return ac_last_status();
+    if (!ac__cluster_leave_begin(c, NULL))
+        return ac__fail(AC_ESTOPPED, "ac_cluster_leave: this node has left cluster %s", c->name);
+    ac__cluster_tell_actor(c,
+                           ac__note_new(AC__NOTE_LEAVE, NULL, NULL, 0, NULL, NULL, 0));
     ac_system_log(c->system, AC_LOG_INFO, "cluster %s: %s left", c->name, c->card.address);
     return AC_OK;
 }

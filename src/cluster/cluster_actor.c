@@ -18,7 +18,9 @@
  * state, nothing is torn down. It is Down when the remote layer loses
  * its incarnation (connection dropped, heartbeats stopped, a new
  * incarnation at its address), when it says it leaves, or when the
- * provider no longer lists it (listed_only). An incarnation lost by the
+ * provider no longer lists it (listed_only). With split-brain resolution
+ * on (the static provider's default, cluster_downing.c) a loss without a
+ * leave is held as Unreachable instead, until the resolver decides. An incarnation lost by the
  * remote layer while it lives (its heartbeats timed out under load, a
  * hang) is a member again when the remote layer is connected to it
  * again: the listings are tried as ever, the node that was lost says
@@ -81,6 +83,8 @@ static void emit(ac_ctx *ctx, ac_cluster *c, ac_member_event_kind kind, const ac
            "cluster %s: member actorc://%s@%s (incarnation %016" PRIx64 ") %s%s%s", c->name,
            r->system, r->address, r->incarnation, kind_name(kind), why ? ": " : "",
            why ? why : "");
+    c->reach_changed_ms = now_ms(c);
+    ac__downing_arm(ctx, c);
     ac__cluster_observe_event(c, kind, r, why);
     if (c->active_count == 0)
         return;
@@ -112,8 +116,14 @@ static void evaluate(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r)
     ac__cluster_introduce(c, r);
 }
 
+void ac__cluster_member_unreachable(ac_ctx *ctx, ac_cluster *c, const ac__member_rec *r,
+                                    const char *why)
+{
+    emit(ctx, c, AC_MEMBER_EVENT_UNREACHABLE, r, why);
+}
+
 /* No longer a member (Down told when it was one). */
-static void member_down(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const char *why)
+void ac__cluster_member_down(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const char *why)
 {
     if (!r->member)
         return;
@@ -125,9 +135,9 @@ static void member_down(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const cha
 
 /* Forget the record: Down when a member; its incarnation tombstoned when
  * it left (`tomb`), so that it is never taken back. */
-static void lose(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const char *why, bool tomb)
+void ac__cluster_lose(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const char *why, bool tomb)
 {
-    member_down(ctx, c, r, why);
+    ac__cluster_member_down(ctx, c, r, why);
     if (tomb)
         ac__tombstone(c, r);
     ac__rec_remove(c, r);
@@ -143,6 +153,16 @@ static void beat(ac_cluster *c, const char *address, uint64_t incarnation, bool 
                                AC__CLUSTER_CARD_TYPE, (const uint8_t *)card, len);
 }
 
+/* Tell a node this side downed that it is out (its beats reach us
+ * still: a healed partition, a stop shorter than the heartbeats). */
+static void tell_downed(ac_cluster *c, const char *address, uint64_t incarnation)
+{
+    const char *card = c->card_downed;
+    size_t len = c->card_downed_len;
+    (void)ac__node_tell_system(c->node, address, incarnation, AC__CLUSTER_PATH,
+                               AC__CLUSTER_CARD_TYPE, (const uint8_t *)card, len);
+}
+
 static int64_t next_backoff(const ac_cluster *c, int64_t b)
 {
     return b * 2 > c->retry_max_ms ? c->retry_max_ms : b * 2;
@@ -153,7 +173,8 @@ static void try_listings(ac_cluster *c, int64_t t)
 {
     for (size_t i = 0; i < c->listing_count; i++) {
         ac__listing *l = &c->listings[i];
-        if (t < l->next_ms || ac__rec_find(c, l->address) ||
+        const ac__member_rec *r = ac__rec_find(c, l->address);
+        if (t < l->next_ms || (r && !r->lost) ||
             (l->incarnation && ac__tombstoned(c, l->address, l->incarnation)))
             continue;
         beat(c, l->address, l->incarnation, false);
@@ -202,13 +223,14 @@ static ac__member_rec *connected_rec(ac_ctx *ctx, ac_cluster *c, const char *add
         return NULL;
     ac__member_rec *r = ac__rec_find(c, address);
     if (r && r->incarnation != incarnation) {
-        lose(ctx, c, r, "a new incarnation of it is here", true);
+        ac__cluster_lose(ctx, c, r, "a new incarnation of it is here", true);
         r = NULL;
     }
     if (!r)
         r = ac__rec_add(c, address, incarnation);
     if (r) {
         r->last_heard_ms = now_ms(c);
+        r->lost = false;
         listings_reached(c, address);
     }
     return r;
@@ -247,7 +269,8 @@ static void on_peer_down(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
         return;
     }
     if (r && r->incarnation == n->incarnation) {
-        lose(ctx, c, r, n->why, false);
+        if (!ac__downing_hold(ctx, c, r, n->why))
+            ac__cluster_lose(ctx, c, r, n->why, false);
         if (!c->provider->listed_only)
             ac__cluster_introduced(c, n->address); /* it may live: tried again */
     }
@@ -262,7 +285,17 @@ static void on_beat(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
     ac__member_rec *r = ac__rec_find(c, n->address);
     if (card.flags & AC__CARD_LEAVING) {
         if (r && r->incarnation == n->incarnation)
-            lose(ctx, c, r, "it left the cluster", true);
+            ac__cluster_lose(ctx, c, r, "it left the cluster", true);
+        return;
+    }
+    if (card.flags & AC__CARD_DOWNED) {
+        if (r && r->incarnation == n->incarnation && r->member)
+            ac__downing_self(ctx, c, "this node downed itself: the other side of a partition "
+                                     "downed it");
+        return;
+    }
+    if (ac__downing_on(c) && ac__tombstoned(c, n->address, n->incarnation)) {
+        tell_downed(c, n->address, n->incarnation);
         return;
     }
     if (!r || r->incarnation != n->incarnation)
@@ -270,6 +303,7 @@ static void on_beat(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
     if (!r)
         return;
     r->last_heard_ms = now_ms(c);
+    r->lost = false;
     if (!r->carded)
         ac__rec_set_card(r, &card);
     if (r->member && r->status == AC_MEMBER_UNREACHABLE) {
@@ -318,6 +352,9 @@ static void on_tick(ac_ctx *ctx, ac_cluster *c)
         }
         check_silence(ctx, c, t);
     }
+    ac__downing_tick(ctx, c, t);
+    if (c->ended)
+        return; /* this node downed itself */
     if (c->provider->tick)
         c->provider->tick(c->provider_state);
     ac__cluster_intros_prune(c);
@@ -349,7 +386,7 @@ static void on_unlisted(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
     ac__listing_remove(c, l);
     ac__member_rec *r = ac__rec_find(c, n->address);
     if (r && !r->self && c->provider->listed_only && !ac__listed(c, r))
-        member_down(ctx, c, r, n->why ? n->why : "it is no longer listed");
+        ac__cluster_member_down(ctx, c, r, n->why ? n->why : "it is no longer listed");
 }
 
 /* ---- subscribers -------------------------------------------------------- */
@@ -444,7 +481,7 @@ static void on_terminated(ac_cluster *c, ac_ref *who)
 
 /* ---- leaving ------------------------------------------------------------ */
 
-static void on_leave(ac_ctx *ctx, ac_cluster *c)
+void ac__cluster_end(ac_ctx *ctx, ac_cluster *c, const char *why, bool farewell)
 {
     if (c->ended)
         return;
@@ -456,13 +493,13 @@ static void on_leave(ac_ctx *ctx, ac_cluster *c)
             self = r;
             continue;
         }
-        if (r->carded)
+        if (r->carded && farewell)
             beat(c, r->address, r->incarnation, true);
-        member_down(ctx, c, r, "this node left the cluster");
+        ac__cluster_member_down(ctx, c, r, why);
     }
     if (self) {
         self->member = true; /* so that its Down is told */
-        member_down(ctx, c, self, "this node left the cluster");
+        ac__cluster_member_down(ctx, c, self, why);
     }
     while (c->active_count) {
         ac_unwatch(ctx, c->active[c->active_count - 1]);
@@ -504,7 +541,13 @@ static void cluster_receive(ac_ctx *ctx, ac_msg *msg)
         on_subscribers(ctx, c);
         break;
     case AC__NOTE_LEAVE:
-        on_leave(ctx, c);
+        ac__cluster_end(ctx, c, "this node left the cluster", true);
+        break;
+    case AC__NOTE_DECIDE:
+        ac__downing_tick(ctx, c, now_ms(c));
+        break;
+    case AC__NOTE_DOWN_SELF:
+        ac__downing_self(ctx, c, n->why ? n->why : "fenced");
         break;
     case AC__NOTE_LISTED:
         on_listed(ctx, c, n);

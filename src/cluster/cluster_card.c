@@ -8,8 +8,12 @@
  *   <system name>
  *   <address>            host:port
  *   <incarnation>        16 hex digits
- *   <flags>              decimal; 1: the node leaves the cluster
+ *   <flags>              decimal; 1: the node leaves the cluster; 2: the
+ *                        node it is sent to was downed by the sender's side
  *   <role>,<role>,...    may be empty
+ *   <up since>           decimal ms of its wall clock at join (optional:
+ *                        keep-oldest's age; a card without it is of
+ *                        unknown age)
  *
  * Every field is checked as the options are at join; a card that breaks
  * any rule is refused whole.
@@ -61,9 +65,9 @@ char *ac__card_encode(const ac__card *card, size_t *len)
     char *text = ac__malloc(CARD_MAX);
     if (!text)
         return NULL;
-    int n = snprintf(text, CARD_MAX, CARD_MAGIC "\n%s\n%s\n%s\n%016" PRIx64 "\n%u\n%s\n",
-                     card->cluster, card->system, card->address, card->incarnation, card->flags,
-                     roles);
+    int n = snprintf(text, CARD_MAX, CARD_MAGIC "\n%s\n%s\n%s\n%016" PRIx64 "\n%u\n%s\n%" PRIu64
+                     "\n", card->cluster, card->system, card->address, card->incarnation,
+                     card->flags, roles, card->up_since);
     if (n < 0 || n >= CARD_MAX) {
         free(text);
         return NULL;
@@ -118,6 +122,19 @@ static bool parse_roles(char *line, ac__card *out)
     return true;
 }
 
+/* The optional last line, the age; true when it is well formed or absent
+ * and nothing follows. */
+static bool up_since_line(const char **p, const char *end, ac__card *out)
+{
+    char text[24], *tend;
+    if (*p == end)
+        return true;
+    if (!next_line(p, end, text, sizeof text) || *p != end || !*text || *text == '-')
+        return false;
+    out->up_since = strtoull(text, &tend, 10);
+    return *tend == '\0';
+}
+
 bool ac__card_decode(const uint8_t *body, size_t len, ac__card *out)
 {
     char line[AC__CLUSTER_MAX_ROLES * (AC__CLUSTER_MAX_TEXT + 1) + 1];
@@ -133,7 +150,7 @@ bool ac__card_decode(const uint8_t *body, size_t len, ac__card *out)
         !next_line(&p, end, out->system, sizeof out->system) ||
         !next_line(&p, end, out->address, sizeof out->address) ||
         !next_line(&p, end, inc, sizeof inc) || !next_line(&p, end, flags, sizeof flags) ||
-        !next_line(&p, end, line, sizeof line) || p != end)
+        !next_line(&p, end, line, sizeof line) || !up_since_line(&p, end, out))
         return false;
     if (!ac__cluster_name_ok(out->cluster) || !system_ok(out->system) ||
         !ac__host_port_ok(out->address) || !parse_hex64(inc, &out->incarnation))

@@ -17,6 +17,7 @@
 #define AC__CLUSTER_MAX_TEXT 64 /* a name, a role, a system name */
 
 #define AC__CARD_LEAVING 1u /* the node leaves the cluster */
+#define AC__CARD_DOWNED 2u  /* to a node the sender's side downed: it is out */
 
 typedef struct ac__card {
     char cluster[AC__CLUSTER_MAX_TEXT + 1];
@@ -24,6 +25,7 @@ typedef struct ac__card {
     char address[256];
     uint64_t incarnation;
     unsigned flags;
+    uint64_t up_since; /* when it joined, ms of its wall clock; 0: not said */
     char roles[AC__CLUSTER_MAX_ROLES][AC__CLUSTER_MAX_TEXT + 1];
     size_t roles_count;
 } ac__card;

@@ -3,7 +3,9 @@
  * the actor that owns the membership; cluster_members.c: its records;
  * cluster_card.c: how a node describes itself to the others;
  * cluster_view.c: member lists and MemberEvents; provider.c: the
- * provider seam, provider.h, and the providers behind it).
+ * provider seam, provider.h, and the providers behind it;
+ * cluster_downing.c: split-brain resolution and a node downing itself,
+ * over the decision of sbr.c).
  *
  * Who calls whom, one way only: cluster.c starts the actor and the
  * provider; the actor calls the provider's tick and member_up through
@@ -77,6 +79,8 @@ typedef struct ac__member_rec {
     bool self;
     bool member;     /* Up or Unreachable, events told */
     bool carded;     /* its card (cluster, system, roles) is known */
+    bool lost;       /* the remote layer lost it; Unreachable until resolved */
+    uint64_t up_since; /* its card's age, for keep-oldest */
     int64_t last_heard_ms;   /* a beat or its hello, on the system's clock */
 } ac__member_rec;
 
@@ -109,6 +113,8 @@ typedef enum ac__note_kind {
     AC__NOTE_LISTED,     /* the provider: a node at an address */
     AC__NOTE_UNLISTED,   /* the provider: no longer listed */
     AC__NOTE_INTRO,      /* another member's members, told to /system/cluster */
+    AC__NOTE_DOWN_SELF,  /* the provider: this node must down itself (fencing) */
+    AC__NOTE_DECIDE,     /* the resolver's timer: stable_after past a member event */
 } ac__note_kind;
 
 typedef struct ac__note {
@@ -158,6 +164,9 @@ struct ac_cluster {
      * tick, AC__CLUSTER_BEAT_MS, with the default heartbeats); the
      * actor's. */
     unsigned beat_every, beat_ticks;
+    ac_cluster_downing downing; /* OFF unless the provider is static */
+    int stable_after_ms;
+    size_t quorum_size;
 
     /* The provider: its ops and state, set before its start (the
      * actor's turns read them after: the provider's first note, or the
@@ -172,6 +181,8 @@ struct ac_cluster {
     size_t card_len;
     char *card_leaving; /* the beat that says it leaves */
     size_t card_leaving_len;
+    char *card_downed; /* the beat that tells a downed node so */
+    size_t card_downed_len;
 
     atomic_bool left; /* ac_cluster_leave began */
     atomic_bool stopped; /* the part stopped: the system terminates */
@@ -189,6 +200,7 @@ struct ac_cluster {
     } tombstones[AC__CLUSTER_TOMBSTONES];
     size_t tombstone_next;
     bool ended; /* the actor handled the leave */
+    int64_t reach_changed_ms; /* the last member event (the resolver's stable period) */
 
     /* Published: any thread, under the lock. */
     pthread_mutex_t lock;
@@ -203,6 +215,36 @@ struct ac_cluster {
 
 /* cluster_actor.c */
 ac_ref *ac__cluster_actor_spawn(ac_cluster *c);
+/* In the actor's turn: r is no longer a member (Down told when it was). */
+void ac__cluster_member_down(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const char *why);
+/* In the actor's turn: tell r's Unreachable (its status set, published). */
+void ac__cluster_member_unreachable(ac_ctx *ctx, ac_cluster *c, const ac__member_rec *r,
+                                    const char *why);
+/* In the actor's turn: r forgotten, Down first; `tomb`: never again. */
+void ac__cluster_lose(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const char *why, bool tomb);
+/* In the actor's turn: every member Down (this node last), subscribers
+ * dropped; `farewell`: the others told it leaves. */
+void ac__cluster_end(ac_ctx *ctx, ac_cluster *c, const char *why, bool farewell);
+
+/* cluster.c: leave as ac_cluster_leave does, `why` in the status's
+ * last_error (NULL: none). False when left already. Any thread. */
+bool ac__cluster_leave_begin(ac_cluster *c, const char *why);
+
+/* cluster_downing.c, in the actor's turns. Is split-brain resolution on? */
+bool ac__downing_on(const ac_cluster *c);
+/* The remote layer lost r (not a leave): held Unreachable for the
+ * resolver when it is on and r a member (true), else false. */
+bool ac__downing_hold(ac_ctx *ctx, ac_cluster *c, ac__member_rec *r, const char *why);
+/* A member event came: decide again stable_after_ms from now (a timer;
+ * the tick checks too). */
+void ac__downing_arm(ac_ctx *ctx, ac_cluster *c);
+/* Every tick and at the timer: decide, once reachability has been stable
+ * long enough. */
+void ac__downing_tick(ac_ctx *ctx, ac_cluster *c, int64_t now_ms);
+/* This node downs itself: asks on the others failed, the cluster left,
+ * every member Down. Also a note (AC__NOTE_DOWN_SELF) from the etcd
+ * provider's fencing. */
+void ac__downing_self(ac_ctx *ctx, ac_cluster *c, const char *why);
 
 /* cluster_members.c: the actor's records and listings, in its turns
  * (and at join and free, before and after the actor). */

@@ -113,6 +113,7 @@ bool ac__rec_set_card(ac__member_rec *r, const ac__card *card)
     r->system = system;
     r->roles = roles;
     r->roles_count = card->roles_count;
+    r->up_since = card->up_since;
     r->carded = true;
     return true;
 }

@@ -144,6 +144,12 @@ typedef struct ac__etcd_reg_info {
     int64_t lease_id;      /* the lease held; 0 when none */
     uint64_t registrations; /* times the key was put under a new lease */
     uint64_t failures;     /* failed attempts, in all */
+    /* When the request that last granted or kept alive the lease was
+     * sent (ms of ac__now_ns, monotonic; 0: never), and the lease's TTL
+     * as granted: etcd forgets the lease ttl_s after renewed_ms at the
+     * latest, unless renewed again (a holder's fencing reads these). */
+    uint64_t renewed_ms;
+    int64_t ttl_s;
 } ac__etcd_reg_info;
 
 /* Start a thread that grants a lease of ttl_s seconds (1 to

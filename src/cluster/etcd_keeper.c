@@ -68,6 +68,15 @@ static void set_registered(ac__etcd_reg *r, bool fresh)
     pthread_mutex_unlock(&r->t.lock);
 }
 
+/* The lease was granted or kept alive by a request sent at `asked`. */
+static void set_renewed(ac__etcd_reg *r, uint64_t asked)
+{
+    pthread_mutex_lock(&r->t.lock);
+    r->info.renewed_ms = asked;
+    r->info.ttl_s = r->granted_ttl_s;
+    pthread_mutex_unlock(&r->t.lock);
+}
+
 /* Record a failure and say so to on_retry; the delay before the next
  * attempt is returned. */
 static uint64_t note_failure(ac__etcd_reg *r, ac_status st, const char *msg, uint64_t delay_ms)
@@ -103,9 +112,12 @@ static void retry_later(ac__etcd_reg *r, ac_status st, const char *msg, uint64_t
 static void grant(ac__etcd_reg *r)
 {
     ac__etcd_err err;
+    uint64_t asked = now_ms();
     ac_status st = ac__etcd_grant_in(r->e, &r->t.stop, r->ttl_s, &r->lease, &r->granted_ttl_s,
                                      &err);
-    if (st != AC_OK && st != AC_ETERMINATED)
+    if (st == AC_OK)
+        set_renewed(r, asked);
+    else if (st != AC_ETERMINATED)
         retry_later(r, st, err.msg, UINT64_MAX);
 }
 
@@ -135,8 +147,10 @@ static void keep_alive(ac__etcd_reg *r)
         return;
     ac__etcd_err err;
     int64_t ttl = 0;
+    uint64_t asked = now_ms();
     ac_status st = ac__etcd_keepalive_in(r->e, &r->t.stop, r->lease, &ttl, &err);
     if (st == AC_OK) {
+        set_renewed(r, asked);
         r->next_keepalive_ms = now_ms() + keepalive_interval_ms(r);
         if (r->backoff.attempt > 0) {
             ac__etcd_backoff_reset(&r->backoff);

@@ -98,6 +98,15 @@ ac_status ac__provider_unlist(ac_cluster *c, const char *address, uint64_t incar
     return tell_listing(c, AC__NOTE_UNLISTED, address, incarnation, why);
 }
 
+void ac__provider_down_self(ac_cluster *c, const char *why)
+{
+    ac_msg *msg = ac__note_new(AC__NOTE_DOWN_SELF, NULL, NULL, 0, why, NULL, 0);
+    if (!msg)
+        ac_system_log(c->system, AC_LOG_ERROR, "cluster %s: out of memory: cannot down this "
+                      "node (%s)", c->name, why);
+    ac__cluster_tell_actor(c, msg);
+}
+
 /* ---- the provider's health ------------------------------------------------ */
 
 void ac__provider_failed(ac_cluster *c, bool degrade, const char *fmt, ...)

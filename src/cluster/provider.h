@@ -122,6 +122,10 @@ ac_status ac__provider_unlist(ac_cluster *cluster, const char *address, uint64_t
  * ac__provider_ok. */
 void ac__provider_failed(ac_cluster *cluster, bool degrade, const char *fmt, ...)
     AC_PRINTF(3, 4);
+/* This node must down itself (the etcd provider's fencing: its lease
+ * could not be renewed for its TTL): the cluster actor does it in its
+ * turn, as the split-brain resolver's losing side does. */
+void ac__provider_down_self(ac_cluster *cluster, const char *why);
 /* The provider is reached and well: JOINED (unless left). */
 void ac__provider_ok(ac_cluster *cluster);
 

@@ -19,7 +19,11 @@
  * keeper's and the watcher's threads call the cluster (provider.h): a
  * value that is not a member (malformed, or not matching its key) is
  * ignored with a warning; a retry is counted in the cluster's status.
- * The actor's timer (tick) reads their state to say JOINED (both well).
+ * The actor's timer (tick) reads their state to say JOINED (both well),
+ * and fences: a lease not renewed for its TTL (counted from when the
+ * last renewal that worked was sent) is gone in etcd, so this node
+ * downs itself (provider.h, ac__provider_down_self) rather than serve
+ * as a member the others no longer list.
  * `lock` guards reg and watch, which stop takes away while a tick may
  * read them; nothing is called with it held but their status reads.
  *
@@ -40,6 +44,7 @@ static const void *etcd_options_of(const ac_cluster_options *o) { return o->etcd
 #include <jansson.h>
 
 #include "cluster/etcd.h"
+#include "core/clock.h"
 
 #define DEFAULT_PREFIX "/actorc"
 #define DEFAULT_TTL_S 5
@@ -56,6 +61,7 @@ typedef struct etcd_state {
     pthread_mutex_t lock;
     ac__etcd_reg *reg;     /* under the lock: cleared at stop */
     ac__etcd_watch *watch; /* as reg */
+    bool fenced; /* the tick's: this node was told to down itself */
 } etcd_state;
 
 /* ---- options ----------------------------------------------------------------- */
@@ -309,18 +315,39 @@ static ac_status etcd_start(void *state)
     return AC_OK;
 }
 
-/* Say JOINED when the keeper and the watcher are both well. */
+/* Fencing: a lease not renewed for its TTL is gone in etcd (its key
+ * with it, so the others see this node Down); this node must not go on
+ * serving as a member, so it downs itself, once. */
+static void fence_if_expired(etcd_state *e, const ac__etcd_reg_info *ri)
+{
+    uint64_t now = ac__now_ns() / 1000000u;
+    if (e->fenced || !ri->renewed_ms || ri->ttl_s <= 0 ||
+        now - ri->renewed_ms <= (uint64_t)ri->ttl_s * 1000u)
+        return;
+    e->fenced = true;
+    char why[160];
+    snprintf(why, sizeof why, "this node downed itself: its etcd lease was not renewed for its "
+             "TTL (%" PRId64 " s)", ri->ttl_s);
+    ac__provider_down_self(e->env.cluster, why);
+}
+
+/* Say JOINED when the keeper and the watcher are both well; fence when
+ * the lease is gone. */
 static void etcd_tick(void *state)
 {
     etcd_state *e = state;
     ac__etcd_reg_info ri;
     ac__etcd_watch_info wi;
-    bool ok = false;
+    bool ok = false, have_reg = false;
     pthread_mutex_lock(&e->lock);
-    if (e->reg && e->watch && ac__etcd_reg_status(e->reg, &ri) == AC_OK &&
-        ac__etcd_watch_status(e->watch, &wi) == AC_OK)
-        ok = ri.state == AC__ETCD_REG_REGISTERED && wi.state == AC__ETCD_WATCH_WATCHING;
+    if (e->reg && ac__etcd_reg_status(e->reg, &ri) == AC_OK) {
+        have_reg = true;
+        ok = e->watch && ac__etcd_watch_status(e->watch, &wi) == AC_OK &&
+             ri.state == AC__ETCD_REG_REGISTERED && wi.state == AC__ETCD_WATCH_WATCHING;
+    }
     pthread_mutex_unlock(&e->lock);
+    if (have_reg)
+        fence_if_expired(e, &ri);
     if (ok)
         ac__provider_ok(e->env.cluster);
 }

@@ -1,7 +1,8 @@
 /*
  * What the cluster layer sees of a node (node_internal.h): hooks told
  * when a peer's incarnation is up or lost and when a frame comes for a
- * "/system/..." path, and a way to send such frames to an address.
+ * "/system/..." path, a way to send such frames to an address, and a
+ * way to fail the asks waiting on a peer the cluster has downed.
  *
  * The hooks live in one atomic pointer: set and cleared from any thread,
  * read by the transport thread at each call. Whoever sets them keeps the
@@ -31,6 +32,18 @@ ac_status ac__node_hooks_set(ac_node *node, const ac__node_hooks *hooks)
                                                  memory_order_acq_rel, memory_order_acquire))
         return ac__fail(AC_EEXIST, "node %s already serves a cluster", node->address);
     return AC_OK;
+}
+
+size_t ac__node_fail_asks(ac_node *node, uint64_t incarnation, const char *why)
+{
+    ac__peer *peer = node && incarnation ? ac__peer_by_inc(node, incarnation) : NULL;
+    if (!peer)
+        return 0;
+    ac_error *err = ac__node_down_error(peer, why);
+    size_t n = ac__corr_fail_peer(node, peer, err);
+    ac_error_release(err);
+    ac__peer_release(peer);
+    return n;
 }
 
 int ac__node_heartbeat_timeout_ms(const ac_node *node)

@@ -458,6 +458,11 @@ AC__SPI ac_status ac__node_hooks_set(ac_node *node, const ac__node_hooks *hooks)
 AC__SPI ac_status ac__node_tell_system(ac_node *node, const char *address, uint64_t incarnation,
                                        const char *path, const char *type_name,
                                        const uint8_t *body, size_t len);
+/* Fail every ask waiting on the node of `incarnation` with a
+ * NodeDownError saying `why`, at once (its connection stays: the
+ * cluster layer downed it, or this node downed itself). How many
+ * failed; 0 for an incarnation not connected. Any thread. */
+AC__SPI size_t ac__node_fail_asks(ac_node *node, uint64_t incarnation, const char *why);
 /* The node's heartbeat timeout, ms (its options, defaults applied). */
 AC__SPI int ac__node_heartbeat_timeout_ms(const ac_node *node);
 /* Has the node begun to stop? */

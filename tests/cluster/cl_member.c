@@ -21,9 +21,14 @@
 volatile sig_atomic_t cl_member_quit;
 
 /* One member: where it prints. */
+#define MAX_ASKS 8
+
 typedef struct member {
     int out_fd;
     pthread_mutex_t lock;
+    ac_future *asks[MAX_ASKS]; /* the serving thread's */
+    int ask_count;
+    ac_ref *router; /* --router */
 } member;
 
 static void say(member *m, const char *fmt, ...) AC_PRINTF(2, 3);
@@ -120,7 +125,21 @@ typedef struct args {
     ac_cluster_static_options seeds;
     ac_cluster_etcd_options etcd;
     const char *roles[MAX_LIST], *seed_v[MAX_LIST], *etcd_v[MAX_LIST];
+    bool router; /* a round-robin cluster router over every member's sink */
 } args;
+
+static int parse_downing(const char *name, ac_cluster_downing *out)
+{
+    static const char *const names[] = {"keep-majority", "static-quorum", "keep-oldest",
+                                        "down-all", "off"};
+    for (int i = 0; i < 5; i++)
+        if (strcmp(name, names[i]) == 0) {
+            *out = (ac_cluster_downing)i;
+            return 0;
+        }
+    fprintf(stderr, "test-cluster-node: bad --downing %s\n", name);
+    return 2;
+}
 
 static int parse(args *a, int argc, char **argv)
 {
@@ -132,6 +151,10 @@ static int parse(args *a, int argc, char **argv)
             a->system = argv[++i];
         } else if (strcmp(arg, "--bind") == 0 && one) {
             a->bind = argv[++i];
+        } else if (strcmp(arg, "--router") == 0) {
+            a->router = true;
+        } else if (strcmp(arg, "--insecure") == 0) {
+            a->node.insecure = true;
         } else if (strcmp(arg, "--hb") == 0 && two) {
             a->node.heartbeat_ivl_ms = atoi(argv[++i]);
             a->node.heartbeat_timeout_ms = atoi(argv[++i]);
@@ -149,6 +172,13 @@ static int parse(args *a, int argc, char **argv)
             a->etcd.prefix = argv[++i];
         } else if (strcmp(arg, "--ttl") == 0 && one) {
             a->etcd.lease_ttl_s = atoi(argv[++i]);
+        } else if (strcmp(arg, "--downing") == 0 && one) {
+            if (parse_downing(argv[++i], &c->downing) != 0)
+                return 2;
+        } else if (strcmp(arg, "--stable") == 0 && one) {
+            c->stable_after_ms = atoi(argv[++i]);
+        } else if (strcmp(arg, "--quorum") == 0 && one) {
+            c->quorum_size = (size_t)atoi(argv[++i]);
         } else if (strcmp(arg, "--retry") == 0 && two) {
             c->retry_initial_ms = atoi(argv[++i]);
             c->retry_max_ms = atoi(argv[++i]);
@@ -161,6 +191,63 @@ static int parse(args *a, int argc, char **argv)
     a->seeds.seeds = a->seed_v;
     a->etcd.endpoints = a->etcd_v;
     return 0;
+}
+
+/* An actor that never answers: what the others' asks wait on. */
+static void sink_receive(ac_ctx *ctx, ac_msg *msg)
+{
+    (void)ctx;
+    (void)msg;
+}
+static const ac_actor_def sink_def = {.name = "Sink", .receive = sink_receive};
+
+static void on_answer(const ac_answer *answer, void *user)
+{
+    member *me = user;
+    if (answer->error)
+        say(me, "ANSWER %s %s", ac_error_name(answer->error), ac_error_message(answer->error));
+    else
+        say(me, "ANSWER reply");
+}
+
+/* "ask <system> <address>": ask that node's sink (it never answers), for
+ * up to two minutes; "ANSWER <error name>" when it settles. */
+static void ask_sink(member *me, ac_system *sys, const char *line)
+{
+    char system[80], address[160], path[300];
+    if (sscanf(line, "ask %79s %159s", system, address) != 2 || me->ask_count == MAX_ASKS) {
+        say(me, "ASKED error");
+        return;
+    }
+    snprintf(path, sizeof path, "actorc://%s@%s/user/sink", system, address);
+    ac_ref *ref = ac_node_resolve(ac_system_node(sys), path);
+    ac_future *f = ref ? ac_ask(ref, ac_msg_str_new("wait"), 120000) : NULL;
+    ac_ref_release(ref);
+    if (!f) {
+        say(me, "ASKED error %s", ac_last_error());
+        return;
+    }
+    me->asks[me->ask_count++] = f;
+    say(me, "ASKED %s", address);
+    ac_future_on_complete(f, on_answer, me);
+}
+
+/* "routees": ROUTEES <count> <path>... of the cluster router. */
+static void print_routees(member *me)
+{
+    ac_answer a;
+    if (!me->router ||
+        ac_ask_wait(me->router, ac_router_get_routees_msg(), 5000, &a) != AC_OK) {
+        say(me, "ROUTEES error");
+        return;
+    }
+    char paths[1024] = "";
+    size_t n = ac_routees_count(a.reply), len = 0;
+    for (size_t i = 0; i < n && len < sizeof paths; i++)
+        len += (size_t)snprintf(paths + len, sizeof paths - len, " %s",
+                                ac_ref_path(ac_routees_at(a.reply, i)));
+    ac_answer_release(&a);
+    say(me, "ROUTEES %zu%s", n, paths);
 }
 
 /* Answer commands until the input closes. */
@@ -179,6 +266,10 @@ static bool serve(member *me, int in_fd, ac_system *sys, ac_cluster *c)
             print_status(me, c);
         else if (strcmp(line, "leave") == 0)
             say(me, "LEFT %s", ac_status_name(ac_cluster_leave(c)));
+        else if (strcmp(line, "routees") == 0)
+            print_routees(me);
+        else if (strncmp(line, "ask ", 4) == 0)
+            ask_sink(me, sys, line);
         else if (strcmp(line, "crash") == 0) {
             ac_node_stop(ac_system_node(sys));
             crashed = true;
@@ -209,14 +300,23 @@ int cl_member_main(int in_fd, int out_fd, int argc, char **argv)
     }
     say(&me, "READY %s %016llx", ac_node_address(node), (unsigned long long)ac_node_incarnation(node));
     ac_ref *printer = ac_spawn(sys, ac_props_new(&printer_def, &me), "printer");
+    ac_ref_release(ac_spawn(sys, ac_props_new(&sink_def, NULL), "sink"));
     ac_cluster *c = printer ? ac_cluster_join(sys, &a.cluster) : NULL;
     if (!c || ac_cluster_subscribe(c, printer) != AC_OK) {
         fprintf(stderr, "test-cluster-node: %s\n", ac_last_error());
         ac_system_terminate(sys);
         return 2;
     }
+    if (a.router) {
+        ac_cluster_router_options ro = {.path = "/user/sink"};
+        ac_props *props = ac_cluster_router_round_robin(c, &ro);
+        me.router = props ? ac_spawn(sys, props, "router") : NULL;
+    }
     serve(&me, in_fd, sys, c);
+    ac_ref_release(me.router);
     ac_ref_release(printer);
     ac_system_terminate(sys);
+    for (int i = 0; i < me.ask_count; i++)
+        ac_future_release(me.asks[i]);
     return 0;
 }

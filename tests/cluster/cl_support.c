@@ -55,6 +55,29 @@ bool cl_start(cl_node *n, int port, const char *const *args)
     return rt_inproc() ? rt_local_start(&n->proc, cl_member_main, argv) : rt_start(&n->proc, argv);
 }
 
+bool cl_start_in(cl_node *n, const char *ip, const char *ns, const char *host, int port,
+                 const char *const *args)
+{
+    char bind[64];
+    const char *argv[40];
+    int k = 0;
+    snprintf(bind, sizeof bind, "tcp://%s:%d", host, port);
+    argv[k++] = "netns";
+    argv[k++] = "exec";
+    argv[k++] = ns;
+    argv[k++] = ACTORC_TEST_NODE;
+    argv[k++] = "--bind";
+    argv[k++] = bind;
+    argv[k++] = "--insecure";
+    for (int i = 0; args && args[i] && k < 39; i++)
+        argv[k++] = args[i];
+    argv[k] = NULL;
+    memset(n, 0, sizeof *n);
+    n->port = port;
+    signal(SIGPIPE, SIG_IGN);
+    return rt_spawn(&n->proc, ip, argv);
+}
+
 void cl_end(cl_node *n, int sig)
 {
     rt_end(&n->proc, sig); /* a member of this process: its thread */

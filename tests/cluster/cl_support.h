@@ -30,6 +30,11 @@ const char *cl_addr(int port, char *buf, size_t cap);
 /* Start the node program bound to 127.0.0.1:port with `args` after
  * --bind (NULL-terminated). False when it did not say READY. */
 bool cl_start(cl_node *n, int port, const char *const *args);
+/* The same in network namespace `ns` (ip netns exec, through the ip(8)
+ * at `ip`), bound to tcp://host:port with --insecure (no CURVE keys on a
+ * private address). */
+bool cl_start_in(cl_node *n, const char *ip, const char *ns, const char *host, int port,
+                 const char *const *args);
 /* End it (rt_end: sig, or 0 to close its input) and forget its lines. */
 void cl_end(cl_node *n, int sig);
 

@@ -2,8 +2,10 @@
  * The etcd provider across real processes and a real etcd on 127.0.0.1:
  * three nodes register and see each other Up; each one's key and value
  * are as documented; kill -9 of one is Down everywhere within the lease
- * TTL and a second; etcd killed and restarted under the nodes costs no
- * member, and a node that joins afterwards is seen (the watch resumed);
+ * TTL and a second; etcd killed and restarted under the nodes, within
+ * their lease TTL, costs no member, and a node that joins afterwards is
+ * seen (the watch resumed); etcd gone for longer than the TTL fences
+ * every node (each downs itself);
  * etcd unreachable at join is a clear status, not a hang, and the
  * cluster forms once etcd comes.
  */
@@ -63,15 +65,18 @@ static int teardown(void **state)
     return 0;
 }
 
-static void start(int i)
+/* Node i with a lease of ttl seconds. */
+static void start_ttl(int i, const char *ttl)
 {
     char system[8];
     snprintf(system, sizeof system, "n%d", i);
     const char *args[] = {"--system", system, "--hb", "200", "1000", "--cluster", "etcdc",
                           "--role", "worker", "--etcd", etcd->url, "--prefix", "/test",
-                          "--ttl", "2", "--retry", "50", "500", NULL};
+                          "--ttl", ttl, "--retry", "50", "500", NULL};
     assert_true(cl_start(&nodes[i], ports[i], args));
 }
+
+static void start(int i) { start_ttl(i, "2"); }
 
 static int sees_up(int i, int j, int ms)
 {
@@ -179,13 +184,15 @@ static void test_join_kill(void **state)
     assert_int_equal(ac__etcd_close(e), AC_OK);
 }
 
+/* etcd down for less than the lease TTL (15 s here, room for a restart
+ * on a loaded machine): nobody fences, nobody is lost. */
 static void test_etcd_restarted(void **state)
 {
     (void)state;
     etcd = eh_start();
     assert_non_null(etcd);
     for (int i = 0; i < 3; i++)
-        start(i);
+        start_ttl(i, "15");
     all_see_all(3);
     for (int i = 0; i < 3; i++)
         assert_true(status_is(i, "STATUS joined", UP_MS));
@@ -204,8 +211,35 @@ static void test_etcd_restarted(void **state)
         assert_int_equal(count_lines(i, "EVENT down"), 0);
         assert_true(members_are(i, 3));
     }
-    start(3);
+    start_ttl(3, "15");
     all_see_all(4);
+}
+
+/* Fencing: etcd gone for good, so no node can renew its lease; past the
+ * TTL each downs itself: Down of the other and of itself, its cluster
+ * left, the lease named in its status. */
+static void test_fenced_without_etcd(void **state)
+{
+    (void)state;
+    etcd = eh_start();
+    assert_non_null(etcd);
+    for (int i = 0; i < 2; i++)
+        start(i);
+    all_see_all(2);
+    for (int i = 0; i < 2; i++)
+        assert_true(status_is(i, "STATUS joined", UP_MS));
+    double t0 = cl_now_ms();
+    eh_kill(etcd);
+    for (int i = 0; i < 2; i++) {
+        for (int j = 0; j < 2; j++)
+            assert_true(cl_event(&nodes[i], 0, DOWN_MS * 3, "down", addrs[j],
+                                 nodes[j].proc.incarnation) >= 0);
+        assert_true(status_is(i, "STATUS left", UP_MS));
+        const char *st = cl_ask(&nodes[i], "status", "STATUS", 5000);
+        assert_non_null(st);
+        assert_non_null(strstr(st, "etcd lease was not renewed"));
+    }
+    printf("# etcd gone: both fenced after %.0f ms (TTL %d s)\n", cl_now_ms() - t0, TTL_S);
 }
 
 static void test_etcd_unreachable_at_join(void **state)
@@ -246,6 +280,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_join_kill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_etcd_restarted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_etcd_unreachable_at_join, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fenced_without_etcd, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

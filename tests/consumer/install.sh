@@ -32,7 +32,7 @@ if [ -e "$libdir/libactorc-remote.so" ]; then
     # src/remote/node_internal.h; not API).
     leaked=$(nm -D --defined-only "$libdir/libactorc-remote.so" | awk '{print $NF}' |
         grep -v -E '^(_init|_fini|_edata|_end|__bss_start)$' | grep -v -E '^ac_(node_|ref_is_remote$|system_node$)' |
-        grep -v -E '^ac__node_(hooks_set|tell_system|heartbeat_timeout_ms|stopping)$' || true)
+        grep -v -E '^ac__node_(hooks_set|tell_system|fail_asks|heartbeat_timeout_ms|stopping)$' || true)
     [ -z "$leaked" ] || fail "libactorc-remote.so exports more than ac_node_*, ac_system_node, ac_ref_is_remote and the cluster hooks: $leaked"
     links "$libdir/libactorc-remote.so" 'libactorc\.so' 'libzmq' 'libcbor'
     step "libactorc-remote: the node alone, linking libactorc, libzmq and libcbor"
