@@ -100,7 +100,7 @@ for r in $(seq 1 "$RUNS"); do
   fi
   if [ -n "$MEMBERS_LOAD" ]; then
     echo "# run $r members_load" >> "$OUT"
-    timeout 900 "$MEMBERS_LOAD" >> "$OUT"
+    timeout 1600 "$MEMBERS_LOAD" >> "$OUT"
   fi
   if [ -n "$PARTITION_BENCH" ]; then
     echo "# run $r partition" >> "$OUT"
