@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Build and run actorc's benchmarks, like the peers' run.sh.
-#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem + remote + cluster + fault + members + scale + partition), then aggregate
+#   RUNS=5 bench/run.sh               # 5 runs of (suite + mem + remote + cluster + fault + members), then aggregate
+#   SCALE=1 bench/run.sh              # also the scale and partition runs (64 processes,
+#                                     # 1,000 etcd members, namespaces): minutes each, no
+#                                     # peer counterpart, so not in every compare round
 #   OUT=file RUNS=1 NO_AGGREGATE=1 bench/run.sh   # append raw output to file
 # BUILD_DIR: the CMake build directory (default: build/release at the
 # repository root, which `make build` shares). One without a cache yet is
@@ -94,15 +97,15 @@ for r in $(seq 1 "$RUNS"); do
     echo "# run $r members" >> "$OUT"
     timeout 900 "$MEMBERS_BENCH" >> "$OUT"
   fi
-  if [ -n "$SCALE_BENCH" ]; then
+  if [ -n "${SCALE:-}" ] && [ -n "$SCALE_BENCH" ]; then
     echo "# run $r scale" >> "$OUT"
     timeout 600 "$SCALE_BENCH" >> "$OUT"
   fi
-  if [ -n "$MEMBERS_LOAD" ]; then
+  if [ -n "${SCALE:-}" ] && [ -n "$MEMBERS_LOAD" ]; then
     echo "# run $r members_load" >> "$OUT"
     timeout 1600 "$MEMBERS_LOAD" >> "$OUT"
   fi
-  if [ -n "$PARTITION_BENCH" ]; then
+  if [ -n "${SCALE:-}" ] && [ -n "$PARTITION_BENCH" ]; then
     echo "# run $r partition" >> "$OUT"
     timeout 600 "$PARTITION_BENCH" >> "$OUT"
   fi
