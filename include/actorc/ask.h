@@ -5,10 +5,7 @@
  * sender. The first message that reaches the reply ref settles the ask: an
  * error message (ac_msg_error_new) rejects it, anything else fulfils it.
  * If nothing arrives within the timeout, the ask is rejected with an
- * AskTimeoutError naming the target and the timeout: never before it, and
- * after it by the timer thread's wake-up (tens of microseconds) below a
- * second, by up to a kernel tick (1 to 4 ms) from a second up, where the
- * deadline is read off the kernel's cheaper coarse clock. Anything arriving
+ * AskTimeoutError naming the target and the timeout. Anything arriving
  * after the ask settled is dropped silently: no dead letter, no log line.
  * An ask to an actor that has stopped fails at once with an
  * ActorStoppedError (and the message counts as a dead letter). An ask

@@ -309,7 +309,7 @@ static reply_t *start_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms, int k
 
 static void send_ask(reply_t *r, ac_msg *msg)
 {
-    ac__timer_arm_loose(r->ref.system->timers, &r->timer, r->timeout_ms);
+    ac__timer_arm(r->ref.system->timers, &r->timer, r->timeout_ms);
     ac_tell(r->target, msg, &r->ref);
 }
 

@@ -168,10 +168,6 @@ ac__timers *ac__timers_create(ac_system *sys, bool manual)
     t->system = sys;
     t->manual = manual;
     t->start_ns = ac__now_ns();
-    struct timespec res;
-    if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0 &&
-        res.tv_nsec <= 10000000)
-        t->coarse_res_ns = (uint64_t)res.tv_nsec;
     atomic_init(&t->sleep_until, UINT64_MAX);
     atomic_init(&t->due_ns, UINT64_MAX);
     atomic_init(&t->margin_ns, AC__WATCH_MARGIN_START_NS);
@@ -279,29 +275,6 @@ void ac__timer_arm_ns(ac__timers *t, ac__timer *timer, uint64_t delay_ns)
 static uint64_t ns_of_ms(uint64_t ms)
 {
     return ms > UINT64_MAX / 2 / 1000000ull ? UINT64_MAX / 2 : ms * 1000000ull;
-}
-
-void ac__timer_arm_loose(ac__timers *t, ac__timer *timer, uint64_t delay_ms)
-{
-    if (t->manual || !t->coarse_res_ns || delay_ms < AC__TIMER_LOOSE_MIN_MS) {
-        ac__timer_arm_ns(t, timer, ns_of_ms(delay_ms));
-        return;
-    }
-    pthread_mutex_lock(&t->lock);
-    /* The coarse clock is the precise one as of the last kernel tick: at
-     * most its resolution behind. The wheel catches up to it (never
-     * ahead of the real time); the deadline adds the resolution (never
-     * early). */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    uint64_t coarse = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    uint64_t now_ns = coarse > t->start_ns ? coarse - t->start_ns : 0;
-    uint64_t deadline = ticks_of_ns(now_ns + t->coarse_res_ns + ns_of_ms(delay_ms));
-    uint64_t now = now_ns / AC__TICK_NS;
-    if (t->wheel.armed == 0 && now > t->wheel.now)
-        t->wheel.now = now;
-    arm_locked(t, timer, deadline);
-    pthread_mutex_unlock(&t->lock);
 }
 
 void ac__timer_arm(ac__timers *t, ac__timer *timer, uint64_t delay_ms)

@@ -21,14 +21,6 @@ void ac__timer_arm(ac__timers *t, ac__timer *timer, uint64_t delay_ms);
  * wake-up of the thread that fires it (a watching worker's, spun out to
  * the deadline, or the timer thread's). Any thread. */
 void ac__timer_arm_ns(ac__timers *t, ac__timer *timer, uint64_t delay_ns);
-/* Arm a deadline of delay_ms where a few milliseconds late do not
- * matter (an ask's timeout): from AC__TIMER_LOOSE_MIN_MS up, read off the
- * kernel's coarse clock (a fifth of the precise clock's cost) and rounded
- * up by its resolution, so it is still never early, and late by up to
- * that resolution (a kernel tick, 1 to 4 ms); shorter ones, and on a
- * manual clock, as ac__timer_arm. Any thread. */
-#define AC__TIMER_LOOSE_MIN_MS 1000
-void ac__timer_arm_loose(ac__timers *t, ac__timer *timer, uint64_t delay_ms);
 /* Re-arm a timer that just fired, interval_ns after its last deadline. */
 void ac__timer_rearm(ac__timers *t, ac__timer *timer, uint64_t interval_ns);
 /* True if it was armed and now is not (fire will not run). Any thread. */

@@ -19,7 +19,6 @@ struct ac__timers {
     ac_system *system;
     bool manual;
     uint64_t start_ns;            /* real clock origin */
-    uint64_t coarse_res_ns;       /* CLOCK_MONOTONIC_COARSE's; 0: not used */
     _Atomic uint64_t manual_now;  /* manual clock, ms */
     pthread_mutex_t lock;
     pthread_cond_t cond;

@@ -92,46 +92,6 @@ static void test_ask_timeout_real_clock(void **state)
     ac_ref_release(silent);
 }
 
-/* From a second up an ask's deadline is read off the kernel's coarse
- * clock: still never early, among precise timers armed around it, whose
- * deadlines it must not move. */
-static void test_ask_timeout_of_seconds(void **state)
-{
-    ts_fixture *fx = *state;
-    rc_data *d = setup(fx);
-    ac_ref *silent = ts_spawn(d->sys, &silent_def, d, "silent");
-    assert_non_null(silent);
-    enum { ASKS = 4 };
-    ac_future *f[ASKS];
-    double t0 = ts_now();
-    for (int i = 0; i < ASKS; i++) {
-        f[i] = ac_ask(silent, ac_msg_int64_new(i), 1000 + 100 * i);
-        assert_non_null(f[i]);
-    }
-    /* A short ask armed after them still times out at its own time. */
-    ac_answer a;
-    assert_status(ac_ask_wait(silent, ac_msg_int64_new(-1), 20, &a), AC_ETIMEOUT);
-    double short_elapsed = ts_now() - t0;
-    ac_answer_release(&a);
-    assert_true(short_elapsed >= 0.020);
-    if (short_elapsed >= 0.9)
-        fail_msg("a 20 ms ask armed among asks of a second settled after %.3f ms",
-                 short_elapsed * 1e3);
-    for (int i = 0; i < ASKS; i++) {
-        assert_status(ac_future_wait(f[i], (int64_t)(TS_WAIT_S * 1000), &a), AC_ETIMEOUT);
-        double elapsed = ts_now() - t0;
-        assert_true(ac_error_is(a.error, AC_ASK_TIMEOUT_ERROR));
-        ac_answer_release(&a);
-        ac_future_release(f[i]);
-        if (elapsed < 1.0 + 0.1 * i || elapsed >= TS_WAIT_S)
-            fail_msg("an ask with a %d ms timeout settled after %.3f ms", 1000 + 100 * i,
-                     elapsed * 1e3);
-    }
-    assert_eventually(ts_wait_eq(&d->requests, ASKS + 1, TS_WAIT_S), "every request handled");
-    assert_int_equal(ac_timers_armed(d->sys), 0);
-    ac_ref_release(silent);
-}
-
 /* A wait longer than the clock can count waits for the answer; it does
  * not overflow into a deadline in the past. */
 static void test_future_wait_beyond_the_clock(void **state)
@@ -530,7 +490,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TS_UNIT(test_ask_timeout_real_clock),
-        TS_UNIT(test_ask_timeout_of_seconds),
         TS_UNIT(test_schedule_once_real_clock),
         TS_UNIT(test_future_wait_beyond_the_clock),
         TS_UNIT(test_sub_ms_timers_from_actors),
