@@ -36,9 +36,6 @@
 #include <actorc.h>
 #include <actorc/cluster.h>
 
-#include <arpa/inet.h>
-#include <ftw.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -46,11 +43,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_etcd.h"
 #include "rt_proc.h"
 
 static double now_ms(void)
@@ -278,98 +275,11 @@ static void workload(const char *name, observer *ob, const char *etcd_url, int s
 
 /* ---- etcd ------------------------------------------------------------------- */
 
-typedef struct etcd_proc {
-    pid_t pid;
-    char dir[256];
-    char url[64];
-} etcd_proc;
-
-static etcd_proc etcd;
-
-static const char *etcd_binary(void)
-{
-    static char found[512];
-    const char *path = getenv("PATH");
-    for (const char *p = path; p && *p;) {
-        const char *colon = strchr(p, ':');
-        size_t n = colon ? (size_t)(colon - p) : strlen(p);
-        snprintf(found, sizeof found, "%.*s/etcd", (int)n, p);
-        if (access(found, X_OK) == 0)
-            return found;
-        p = colon ? colon + 1 : NULL;
-    }
-    return access("/usr/bin/etcd", X_OK) == 0 ? "/usr/bin/etcd" : NULL;
-}
-
-static bool port_open(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-    if (fd >= 0)
-        close(fd);
-    return ok;
-}
-
-static bool etcd_start(void)
-{
-    const char *bin = etcd_binary();
-    if (!bin)
-        return false;
-    snprintf(etcd.dir, sizeof etcd.dir, "%s/actorc-bench-etcd.XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(etcd.dir))
-        return false;
-    int pair[2];
-    if (ac_node_free_ports(pair, 2) != AC_OK)
-        return false;
-    int cp = pair[0], pp = pair[1];
-    char client[64], peer[64], cluster[96], data[300], log[300];
-    snprintf(client, sizeof client, "http://127.0.0.1:%d", cp);
-    snprintf(peer, sizeof peer, "http://127.0.0.1:%d", pp);
-    snprintf(cluster, sizeof cluster, "default=%s", peer);
-    snprintf(data, sizeof data, "%s/data", etcd.dir);
-    snprintf(log, sizeof log, "%s/etcd.log", etcd.dir);
-    snprintf(etcd.url, sizeof etcd.url, "%s", client);
-    pid_t parent = getpid();
-    etcd.pid = fork();
-    if (etcd.pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(126);
-        if (!freopen(log, "a", stdout) || !freopen(log, "a", stderr))
-            _exit(126);
-        execl(bin, bin, "--name", "default", "--data-dir", data, "--listen-client-urls", client,
-              "--advertise-client-urls", client, "--listen-peer-urls", peer,
-              "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster, (char *)NULL);
-        _exit(127);
-    }
-    double end = now_ms() + 20000;
-    while (etcd.pid > 0 && !port_open(cp) && now_ms() < end)
-        sleep_ms(20);
-    return etcd.pid > 0 && port_open(cp);
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
+static bench_etcd etcd;
 
 static void etcd_stop(void)
 {
-    if (etcd.pid > 0) {
-        kill(etcd.pid, SIGKILL);
-        waitpid(etcd.pid, NULL, 0);
-        etcd.pid = 0;
-    }
-    if (etcd.dir[0]) {
-        nftw(etcd.dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-        etcd.dir[0] = '\0';
-    }
+    bench_etcd_stop(&etcd);
 }
 
 /* ---- main ------------------------------------------------------------------- */
@@ -391,7 +301,7 @@ int main(int argc, char **argv)
     workload("sigstop_static_ms", &st, NULL, SIGSTOP, trials < 3 ? trials : 3);
     observer_stop(&st);
 
-    if (!etcd_start()) {
+    if (!bench_etcd_start(&etcd)) {
         printf("INFO member_down kill9_etcd_ms skipped: no etcd binary, or it did not start\n");
         return 0;
     }

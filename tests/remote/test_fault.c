@@ -23,53 +23,9 @@
 
 #include <actorc.h>
 
+#include "node_pair.h"
 #include "node_serve.h"
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-}
-
-static ac_system *node_system(const char *name, const char *bind, ac_node_options o,
-                              ac_node **node)
-{
-    ac_system_options so = {.workers = 2};
-    ac_system *sys = ac_system_create(name, &so);
-    assert_non_null(sys);
-    o.bind = bind;
-    *node = ac_node_start(sys, &o);
-    if (!*node)
-        fail_msg("ac_node_start %s: %s", bind, ac_last_error());
-    return sys;
-}
-
-static ac_ref *resolve(ac_node *from, const char *system, ac_node *at, const char *path)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "actorc://%s@%s%s", system, ac_node_address(at), path);
-    ac_ref *r = ac_node_resolve(from, buf);
-    if (!r)
-        fail_msg("resolve %s: %s", buf, ac_last_error());
-    return r;
-}
-
-static void ask_echo(ac_ref *r, const char *text)
-{
-    ac_answer a = {0};
-    ac_status st = ac_ask_wait(r, ac_msg_str_new(text), 20000, &a);
-    if (st != AC_OK)
-        fail_msg("ask %s: %s", text, a.error ? ac_error_message(a.error) : ac_last_error());
-    assert_string_equal(ac_msg_str(a.reply), text);
-    ac_answer_release(&a);
-}
+#include "test_support.h"
 
 /* Two nodes a and b (b serving node_serve.h's actors), the layer on at a. */
 typedef struct pair {
@@ -87,12 +43,12 @@ static void pair_start(pair *p, const char *name, const char *scheme, int heartb
         snprintf(ba, sizeof ba, "tcp://127.0.0.1:0"), snprintf(bb, sizeof bb, "tcp://127.0.0.1:0");
     ac_node_options o = {.faults = "", .heartbeat_ivl_ms = 50,
                          .heartbeat_timeout_ms = heartbeat_timeout_ms};
-    p->sa = node_system("a", ba, o, &p->a);
+    p->sa = rt_node_system("a", ba, o, &p->a);
     o.faults = NULL;
-    p->sb = node_system("b", bb, o, &p->b);
+    p->sb = rt_node_system("b", bb, o, &p->b);
     assert_true(rt_serve(p->sb, p->b));
-    p->echo = resolve(p->a, "b", p->b, "/user/echo");
-    ask_echo(p->echo, "up");
+    p->echo = rt_resolve(p->a, "b", p->b, "/user/echo");
+    rt_ask_echo(p->echo, "up", 20000);
 }
 
 static void pair_end(pair *p)
@@ -150,8 +106,8 @@ static void test_bad_specs_are_refused(void **state)
 
     /* The control calls: bad input named, a node without the layer. */
     ac_node *a, *plain;
-    ac_system *sa = node_system("a", "inproc://refuse-a:0", (ac_node_options){.faults = ""}, &a);
-    ac_system *sp = node_system("p", "inproc://refuse-p:0", (ac_node_options){0}, &plain);
+    ac_system *sa = rt_node_system("a", "inproc://refuse-a:0", (ac_node_options){.faults = ""}, &a);
+    ac_system *sp = rt_node_system("p", "inproc://refuse-p:0", (ac_node_options){0}, &plain);
     ac_link_fault bad = {.drop = 2};
     assert_int_equal(ac_node_link_fault(NULL, "h:1", AC_LINK_OUT, NULL), AC_EINVAL);
     assert_int_equal(ac_node_link_fault(a, NULL, AC_LINK_OUT, NULL), AC_EINVAL);
@@ -174,7 +130,7 @@ static void test_bad_specs_are_refused(void **state)
     assert_int_equal(ac_node_link_fault(a, "h:1", AC_LINK_BOTH, NULL), AC_OK);
     assert_int_equal(ac_node_faults_apply(a, "peer=h:1,pass"), AC_OK);
     ac_node *early;
-    ac_system *se = node_system("e", "inproc://refuse-e:0",
+    ac_system *se = rt_node_system("e", "inproc://refuse-e:0",
                                 (ac_node_options){.faults = "peer=h:1,drop=1%;peer=h:2,blackhole"},
                                 &early);
     ac_system_terminate(se);
@@ -192,7 +148,7 @@ static void test_pass_is_transparent(void **state)
     char text[32];
     for (int i = 0; i < 200; i++) {
         snprintf(text, sizeof text, "m%d", i);
-        ask_echo(p.echo, text);
+        rt_ask_echo(p.echo, text, 20000);
     }
     ac_node_stats s = stats(p.a);
     assert_int_equal(s.fault_delayed + s.fault_dropped + s.fault_blackholed, 0);
@@ -209,16 +165,16 @@ static void test_dropping_everything_fails_asks_by_their_deadline(void **state)
     assert_int_equal(ac_node_link_fault(p.a, ac_node_address(p.b), AC_LINK_OUT, &all), AC_OK);
     for (int i = 0; i < 20; i++) {
         ac_answer ans = {0};
-        int64_t t0 = now_ms();
+        int64_t t0 = ts_now_ms();
         ac_status st = ac_ask_wait(p.echo, ac_msg_str_new("lost"), 100, &ans);
         assert_int_not_equal(st, AC_OK);
-        assert_true(now_ms() - t0 < 10000); /* by its deadline, not never */
+        assert_true(ts_now_ms() - t0 < 10000); /* by its deadline, not never */
         ac_answer_release(&ans);
     }
     assert_true(stats(p.a).fault_dropped >= 20);
     /* Healed: traffic flows again, on the same connection. */
     assert_int_equal(ac_node_link_fault(p.a, ac_node_address(p.b), AC_LINK_BOTH, NULL), AC_OK);
-    ask_echo(p.echo, "healed");
+    rt_ask_echo(p.echo, "healed", 20000);
     assert_int_equal(stats(p.a).nodes_down, 0);
     pair_end(&p);
 }
@@ -229,12 +185,12 @@ static void blackhole_case(const char *scheme, const char *name, ac_link_directi
 {
     pair p;
     pair_start(&p, name, scheme, 300);
-    ac_ref *slow = resolve(p.a, "b", p.b, "/user/slow");
+    ac_ref *slow = rt_resolve(p.a, "b", p.b, "/user/slow");
     ac_future *waiting = ac_ask(slow, ac_msg_str_new("x"), 60000);
-    ask_echo(p.echo, "before"); /* the slow ask went out ahead of this */
+    rt_ask_echo(p.echo, "before", 20000); /* the slow ask went out ahead of this */
     ac_link_fault hole = {.blackhole = true};
     assert_int_equal(ac_node_link_fault(p.a, ac_node_address(p.b), dir, &hole), AC_OK);
-    int64_t t0 = now_ms();
+    int64_t t0 = ts_now_ms();
     ac_answer ans = {0};
     assert_int_equal(ac_ask_wait(p.echo, ac_msg_str_new("into the hole"), 60000, &ans), AC_EFAILED);
     assert_string_equal(ac_error_name(ans.error), AC_NODE_DOWN_ERROR);
@@ -243,24 +199,24 @@ static void blackhole_case(const char *scheme, const char *name, ac_link_directi
     assert_string_equal(ac_error_name(ans.error), AC_NODE_DOWN_ERROR);
     ac_answer_release(&ans);
     ac_future_release(waiting);
-    int64_t took = now_ms() - t0;
+    int64_t took = ts_now_ms() - t0;
     print_message("%s: lost behind a blackhole (%s) in %lld ms\n", scheme,
                   dir == AC_LINK_OUT ? "out" : dir == AC_LINK_IN ? "in" : "both", (long long)took);
     assert_true(took < 30000);
     assert_true(stats(p.a).nodes_down >= 1);
     /* Healed: a fresh ref reaches it again. */
     assert_int_equal(ac_node_link_fault(p.a, ac_node_address(p.b), AC_LINK_BOTH, NULL), AC_OK);
-    ac_ref *fresh = resolve(p.a, "b", p.b, "/user/echo");
-    int64_t until = now_ms() + 20000;
+    ac_ref *fresh = rt_resolve(p.a, "b", p.b, "/user/echo");
+    int64_t until = ts_now_ms() + 20000;
     for (;;) { /* b may still hold a's old connection: it learns of the loss on its own */
         ac_status st = ac_ask_wait(fresh, ac_msg_str_new("again"), 2000, &ans);
         ac_answer_release(&ans);
         if (st == AC_OK)
             break;
-        assert_true(now_ms() < until);
+        assert_true(ts_now_ms() < until);
         ac_ref_release(fresh);
-        sleep_ms(100);
-        fresh = resolve(p.a, "b", p.b, "/user/echo");
+        ts_sleep_ms(100);
+        fresh = rt_resolve(p.a, "b", p.b, "/user/echo");
     }
     ac_ref_release(fresh);
     ac_ref_release(slow);
@@ -309,7 +265,7 @@ static void order_case(ac_link_direction dir)
     pair_start(&p, dir == AC_LINK_OUT ? "order-out" : "order-in", "inproc://", 0);
     ac_ref *local = ac_spawn(p.sb, ac_props_new(&order_def, NULL), "order");
     assert_non_null(local);
-    ac_ref *order = resolve(p.a, "b", p.b, "/user/order");
+    ac_ref *order = rt_resolve(p.a, "b", p.b, "/user/order");
     ac_link_fault jittery = {.delay_us = 3000, .jitter_us = 3000};
     /* Set at a for its way out, or at b for its way in from a. */
     ac_node *at = dir == AC_LINK_OUT ? p.a : p.b;
@@ -320,13 +276,13 @@ static void order_case(ac_link_direction dir)
         ac_node_options o = {.faults = ""};
         char bind[128];
         snprintf(bind, sizeof bind, "inproc://order-in-b2:0");
-        p.sb = node_system("b", bind, o, &p.b);
+        p.sb = rt_node_system("b", bind, o, &p.b);
         assert_true(rt_serve(p.sb, p.b));
         local = ac_spawn(p.sb, ac_props_new(&order_def, NULL), "order");
         ac_ref_release(order);
-        order = resolve(p.a, "b", p.b, "/user/order");
-        p.echo = resolve(p.a, "b", p.b, "/user/echo");
-        ask_echo(p.echo, "up");
+        order = rt_resolve(p.a, "b", p.b, "/user/order");
+        p.echo = rt_resolve(p.a, "b", p.b, "/user/echo");
+        rt_ask_echo(p.echo, "up", 20000);
         at = p.b;
     }
     const char *peer = dir == AC_LINK_OUT ? ac_node_address(p.b) : ac_node_address(p.a);
@@ -335,7 +291,7 @@ static void order_case(ac_link_direction dir)
     for (int64_t i = 0; i < N; i++) {
         assert_int_equal(ac_tell(order, ac_msg_int64_new(i), NULL), AC_OK);
         if (i % 100 == 0)
-            sleep_ms(1); /* frames spread over many delays */
+            ts_sleep_ms(1); /* frames spread over many delays */
     }
     ac_answer ans = {0};
     assert_int_equal(ac_ask_wait(order, ac_msg_str_new("report"), 20000, &ans), AC_OK);
@@ -409,8 +365,8 @@ static void test_lossy_asks_are_answered_once_or_fail(void **state)
         ac_future_release(fu[i]);
     }
     for (int i = 0; i < 500 && atomic_load(&t.completions) < N; i++)
-        sleep_ms(10);
-    sleep_ms(1100); /* late replies to asks that timed out: dropped, not delivered */
+        ts_sleep_ms(10);
+    ts_sleep_ms(1100); /* late replies to asks that timed out: dropped, not delivered */
     print_message("20%% loss: %d answered, %d failed\n", atomic_load(&t.answered),
                   atomic_load(&t.failed));
     assert_int_equal(atomic_load(&t.completions), N);
@@ -463,14 +419,14 @@ static void test_rules_change_under_traffic(void **state)
         assert_int_equal(ac_node_link_fault(p.a, peer, d, &faults[i % 5]), AC_OK);
         if (i % 50 == 0)
             assert_int_equal(ac_node_faults_apply(p.a, text), AC_OK);
-        sleep_ms(1);
+        ts_sleep_ms(1);
     }
     assert_int_equal(ac_node_link_fault(p.a, peer, AC_LINK_BOTH, NULL), AC_OK);
     atomic_store(&r.stop, true);
     for (int i = 0; i < 3; i++)
         pthread_join(th[i], NULL);
     assert_true(atomic_load(&r.asked) > 0);
-    ask_echo(p.echo, "calm again");
+    rt_ask_echo(p.echo, "calm again", 20000);
     assert_int_equal(stats(p.a).nodes_down, 0);
     pair_end(&p);
 }

@@ -20,49 +20,11 @@
 
 #include <actorc.h>
 
+#include "node_pair.h"
 #include "node_serve.h"
+#include "test_support.h"
 
 #define IDLE_MS 100
-
-static void sleep_ms(int ms)
-{
-    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-}
-
-/* A system named `name` with a node at `bind` ("inproc://<name>:0" or
- * "tcp://127.0.0.1:0"), idle connections closed after idle_ms. */
-static ac_system *node_system(const char *name, const char *bind, int idle_ms, ac_node **node)
-{
-    ac_system_options so = {.workers = 2};
-    ac_system *sys = ac_system_create(name, &so);
-    assert_non_null(sys);
-    ac_node_options o = {.bind = bind, .idle_timeout_ms = idle_ms};
-    *node = ac_node_start(sys, &o);
-    if (!*node)
-        fail_msg("ac_node_start %s: %s", bind, ac_last_error());
-    return sys;
-}
-
-static ac_ref *resolve(ac_node *from, const char *system, ac_node *at, const char *path)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "actorc://%s@%s%s", system, ac_node_address(at), path);
-    ac_ref *r = ac_node_resolve(from, buf);
-    if (!r)
-        fail_msg("resolve %s: %s", buf, ac_last_error());
-    return r;
-}
-
-static void ask_echo(ac_ref *r, const char *text)
-{
-    ac_answer a = {0};
-    ac_status st = ac_ask_wait(r, ac_msg_str_new(text), 10000, &a);
-    if (st != AC_OK)
-        fail_msg("ask %s: %s", text, a.error ? ac_error_message(a.error) : ac_last_error());
-    assert_string_equal(ac_msg_str(a.reply), text);
-    ac_answer_release(&a);
-}
 
 static ac_node_stats stats_of(ac_node *n)
 {
@@ -77,7 +39,7 @@ static void await_idle(ac_node *n, uint64_t idled)
 {
     ac_node_stats s = stats_of(n);
     for (int i = 0; i < 1000 && (s.connections_idled < idled || s.connections != 0); i++) {
-        sleep_ms(10);
+        ts_sleep_ms(10);
         s = stats_of(n);
     }
     if (s.connections_idled < idled || s.connections != 0)
@@ -101,16 +63,18 @@ static void opened_closed_reopened(const char *transport)
 {
     char ba[64], bb[64];
     ac_node *a, *b;
-    ac_system *sa = node_system("a", bind_for(transport, "idle-a", ba, sizeof ba), IDLE_MS, &a);
-    ac_system *sb = node_system("b", bind_for(transport, "idle-b", bb, sizeof bb), 0, &b);
+    ac_system *sa = rt_node_system("a", bind_for(transport, "idle-a", ba, sizeof ba),
+                                    (ac_node_options){.idle_timeout_ms = IDLE_MS}, &a);
+    ac_system *sb = rt_node_system("b", bind_for(transport, "idle-b", bb, sizeof bb),
+                                    (ac_node_options){.idle_timeout_ms = 0}, &b);
     assert_true(rt_serve(sb, b));
-    ac_ref *echo = resolve(a, "b", b, "/user/echo");
+    ac_ref *echo = rt_resolve(a, "b", b, "/user/echo");
     assert_int_equal(stats_of(a).connections, 0); /* a resolve dials nothing */
-    ask_echo(echo, "first");
+    rt_ask_echo(echo, "first", 10000);
     assert_int_equal(stats_of(a).connections, 1);
     await_idle(a, 1);
     for (int round = 2; round <= 4; round++) {
-        ask_echo(echo, "again"); /* dials again: the peer is the same */
+        rt_ask_echo(echo, "again", 10000); /* dials again: the peer is the same */
         assert_int_equal(stats_of(a).connections, 1);
         await_idle(a, (uint64_t)round);
     }
@@ -168,19 +132,21 @@ static void no_loss_across_closes(const char *transport)
 {
     char ba[64], bb[64];
     ac_node *a, *b;
-    ac_system *sa = node_system("a", bind_for(transport, "order-a", ba, sizeof ba), IDLE_MS, &a);
-    ac_system *sb = node_system("b", bind_for(transport, "order-b", bb, sizeof bb), IDLE_MS, &b);
+    ac_system *sa = rt_node_system("a", bind_for(transport, "order-a", ba, sizeof ba),
+                                    (ac_node_options){.idle_timeout_ms = IDLE_MS}, &a);
+    ac_system *sb = rt_node_system("b", bind_for(transport, "order-b", bb, sizeof bb),
+                                    (ac_node_options){.idle_timeout_ms = IDLE_MS}, &b);
     seq_seen seen = {0};
     ac_ref *local = ac_spawn(sb, ac_props_new(&seq_def, &seen), "seq");
     assert_non_null(local);
-    ac_ref *seq = resolve(a, "b", b, "/user/seq");
+    ac_ref *seq = rt_resolve(a, "b", b, "/user/seq");
     int64_t v = 0;
     for (int burst = 0; burst < BURSTS; burst++) {
         for (int k = 0; k < PER_BURST; k++)
             assert_int_equal(ac_tell(seq, ac_msg_int64_new(v++), NULL), AC_OK);
         /* 80 .. 150 ms: under, at and past the timeout plus a
          * housekeeping turn. */
-        sleep_ms(80 + (burst * 23) % 71);
+        ts_sleep_ms(80 + (burst * 23) % 71);
     }
     ac_answer ans = {0};
     assert_int_equal(ac_ask_wait(seq, ac_msg_str_new("next"), 10000, &ans), AC_OK);
@@ -220,11 +186,13 @@ static void lost_while_closed(const char *transport)
 {
     char ba[64], bb[64];
     ac_node *a, *b;
-    ac_system *sa = node_system("a", bind_for(transport, "gone-a", ba, sizeof ba), IDLE_MS, &a);
-    ac_system *sb = node_system("b", bind_for(transport, "gone-b", bb, sizeof bb), IDLE_MS, &b);
+    ac_system *sa = rt_node_system("a", bind_for(transport, "gone-a", ba, sizeof ba),
+                                    (ac_node_options){.idle_timeout_ms = IDLE_MS}, &a);
+    ac_system *sb = rt_node_system("b", bind_for(transport, "gone-b", bb, sizeof bb),
+                                    (ac_node_options){.idle_timeout_ms = IDLE_MS}, &b);
     assert_true(rt_serve(sb, b));
-    ac_ref *echo = resolve(a, "b", b, "/user/echo");
-    ask_echo(echo, "up");
+    ac_ref *echo = rt_resolve(a, "b", b, "/user/echo");
+    rt_ask_echo(echo, "up", 10000);
     await_idle(a, 1);
     await_idle(b, 1);
     ac_system_terminate(sb);

@@ -19,56 +19,11 @@
 
 #include <actorc.h>
 
+#include "node_pair.h"
 #include "node_serve.h"
+#include "test_support.h"
 #include "remote/node_internal.h"
 #include "remote_test.h"
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-}
-
-/* A system with a node bound at `bind` (options as given). */
-static ac_system *node_system(const char *name, const char *bind, ac_node_options o,
-                              ac_node **node)
-{
-    ac_system_options so = {.workers = 2};
-    ac_system *sys = ac_system_create(name, &so);
-    assert_non_null(sys);
-    o.bind = bind;
-    *node = ac_node_start(sys, &o);
-    if (!*node)
-        fail_msg("ac_node_start %s: %s", bind, ac_last_error());
-    return sys;
-}
-
-static ac_ref *resolve(ac_node *from, const char *system, ac_node *at, const char *path)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "actorc://%s@%s%s", system, ac_node_address(at), path);
-    ac_ref *r = ac_node_resolve(from, buf);
-    if (!r)
-        fail_msg("resolve %s: %s", buf, ac_last_error());
-    return r;
-}
-
-static void ask_echo(ac_ref *r, const char *text)
-{
-    ac_answer a = {0};
-    ac_status st = ac_ask_wait(r, ac_msg_str_new(text), 10000, &a);
-    if (st != AC_OK)
-        fail_msg("ask %s: %s", text, a.error ? ac_error_message(a.error) : ac_last_error());
-    assert_string_equal(ac_msg_str(a.reply), text);
-    ac_answer_release(&a);
-}
 
 /* ---- names ------------------------------------------------------------------ */
 
@@ -76,8 +31,8 @@ static void test_names_are_bound_once(void **state)
 {
     (void)state;
     ac_node *a, *b;
-    ac_system *sa = node_system("a", "inproc://names:0", (ac_node_options){0}, &a);
-    ac_system *sb = node_system("b", "inproc://names:0", (ac_node_options){0}, &b);
+    ac_system *sa = rt_node_system("a", "inproc://names:0", (ac_node_options){0}, &a);
+    ac_system *sb = rt_node_system("b", "inproc://names:0", (ac_node_options){0}, &b);
     /* Port 0 takes the lowest free number under the name. */
     assert_string_equal(ac_node_address(a), "names:1");
     assert_string_equal(ac_node_address(b), "names:2");
@@ -129,15 +84,15 @@ static void test_an_unbound_name_is_refused(void **state)
 {
     (void)state;
     ac_node *a;
-    ac_system *sa = node_system("a", "inproc://refuse:0",
+    ac_system *sa = rt_node_system("a", "inproc://refuse:0",
                                 (ac_node_options){.connect_timeout_ms = 300}, &a);
     ac_ref *r = ac_node_resolve(a, "actorc://b@nobody:1/user/echo");
     assert_non_null(r);
-    int64_t t0 = now_ms();
+    int64_t t0 = ts_now_ms();
     ac_answer ans = {0};
     assert_int_equal(ac_ask_wait(r, ac_msg_str_new("x"), 20000, &ans), AC_EFAILED);
     assert_string_equal(ac_error_name(ans.error), AC_NODE_DOWN_ERROR);
-    int64_t took = now_ms() - t0;
+    int64_t took = ts_now_ms() - t0;
     assert_true(took >= 250 && took < 5000);
     ac_answer_release(&ans);
     ac_node_stats s;
@@ -178,12 +133,12 @@ static void test_a_stopped_node_is_lost_at_once(void **state)
 {
     (void)state;
     ac_node *a, *b;
-    ac_system *sa = node_system("a", "inproc://loss-a:0", (ac_node_options){0}, &a);
-    ac_system *sb = node_system("b", "inproc://loss-b:0", (ac_node_options){0}, &b);
+    ac_system *sa = rt_node_system("a", "inproc://loss-a:0", (ac_node_options){0}, &a);
+    ac_system *sb = rt_node_system("b", "inproc://loss-b:0", (ac_node_options){0}, &b);
     assert_true(rt_serve(sb, b));
-    ac_ref *echo = resolve(a, "b", b, "/user/echo");
-    ac_ref *slow = resolve(a, "b", b, "/user/slow");
-    ask_echo(echo, "up");
+    ac_ref *echo = rt_resolve(a, "b", b, "/user/echo");
+    ac_ref *slow = rt_resolve(a, "b", b, "/user/slow");
+    rt_ask_echo(echo, "up", 10000);
     seen s = {0};
     ac_ref *w = ac_spawn(sa, ac_props_new(&watch_def, &s), "w");
     char path[256];
@@ -191,20 +146,20 @@ static void test_a_stopped_node_is_lost_at_once(void **state)
     ac_answer ans = {0};
     assert_int_equal(ac_ask_wait(w, ac_msg_str_new(path), 10000, &ans), AC_OK);
     ac_answer_release(&ans);
-    ask_echo(echo, "watched"); /* the watch went out before this */
+    rt_ask_echo(echo, "watched", 10000); /* the watch went out before this */
     ac_future *fu = ac_ask(slow, ac_msg_str_new("x"), 30000);
-    sleep_ms(50);
-    int64_t t0 = now_ms();
+    ts_sleep_ms(50);
+    int64_t t0 = ts_now_ms();
     assert_int_equal(ac_node_stop(b), AC_OK);
     assert_int_equal(ac_future_wait(fu, 20000, &ans), AC_EFAILED);
     assert_string_equal(ac_error_name(ans.error), AC_NODE_DOWN_ERROR);
     ac_answer_release(&ans);
     ac_future_release(fu);
-    int64_t took = now_ms() - t0;
+    int64_t took = ts_now_ms() - t0;
     print_message("a stopped node seen in %lld ms\n", (long long)took);
     assert_true(took < 2000);
     for (int i = 0; i < 500 && atomic_load(&s.terminated) == 0; i++)
-        sleep_ms(10);
+        ts_sleep_ms(10);
     assert_int_equal(atomic_load(&s.terminated), 1);
     assert_int_equal(atomic_load(&s.lost), 1);
     assert_int_equal(ac_ask_wait(echo, ac_msg_str_new("x"), 10000, &ans), AC_EFAILED);
@@ -216,11 +171,11 @@ static void test_a_stopped_node_is_lost_at_once(void **state)
     snprintf(bind, sizeof bind, "inproc://%s", ac_node_address(b));
     ac_system_terminate(sb);
     ac_node *b2;
-    ac_system *sb2 = node_system("b", bind, (ac_node_options){0}, &b2);
+    ac_system *sb2 = rt_node_system("b", bind, (ac_node_options){0}, &b2);
     assert_true(rt_serve(sb2, b2));
-    ac_ref *fresh = resolve(a, "b", b2, "/user/echo");
+    ac_ref *fresh = rt_resolve(a, "b", b2, "/user/echo");
     assert_ptr_not_equal(fresh, echo);
-    ask_echo(fresh, "again");
+    rt_ask_echo(fresh, "again", 10000);
     ac_ref_release(fresh);
     ac_ref_release(echo);
     ac_ref_release(slow);
@@ -240,7 +195,7 @@ static void hold_tell(void *ctx, const ac__node_peer_info *from, ac__wire_span p
     (void)ctx, (void)from, (void)path, (void)type, (void)body;
     atomic_store(&held, 1);
     while (!atomic_load(&release_it))
-        sleep_ms(1);
+        ts_sleep_ms(1);
 }
 static const ac__node_hooks hold_hooks = {.system_tell = hold_tell};
 
@@ -251,16 +206,16 @@ static void test_backpressure_is_bounded(void **state)
 {
     (void)state;
     ac_node *a, *b;
-    ac_system *sa = node_system("a", "inproc://bp-a:0", (ac_node_options){.max_queue = 64}, &a);
-    ac_system *sb = node_system("b", "inproc://bp-b:0", (ac_node_options){0}, &b);
+    ac_system *sa = rt_node_system("a", "inproc://bp-a:0", (ac_node_options){.max_queue = 64}, &a);
+    ac_system *sb = rt_node_system("b", "inproc://bp-b:0", (ac_node_options){0}, &b);
     assert_true(rt_serve(sb, b));
     assert_int_equal(ac__node_hooks_set(b, &hold_hooks), AC_OK);
-    ac_ref *echo = resolve(a, "b", b, "/user/echo");
-    ask_echo(echo, "up");
+    ac_ref *echo = rt_resolve(a, "b", b, "/user/echo");
+    rt_ask_echo(echo, "up", 10000);
     assert_int_equal(ac__node_tell_system(a, ac_node_address(b), 0, "/system/hold", "t", NULL, 0),
                      AC_OK);
     for (int i = 0; i < 1000 && !atomic_load(&held); i++)
-        sleep_ms(5);
+        ts_sleep_ms(5);
     assert_true(atomic_load(&held));
     static uint8_t blob[16384];
     uint64_t dead0 = ac_dead_letter_count(sa);
@@ -289,7 +244,7 @@ static void test_backpressure_is_bounded(void **state)
             assert_non_null(strstr(ac_error_message(ans.error), "falls behind"));
         ac_answer_release(&ans);
         if (st != AC_OK)
-            sleep_ms(10);
+            ts_sleep_ms(10);
     }
     assert_int_equal(st, AC_OK);
     ac_node_stats_get(a, &s);

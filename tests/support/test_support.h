@@ -25,6 +25,8 @@
 
 /* Monotonic seconds. */
 double ts_now(void);
+/* Monotonic milliseconds. */
+int64_t ts_now_ms(void);
 /* Sleep for `ms` milliseconds. */
 void ts_sleep_ms(int ms);
 /* Poll `cond(arg)` with short sleeps until it is true or `timeout_s` has
