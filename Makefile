@@ -63,7 +63,7 @@ FUZZ_OUT    ?= $(BUILD_ROOT)/fuzz/corpus-node-new
 export BUILD_ROOT JOBS CMAKE
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all help deps build test fuzz demo demo-cluster bench soak compare install deb clean
+.PHONY: all help deps build test fuzz demo demo-cluster bench soak soak-cluster compare install deb clean
 
 all: build
 
@@ -76,6 +76,8 @@ help:
 	@echo "make demo-cluster  the same demo over three actorc-node processes"
 	@echo "make bench    build and run the benchmark suite"
 	@echo "make soak     build and run the soak for DURATION=$(DURATION) (SEED=... replays one)"
+	@echo "make soak-cluster  the cluster chaos soak: 5 node processes, partitions, kills, stops,"
+	@echo "              bad links, for DURATION=$(DURATION) (SEED=...; as root in network namespaces)"
 	@echo "make compare  compare against other actor runtimes (bench/compare)"
 	@echo "make install  install to PREFIX=$(PREFIX)"
 	@echo "make deb      build the Debian packages into $(DEB_OUT)"
@@ -118,6 +120,9 @@ bench: build
 
 soak: build
 	$(SOAK_BIN) --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(SOAK_ARGS)
+
+soak-cluster: build
+	$(SOAK_BIN) --cluster 5 --chaos --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(SOAK_ARGS)
 
 compare: build
 	bench/compare

@@ -27,17 +27,6 @@
 #include "app_args.h"
 #include "soak.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SOAK_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SOAK_SANITIZED 1
-#endif
-#endif
-#ifndef SOAK_SANITIZED
-#define SOAK_SANITIZED 0
-#endif
-
 soak_config g_cfg;
 soak_stats g_stats;
 atomic_bool g_stop;
@@ -103,6 +92,23 @@ static void usage(FILE *out)
                  "                    stopped (builds with the cluster library)\n"
                  "  --provider P      with --nodes: static (seeds, the default) or etcd (starts\n"
                  "                    and restarts a real etcd; Debian etcd-server)\n"
+                 "  --cluster N       the cluster chaos soak instead: N node processes (3..5;\n"
+                 "                    5 with --chaos alone) with a replica each, in one\n"
+                 "                    cluster with keep-majority downing, asked through\n"
+                 "                    round-robin, scatter/gather, hedged and consistent-\n"
+                 "                    hashing cluster routers (builds with the cluster library)\n"
+                 "  --chaos           with --cluster: partitions and heals (network namespaces\n"
+                 "                    and nftables as root, the fault layer otherwise), slow\n"
+                 "                    and lossy links, kill -9 and restart, SIGSTOP/SIGCONT\n"
+                 "  --partitions P    auto (namespaces where possible, the default) or fault\n"
+                 "  --stable-after-ms N  the downing's stable_after_ms (default 1500)\n"
+                 "  --converge-slack-ms N  a heal's membership is one again within\n"
+                 "                    stable_after_ms plus this (default 2000)\n"
+                 "  --restart-after-heal-ms N  the cut side's new processes start this long\n"
+                 "                    after a heal (default 1000; 0: at once)\n"
+                 "  --rss-growth-kb N with --cluster: a process's resident growth allowed\n"
+                 "                    from its steady state to the end (default 65536;\n"
+                 "                    0: not checked, the default under ASan/TSan)\n"
                  "  --verbose         print chaos actions and progress\n"
                  "  --help            this text\n"
                  "\n"
@@ -172,6 +178,25 @@ static bool apply_option(int c, const char *arg, bool *seeded)
         return false;
     case 'R':
         return app_parse_double(arg, 0, 1e6, NULL, &g_cfg.rss_slack_mb);
+    case 'C':
+        return app_parse_int(arg, 3, 5, &g_cfg.cluster);
+    case 'A':
+        return app_parse_int(arg, 100, 600000, &g_cfg.stable_after_ms);
+    case 'K':
+        return app_parse_int(arg, 0, 600000, &g_cfg.converge_slack_ms);
+    case 'H':
+        return app_parse_int(arg, 0, 600000, &g_cfg.restart_after_heal_ms);
+    case 'G': {
+        uint64_t kb;
+        if (!app_parse_count(arg, 0, UINT64_C(1) << 40, &kb))
+            return false;
+        g_cfg.rss_growth_kb = (int64_t)kb;
+        return true;
+    }
+    case 'P':
+        if (!strcmp(arg, "auto") || !strcmp(arg, "fault"))
+            return (g_cfg.partitions_by = !strcmp(arg, "fault")), true;
+        return false;
     default:
         return app_parse_double(arg, 1e-12, 1, NULL, &g_cfg.fail_alloc); /* 'f' */
     }
@@ -189,6 +214,13 @@ static const struct option long_options[] = {{"duration", required_argument, 0, 
                                              {"fail-alloc", required_argument, 0, 'f'},
                                              {"nodes", required_argument, 0, 'n'},
                                              {"provider", required_argument, 0, 'p'},
+                                             {"cluster", required_argument, 0, 'C'},
+                                             {"chaos", no_argument, 0, 'X'},
+                                             {"stable-after-ms", required_argument, 0, 'A'},
+                                             {"converge-slack-ms", required_argument, 0, 'K'},
+                                             {"rss-growth-kb", required_argument, 0, 'G'},
+                                             {"restart-after-heal-ms", required_argument, 0, 'H'},
+                                             {"partitions", required_argument, 0, 'P'},
                                              {"verbose", no_argument, 0, 'v'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
@@ -201,12 +233,18 @@ static int parse_options(int argc, char **argv)
                           .actor_callers = 4,
                           .grace_ms = SOAK_SANITIZED ? 5000 : 2000,
                           .rss_pct = SOAK_SANITIZED ? 0 : 10,
-                          .rss_slack_mb = 8};
+                          .rss_slack_mb = 8,
+                          .stable_after_ms = 1500,
+                          .converge_slack_ms = 2000,
+                          .restart_after_heal_ms = 1000,
+                          .rss_growth_kb = SOAK_SANITIZED ? 0 : 65536};
     bool seeded = false;
     int c, index;
     while ((c = getopt_long(argc, argv, "", long_options, &index)) != -1) {
         if (c == 'v') {
             g_cfg.verbose = true;
+        } else if (c == 'X') {
+            g_cfg.chaos = true;
         } else if (c == 'h') {
             usage(stdout);
             exit(0);
@@ -525,11 +563,32 @@ int main(int argc, char **argv)
 #ifdef SOAK_WITH_CLUSTER
     if (argc > 1 && !strcmp(argv[1], "--replica"))
         return cluster_replica(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "--chaos-node"))
+        return chaos_node(argc, argv);
 #endif
     int rc = parse_options(argc, argv);
     if (rc)
         return rc;
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (g_cfg.cluster > 0 || g_cfg.chaos) {
+#ifdef SOAK_WITH_CLUSTER
+        char exe[4096];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0 || g_cfg.nodes > 0) {
+            fprintf(stderr, "actorc-soak: --cluster and --nodes are two different soaks\n");
+            return n <= 0 ? 3 : 2;
+        }
+        exe[n] = '\0';
+        if (!g_cfg.cluster)
+            g_cfg.cluster = 5;
+        start_ns = soak_now_ns();
+        return chaos_soak(exe);
+#else
+        fprintf(stderr, "actorc-soak: --cluster is not available in this build: it needs the "
+                        "cluster library (ACTORC_WITH_CLUSTER)\n");
+        return 2;
+#endif
+    }
     if (g_cfg.nodes > 0) {
 #ifdef SOAK_WITH_CLUSTER
         char exe[4096];

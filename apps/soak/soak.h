@@ -25,6 +25,18 @@
 #include <stdint.h>
 #include <stdio.h>
 
+
+/* 1 in a build under ASan or TSan, whose runs are several times slower. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SOAK_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SOAK_SANITIZED 1
+#endif
+#endif
+#ifndef SOAK_SANITIZED
+#define SOAK_SANITIZED 0
+#endif
 /* ---- random streams (rng.c) ------------------------------------------- */
 
 /* xoshiro256**, seeded through splitmix64. One per thread, each derived
@@ -150,6 +162,14 @@ typedef struct soak_config {
     bool verbose;
     int nodes; /* --nodes: the soak across processes (cluster.c) */
     bool etcd; /* --provider etcd */
+    /* --cluster N [--chaos]: the cluster chaos soak (chaos.c) */
+    int cluster;
+    bool chaos;
+    int stable_after_ms;   /* the nodes' and driver's downing stable_after_ms */
+    int converge_slack_ms; /* a heal reconverges within stable_after_ms plus this */
+    int64_t rss_growth_kb; /* a process's resident growth allowed; 0: not checked */
+    int partitions_by;     /* 0: namespaces where possible, 1: the fault layer */
+    int restart_after_heal_ms; /* the cut side's new processes start this long after a heal */
 } soak_config;
 
 typedef struct soak_stats {
@@ -334,5 +354,9 @@ void fail_alloc_stop(void);
 int cluster_soak(const char *self_exe, int nodes, bool etcd);
 /* A replica process (argv[1] is "--replica"). */
 int cluster_replica(int argc, char **argv);
+/* The cluster chaos soak (chaos.c): --cluster N [--chaos]; a node
+ * process of it (chaos_node.c): --chaos-node. */
+int chaos_soak(const char *self_exe);
+int chaos_node(int argc, char **argv);
 
 #endif

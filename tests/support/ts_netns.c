@@ -4,7 +4,9 @@
  * vector (no shell), and waited for; a run's namespaces are listed for
  * exit in a small table so that a failed test still removes them.
  */
+#ifndef _GNU_SOURCE /* programs that build it may define it on the command line */
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
