@@ -98,6 +98,27 @@ bool ch_wait_converged(uint64_t deadline_ns)
     return ch_converged();
 }
 
+void ch_dump_views(const char *why)
+{
+    fprintf(stderr, "soak-cluster: %s; the views:\n", why);
+    ac_member_list l = {0};
+    if (ac_cluster_members(g_run.cluster, &l) == AC_OK)
+        for (size_t k = 0; k < l.count; k++)
+            fprintf(stderr, "  driver sees %s %016llx %s\n", l.members[k].address,
+                    (unsigned long long)l.members[k].incarnation,
+                    l.members[k].status == AC_MEMBER_UP ? "up" : "unreachable");
+    ac_member_list_free(&l);
+    pthread_mutex_lock(&g_nodes.lock);
+    for (int i = 0; i < g_nodes.count; i++) {
+        const ch_node *n = &g_nodes.node[i];
+        fprintf(stderr, "  node %d pid %d %s %016llx%s%s: sees %d up, %d unreachable\n", i,
+                (int)n->pid, n->addr, (unsigned long long)n->incarnation,
+                n->ready ? "" : " (not ready)", n->downed ? " (downed)" : "", n->view_up,
+                n->view_unreachable);
+    }
+    pthread_mutex_unlock(&g_nodes.lock);
+}
+
 /* Is node i's incarnation gone from the driver's view? */
 static bool driver_dropped(int i)
 {
@@ -155,19 +176,22 @@ static void partition(soak_rng *rng)
         soak_violation("cluster: could not cut the partition");
         return;
     }
-    int64_t bound = (HB_TIMEOUT_MS + g_nodes.stable_after_ms + 4000) * SLOW;
+    int64_t bound = (HB_TIMEOUT_MS + g_nodes.stable_after_ms + 8000) * SLOW;
     bool downed = wait_minority_downed(side, ms_from_now(bound));
     for (int i = 0; i < g_nodes.count; i++)
         if (side[i] && is_downed(i))
             g_run.minority_downed++;
-    if (!downed && !atomic_load(&g_stop))
+    if (!downed && !atomic_load(&g_stop)) {
+        ch_dump_views("the cut side did not down itself");
         soak_violation("cluster: the cut side did not down itself within %lld ms", (long long)bound);
+    }
     pause_ms(200); /* the downed processes linger, cut off, a moment */
     for (int i = 0; i < g_nodes.count; i++)
         if (side[i])
             ch_node_end(i, true);
-    uint64_t healed = soak_now_ns();
+    /* A heal is done when the last rule is gone: from then on it is timed. */
     bool ok = ch_net_heal(g_run.node);
+    uint64_t healed = soak_now_ns();
     g_run.heals++;
     pause_ms(g_cfg.restart_after_heal_ms);
     for (int i = 0; i < g_nodes.count; i++)
@@ -185,6 +209,7 @@ static void partition(soak_rng *rng)
         if (took > g_run.slowest_converge_ms)
             g_run.slowest_converge_ms = took;
     } else if (!atomic_load(&g_stop)) {
+        ch_dump_views("not one again after a heal");
         soak_violation("cluster: membership not one again within %lld ms of a heal",
                        (long long)within);
     }
@@ -254,7 +279,10 @@ void ch_chaos_run(uint64_t end_ns)
             stop_one(&rng);
         else
             bad_link(&rng, what >= 88);
-        if (!atomic_load(&g_stop) && !ch_wait_converged(ms_from_now(20000 * SLOW)))
+        if (!atomic_load(&g_stop) && !ch_wait_converged(ms_from_now(20000 * SLOW)) &&
+            !atomic_load(&g_stop)) {
+            ch_dump_views("not one again after a chaos action");
             soak_violation("cluster: membership not one again 20 s after a chaos action");
+        }
     }
 }

@@ -132,6 +132,8 @@ bool ch_converged(void);
  * itself on the way is restarted (outside a partition that is a node
  * stopped long enough to be lost). */
 bool ch_wait_converged(uint64_t deadline_ns);
+/* Print every node's view and the driver's to stderr, saying why. */
+void ch_dump_views(const char *why);
 /* The seeded chaos schedule, one action at a time, until `end_ns` or
  * g_stop. */
 void ch_chaos_run(uint64_t end_ns);
