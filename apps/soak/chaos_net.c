@@ -31,6 +31,9 @@ static struct {
     char driver_ns[48];
 } N;
 
+_Static_assert(sizeof g_nodes.node[0].addr == sizeof g_nodes.seeds[0],
+               "a node's address is a copy of its seed");
+
 bool ch_net_is_netns(void) { return N.netns; }
 
 static int fault_setup(int nodes, char *why, size_t cap)
@@ -61,14 +64,14 @@ int ch_net_setup(int nodes, bool want_netns, const char **mode, char *why, size_
     if (!N.netns) {
         int rc = fault_setup(nodes, why, cap);
         for (int i = 0; rc == 0 && i < nodes; i++)
-            snprintf(g_nodes.node[i].addr, sizeof g_nodes.node[i].addr, "%s", g_nodes.seeds[i]);
+            memcpy(g_nodes.node[i].addr, g_nodes.seeds[i], sizeof g_nodes.node[i].addr);
         return rc;
     }
     for (int i = 0; i <= nodes; i++)
         snprintf(g_nodes.seeds[i], sizeof g_nodes.seeds[i], "%s:%d", N.net.addr[i],
                  CH_NETNS_PORT);
     for (int i = 0; i < nodes; i++) {
-        snprintf(g_nodes.node[i].addr, sizeof g_nodes.node[i].addr, "%s", g_nodes.seeds[i]);
+        memcpy(g_nodes.node[i].addr, g_nodes.seeds[i], sizeof g_nodes.node[i].addr);
         snprintf(g_nodes.node[i].ns, sizeof g_nodes.node[i].ns, "%s", N.net.name[i]);
     }
     snprintf(N.driver_ns, sizeof N.driver_ns, "%s", N.net.name[nodes]);

@@ -72,7 +72,7 @@ typedef struct ch_node {
 typedef struct ch_nodes {
     int count;
     ch_node node[CH_MAX_NODES];
-    char seeds[CH_MAX_NODES + 1][48]; /* the nodes', then the driver's */
+    char seeds[CH_MAX_NODES + 1][48]; /* the nodes', then the driver's (as addr) */
     char self_exe[4096];
     int stable_after_ms;
     pthread_mutex_t lock; /* guards every ch_node field the readers write */
