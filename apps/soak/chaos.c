@@ -275,9 +275,9 @@ static void run_load(void)
     ch_reap();
     if (!failed_early && !ch_wait_converged(soak_now_ns() + 20000000000ull))
         soak_violation("cluster: membership not one again 20 s after the chaos stopped");
-    sample_final();
     atomic_store(&D.monitor_stop, true);
     pthread_join(mon, NULL);
+    sample_final(); /* after the monitor, which wrote the baselines */
 }
 
 static void print_summary(bool pass)

@@ -182,6 +182,7 @@ static int node_main(const char *bind_addr, char *seeds, int stable_after_ms)
     bool loopback = !strncmp(bind_addr, "127.", 4);
     ac_node *node =
         ac_node_start(sys, &(ac_node_options){.bind = bind, .faults = "", .insecure = !loopback});
+    my_incarnation = node ? ac_node_incarnation(node) : 0; /* before the replica reads it */
     ac_ref *r = node ? ac_spawn(sys, ac_props_new(&replica_def, NULL), "replica") : NULL;
     const char *seed_v[CH_MAX_NODES + 1];
     int n = split_seeds(seeds, seed_v, CH_MAX_NODES + 1);
@@ -190,7 +191,6 @@ static int node_main(const char *bind_addr, char *seeds, int stable_after_ms)
     ac_cluster_options co = {.name = "chaos", .roles = roles, .roles_count = 1,
                              .static_options = &so, .stable_after_ms = stable_after_ms,
                              .retry_initial_ms = 50, .retry_max_ms = 500};
-    my_incarnation = node ? ac_node_incarnation(node) : 0;
     my_cluster = r ? ac_cluster_join(sys, &co) : NULL;
     ac_ref *w = my_cluster ? ac_spawn(sys, ac_props_new(&watch_def, NULL), "chaos-watch") : NULL;
     if (!w || ac_cluster_subscribe(my_cluster, w) != AC_OK) {

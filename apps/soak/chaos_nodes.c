@@ -154,32 +154,52 @@ bool ch_node_start(int i)
     return true;
 }
 
-static bool reaped_within(pid_t pid, int ms)
+/* Reaped within `ms`: true, its wait status in *st. */
+static bool reaped_within(pid_t pid, int ms, int *st)
 {
     for (int t = 0; t < ms; t += 10) {
-        pid_t r = waitpid(pid, NULL, WNOHANG);
-        if (r == pid || (r < 0 && errno == ECHILD))
+        if (waitpid(pid, st, WNOHANG) == pid)
             return true;
         soak_sleep_us(10000);
     }
     return false;
 }
 
+/* A node process ends only when the driver ends it: by SIGKILL, or by
+ * SIGTERM with status 0 (under the sanitizers, their checks at exit
+ * passed too). */
+static void end_process(int i, pid_t pid, bool hard)
+{
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+        soak_violation("cluster: node %d (pid %d) ended on its own (%s %d)", i, (int)pid,
+                       WIFEXITED(st) ? "status" : "signal",
+                       WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+        return;
+    }
+    if (!hard) {
+        kill(pid, SIGCONT);
+        kill(pid, SIGTERM);
+        if (reaped_within(pid, 5000 * SOAK_SLOW, &st)) {
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                soak_violation("cluster: node %d (pid %d) ended by SIGTERM with %s %d", i,
+                               (int)pid, WIFEXITED(st) ? "status" : "signal",
+                               WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+            return;
+        }
+        soak_violation("cluster: node %d (pid %d) still runs %d ms after SIGTERM", i, (int)pid,
+                       5000 * SOAK_SLOW);
+    }
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
 void ch_node_end(int i, bool hard)
 {
     ch_node *n = &g_nodes.node[i];
-    pid_t pid = n->pid;
-    if (pid > 0) {
-        if (!hard) {
-            kill(pid, SIGCONT);
-            kill(pid, SIGTERM);
-        }
-        if (hard || !reaped_within(pid, 3000)) {
-            kill(pid, SIGKILL);
-            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-        }
-    }
+    if (n->pid > 0)
+        end_process(i, n->pid, hard);
     pthread_mutex_lock(&g_nodes.lock);
     n->pid = 0;
     int ctl = n->ctl;

@@ -25,11 +25,7 @@
 #include "chaos_soak.h"
 #include "soak.h"
 
-#if SOAK_SANITIZED
-#define SLOW 4
-#else
-#define SLOW 1
-#endif
+#define SLOW SOAK_SLOW
 /* The nodes' heartbeat timeout (the node's default). */
 #define HB_TIMEOUT_MS 1000
 

@@ -37,6 +37,8 @@
 #ifndef SOAK_SANITIZED
 #define SOAK_SANITIZED 0
 #endif
+/* How many times longer a wait for another process may take. */
+#define SOAK_SLOW (SOAK_SANITIZED ? 4 : 1)
 /* ---- random streams (rng.c) ------------------------------------------- */
 
 /* xoshiro256**, seeded through splitmix64. One per thread, each derived
