@@ -93,11 +93,19 @@ extern "C" {
 #define AC_HEDGE_DEFAULT_MIN_SAMPLES 100
 /* The largest window accepted. */
 #define AC_HEDGE_MAX_WINDOW 1000000
+/* How long a routee may go unasked before the latency order probes it. */
+#define AC_HEDGE_DEFAULT_PROBE_MS 500
 
 typedef enum ac_hedge_delay_kind {
     AC_HEDGE_DELAY_FIXED = 0, /* delay_us, always */
     AC_HEDGE_DELAY_ADAPTIVE,  /* a percentile of observed latency */
 } ac_hedge_delay_kind;
+
+/* Whom the hedged router asks first, and in which order after. */
+typedef enum ac_hedge_order {
+    AC_HEDGE_ORDER_LATENCY = 0, /* the routees seen to answer fastest */
+    AC_HEDGE_ORDER_ROTATION,    /* round-robin, whatever their latency */
+} ac_hedge_order;
 
 /* Zeroed: a fixed delay of 10 ms, every routee, no budget, no
  * cancellation, the scatter/gather timeout. */
@@ -123,6 +131,15 @@ typedef struct ac_hedged_options {
     const ac_hedge_budget *budget;
     /* Loser cancellation, as for scatter/gather (below). */
     bool cancel_losers;
+    /* The order of attempts (above); 0: by latency. Any other value
+     * than the enum's is refused. */
+    ac_hedge_order order;
+    /* By latency only: a routee not asked for this long is asked again,
+     * as a hedge sent together with the first request, and what was
+     * known of its latency is forgotten when its answer comes; 0:
+     * AC_HEDGE_DEFAULT_PROBE_MS. Negative is refused, and so is a
+     * value with the rotation order. */
+    int64_t probe_interval_ms;
 } ac_hedged_options;
 
 /* Props for a hedged pool of `size` (>= 1) routees of `routee_def`.
