@@ -22,12 +22,12 @@
  * is back.
  *
  * Probing. A routee passed over is no longer asked, so nothing would
- * show it has recovered. A healthy routee not asked for the probe
- * interval is asked again: as the second attempt, sent together with
- * the first (a hedge sent early, under the same budget), so that the
- * probe costs the caller no time; with max_attempts 1, as the first.
- * Its estimate, older than the probe interval by then, is replaced by
- * what the probe measures rather than averaged with it.
+ * show it has recovered. A healthy routee passed over and not asked for
+ * the probe interval is asked again: as the second attempt, sent
+ * together with the first (a hedge sent early, under the same budget),
+ * so that the probe costs the caller no time; with max_attempts 1, as
+ * the first. Its estimate, older than the probe interval by then, is
+ * replaced by what the probe measures rather than averaged with it.
  *
  * The table. Records are found by hashing the routee's ref into a
  * power-of-two table and looking at up to WINDOW places from there; a
@@ -238,15 +238,17 @@ static void order_by_cost(const ac__latency_table *t, const ac__router_state *st
     }
 }
 
-/* A healthy routee after the first not asked for the probe interval
- * goes second (first when only one is asked); true when it goes second. */
+/* A healthy routee passed over (not among the best) and not asked for
+ * the probe interval goes second (first when only one is asked); true
+ * when it goes second. One among the best is asked in its turn anyway,
+ * however long the router has been idle. */
 static bool place_probe(const ac__latency_table *t, const ac__router_state *st, size_t *pl,
                         uint64_t *cost, size_t healthy, uint32_t m, uint64_t now)
 {
     size_t to = m >= 2 ? 1 : 0;
     for (size_t j = 1; j < healthy; j++) {
-        ac__routee_latency *r = find(t, st->routees[pl[j]]);
-        if (!r || atomic_load_explicit(&r->est_ns, RELAXED) == 0)
+        ac__routee_latency *r = cost[j] ? find(t, st->routees[pl[j]]) : NULL;
+        if (!r)
             continue;
         uint64_t asked = atomic_load_explicit(&r->asked_ns, RELAXED);
         if (now > asked && now - asked >= t->probe_ns) {
