@@ -217,7 +217,7 @@ static void attempt_done(ac__gather *g, uint32_t i)
     attempt *at = &part_of(g)->attempts[i];
     /* Acquire pairs with send_attempt's release: `lat` is set. */
     if (atomic_exchange_explicit(&at->pending, false, memory_order_acquire))
-        ac__latency_done(at->lat, g->slots[i].routee);
+        ac__latency_done(at->lat, g->slots[i].routee, ac__gather_now_ns(g->system));
 }
 
 static void hedge_part_fini(ac__gather *g)

@@ -7,7 +7,11 @@
  *
  * By latency: the same rotation, then the first attempts (up to
  * ORDERED of them) taken by cost, the routee's latency estimate times
- * one more than its requests out. Costs within twice the best plus
+ * one more than its requests out. While it has requests out, the
+ * estimate is at least the time since it last showed progress (an
+ * outcome, or a request sent while none was out): a routee that turned
+ * slow stops taking new first attempts within about twice the others'
+ * latency, before any of its requests has lost a race. Costs within twice the best plus
  * EQUAL_SLACK_NS count as equal, and equals keep their rotation order:
  * the fast routees share the load in turn, and only a routee clearly
  * slower than the best is passed over. A routee nothing is known of yet
@@ -107,6 +111,7 @@ static void forget(ac__routee_latency *r)
     atomic_store_explicit(&r->est_ns, 0, RELAXED);
     atomic_store_explicit(&r->sampled_ns, 0, RELAXED);
     atomic_store_explicit(&r->asked_ns, 0, RELAXED);
+    atomic_store_explicit(&r->progress_ns, 0, RELAXED);
     atomic_store_explicit(&r->inflight, 0, RELAXED);
 }
 
@@ -157,14 +162,17 @@ ac__routee_latency *ac__latency_claim(ac__latency_table *t, const ac_ref *routee
 
 void ac__latency_asked(ac__routee_latency *r, uint64_t now)
 {
-    atomic_fetch_add_explicit(&r->inflight, 1, RELAXED);
+    if (atomic_fetch_add_explicit(&r->inflight, 1, RELAXED) <= 0)
+        atomic_store_explicit(&r->progress_ns, now, RELAXED); /* busy from now */
     atomic_store_explicit(&r->asked_ns, now, RELAXED);
 }
 
-void ac__latency_done(ac__routee_latency *r, const ac_ref *routee)
+void ac__latency_done(ac__routee_latency *r, const ac_ref *routee, uint64_t now)
 {
-    if (atomic_load_explicit(&r->key, RELAXED) == (uintptr_t)routee)
-        atomic_fetch_sub_explicit(&r->inflight, 1, RELAXED);
+    if (atomic_load_explicit(&r->key, RELAXED) != (uintptr_t)routee)
+        return;
+    atomic_store_explicit(&r->progress_ns, now, RELAXED);
+    atomic_fetch_sub_explicit(&r->inflight, 1, RELAXED);
 }
 
 void ac__latency_observe(const ac__latency_table *t, ac__routee_latency *r, const ac_ref *routee,
@@ -190,12 +198,17 @@ void ac__latency_observe(const ac__latency_table *t, ac__routee_latency *r, cons
 
 /* ---- the order -------------------------------------------------------- */
 
-static uint64_t cost_of(const ac__routee_latency *r)
+static uint64_t cost_of(const ac__routee_latency *r, uint64_t now)
 {
-    uint64_t est = r ? atomic_load_explicit(&r->est_ns, RELAXED) : 0;
+    if (!r)
+        return 0;
+    uint64_t est = atomic_load_explicit(&r->est_ns, RELAXED);
+    int out = atomic_load_explicit(&r->inflight, RELAXED);
+    uint64_t progress = atomic_load_explicit(&r->progress_ns, RELAXED);
+    if (out > 0 && now > progress && now - progress > est)
+        est = now - progress; /* no progress for longer than it takes */
     if (est == 0)
         return 0;
-    int out = atomic_load_explicit(&r->inflight, RELAXED);
     uint64_t weight = (uint64_t)(out < 0 ? 0 : out > INFLIGHT_CAP ? INFLIGHT_CAP : out) + 1;
     return est > UINT64_MAX / weight ? UINT64_MAX : est * weight;
 }
@@ -216,11 +229,11 @@ static void move_to(size_t *pl, uint64_t *cost, size_t p, size_t q)
 /* The healthy routees pl[0..healthy) (in rotation order) ordered by
  * cost for the first attempts. */
 static void order_by_cost(const ac__latency_table *t, const ac__router_state *st, size_t *pl,
-                          uint64_t *cost, size_t healthy, uint32_t m)
+                          uint64_t *cost, size_t healthy, uint32_t m, uint64_t now)
 {
     uint64_t best = UINT64_MAX;
     for (size_t j = 0; j < healthy; j++) {
-        cost[j] = cost_of(find(t, st->routees[pl[j]]));
+        cost[j] = cost_of(find(t, st->routees[pl[j]]), now);
         best = cost[j] < best ? cost[j] : best;
     }
     uint64_t equal = best > (UINT64_MAX - EQUAL_SLACK_NS) / 2 ? UINT64_MAX
@@ -290,7 +303,7 @@ bool ac__hedge_order(ac__latency_table *t, const ac__router_state *st, uint32_t 
         pl[b] = x;
     }
     if (t && t->records && healthy > 1) {
-        order_by_cost(t, st, pl, cost, healthy, m);
+        order_by_cost(t, st, pl, cost, healthy, m, now);
         probe = place_probe(t, st, pl, cost, healthy, m, now);
     }
     for (uint32_t k = 0; k < m; k++)

@@ -23,7 +23,10 @@ typedef struct ac__routee_latency {
     _Atomic uint64_t est_ns;     /* the estimate; 0: nothing known yet */
     _Atomic uint64_t sampled_ns; /* when est_ns was last set */
     _Atomic uint64_t asked_ns;   /* when the routee was last asked */
-    atomic_int inflight;         /* requests out, without an outcome yet */
+    /* When it last showed progress: a request had its outcome, or one
+     * went out while none was. */
+    _Atomic uint64_t progress_ns;
+    atomic_int inflight; /* requests out, without an outcome yet */
 } ac__routee_latency;
 
 /* The records of one router: set by its factory, freed with it. */
@@ -45,8 +48,8 @@ void ac__latency_table_fini(ac__latency_table *t);
 ac__routee_latency *ac__latency_claim(ac__latency_table *t, const ac_ref *routee);
 /* A request to the record's routee goes out at `now`. Any thread. */
 void ac__latency_asked(ac__routee_latency *r, uint64_t now);
-/* That request has its outcome. Any thread. */
-void ac__latency_done(ac__routee_latency *r, const ac_ref *routee);
+/* That request has its outcome, seen at `now`. Any thread. */
+void ac__latency_done(ac__routee_latency *r, const ac_ref *routee, uint64_t now);
 /* The routee took `sample_ns` to answer (or at least that long), seen
  * at `now`: folded into its estimate, or replacing one older than the
  * probe interval. Any thread. */
