@@ -4,9 +4,9 @@
  * has lost one race, stays away while it is slow, and comes back once a
  * probe (a second attempt sent with the first, after the probe
  * interval) has seen it answer fast again; routees equally fast share
- * the first attempts in turn. Then on the real clock, from several
- * threads at once: a routee that never answers is passed over, and
- * every ask is answered once, by a routee that does.
+ * the first attempts in turn; a group's routees likewise. Then on the
+ * real clock, from several threads at once: a routee that never answers
+ * is passed over, and every ask is answered once, by a routee that does.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -128,6 +128,42 @@ static void test_rotation_keeps_the_slow_routee(void **state)
     ac_ref_release(router);
 }
 
+/* A group's routees are learnt as a pool's are. */
+static void test_group_leaves_a_slow_routee(void **state)
+{
+    hg_data *d = hg_setup(*state, "hg-order-group", true, 0);
+    ac_ref *refs[3];
+    for (int k = 1; k <= 3; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "routee-%d", k);
+        hg_set(d, k, 1, false);
+        refs[k - 1] = ts_spawn(d->sys, &hg_routee_def, d, name);
+        assert_non_null(refs[k - 1]);
+        assert_eventually(ts_wait_ge(&d->starts[k], 1, TS_WAIT_S), "a routee to start");
+    }
+    ac_hedged_options o = {.timeout_ms = 1000, .delay_us = 10000};
+    ac_props *props = ac_router_group_hedged(refs, 3, &o);
+    assert_non_null(props);
+    d->router = ac_spawn(d->sys, props, "replicas");
+    assert_non_null(d->router);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(ask_until_answered(d, 3, 5), i + 1);
+    hg_set(d, 1, 50, false);
+    assert_int_equal(ask_until_answered(d, 3, 20), 2); /* routee-1's turn, hedged */
+    hg_advance(d, 45);
+    long long seen1 = atomic_load(&d->seen[1]);
+    for (int i = 0; i < 6; i++) {
+        int k = ask_until_answered(d, 3, 5);
+        assert_true(k == 2 || k == 3);
+    }
+    assert_int_equal(atomic_load(&d->seen[1]), seen1);
+    assert_int_equal(hedges_sent(d), 1);
+    assert_int_equal(atomic_load(&d->bad), 0);
+    ac_ref_release(d->router);
+    for (int k = 0; k < 3; k++)
+        ac_ref_release(refs[k]);
+}
+
 /* ---- concurrent senders ----------------------------------------------- */
 
 #define THREADS 4
@@ -189,6 +225,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TS_UNIT(test_primary_leaves_a_slow_routee_and_comes_back),
         TS_UNIT(test_rotation_keeps_the_slow_routee),
+        TS_UNIT(test_group_leaves_a_slow_routee),
         TS_UNIT(test_concurrent_senders_pass_a_silent_routee_by),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
