@@ -134,7 +134,7 @@ static void test_group_leaves_a_slow_routee(void **state)
     hg_data *d = hg_setup(*state, "hg-order-group", true, 0);
     ac_ref *refs[3];
     for (int k = 1; k <= 3; k++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "routee-%d", k);
         hg_set(d, k, 1, false);
         refs[k - 1] = ts_spawn(d->sys, &hg_routee_def, d, name);
