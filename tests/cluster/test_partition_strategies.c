@@ -26,8 +26,10 @@
  * takes a downed incarnation back; restarted, the downed nodes are new
  * incarnations, Up everywhere.
  *
- * Heartbeats time out after 1 s and stable_after is 2 s, above the
- * heartbeat timeout as docs/cluster.md asks: every member of the other
+ * Heartbeats time out after 1 s and stable_after is 2 s (five times
+ * both under the sanitizers, whose slow nodes would otherwise lose one
+ * another while the cluster forms), above the heartbeat timeout as
+ * docs/cluster.md asks: every member of the other
  * side is Unreachable before a node decides. (With stable_after well
  * below the time it takes to see all of them, a slow node can decide
  * over a view where only some are: under keep-oldest, 2 | 3 with the
@@ -120,8 +122,11 @@ static void sleep_ms(int ms)
 static void start(int i)
 {
     const scenario *s = now_running;
-    const char *args[32] = {"--system", systems[i], "--hb", "200", "1000", "--cluster", "part",
-                            "--downing", s->downing, "--stable", "2000", "--router"};
+    char hb_timeout[16], stable[16];
+    snprintf(hb_timeout, sizeof hb_timeout, "%d", 1000 * SLOW);
+    snprintf(stable, sizeof stable, "%d", 2000 * SLOW);
+    const char *args[32] = {"--system", systems[i], "--hb", "200", hb_timeout, "--cluster",
+                            "part", "--downing", s->downing, "--stable", stable, "--router"};
     int k = 12;
     if (s->quorum) {
         args[k++] = "--quorum";
