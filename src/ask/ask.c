@@ -14,8 +14,11 @@
  * asking call's own until it returns), the armed timer's, and the one in
  * the request's envelope as its sender. Settling cancels the timer; if the
  * cancel loses against a firing timer, the timer's own CAS fails and it
- * just drops its reference. Nothing of an ask outlives its settlement and
- * its last reference.
+ * just drops its reference. The timer is armed lazily (core/timers.c): a
+ * far deadline waits outside the wheel, and when the ask settles first the
+ * timer service drops it (timer_discard, whose claim fails) soon after,
+ * in a batch, with its reference. Nothing of an ask outlives its
+ * settlement and its last reference for longer than that.
  *
  * Waiting outside actors spins briefly (the answer to a local ask usually
  * arrives within microseconds), then sleeps on a futex on `state`; the
@@ -174,7 +177,7 @@ static ac_future_fn close_callbacks(reply_t *r)
  * its own thread. */
 static void complete(reply_t *r)
 {
-    if (ac__timer_cancel(r->ref.system->timers, &r->timer))
+    if (ac__timer_cancel_lazy(r->ref.system->timers, &r->timer))
         ac_ref_release(&r->ref); /* the timer's reference; the caller holds another */
     if (r->kind == FOR_ACTOR) {
         /* Release: the answer before SETTLED (pairs with settled()). */
@@ -263,7 +266,17 @@ static void timer_discard(ac__timer *t)
     ac_ref_release(&r->ref);
 }
 
-static const ac__timer_ops reply_timer_ops = {.fire = timer_fire, .discard = timer_discard};
+/* Claimed: whatever settles it no longer needs the timer. seq_cst: see
+ * ac__timer_ops.given_up (the claim, an RMW, comes before complete()'s
+ * cancel and its fence). */
+static bool timer_given_up(const ac__timer *t)
+{
+    const reply_t *r = (const reply_t *)(const void *)((const char *)t - offsetof(reply_t, timer));
+    return atomic_load_explicit(&r->state, memory_order_seq_cst) != PENDING;
+}
+
+static const ac__timer_ops reply_timer_ops = {
+    .fire = timer_fire, .discard = timer_discard, .given_up = timer_given_up};
 
 /* ---- starting an ask -------------------------------------------------- */
 
@@ -309,7 +322,7 @@ static reply_t *start_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms, int k
 
 static void send_ask(reply_t *r, ac_msg *msg)
 {
-    ac__timer_arm(r->ref.system->timers, &r->timer, r->timeout_ms);
+    ac__timer_arm_lazy(r->ref.system->timers, &r->timer, r->timeout_ms);
     ac_tell(r->target, msg, &r->ref);
 }
 
