@@ -108,7 +108,7 @@ static void test_settle_meets_merge(void **state)
     assert_non_null(d->echo);
     ac_ref *askers[ASKERS];
     for (int i = 0; i < ASKERS; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "asker%d", i);
         askers[i] = ts_spawn(sys, &asker_def, d, name);
         assert_non_null(askers[i]);
