@@ -155,11 +155,14 @@ static void *timer_main(void *arg)
 #endif
     pthread_mutex_lock(&t->lock);
     while (!t->stop) {
+        /* Once a wake, not until the stacks are empty: threads asking
+         * fast keep them filled, and merge their own. */
         if (lazy_waiting(t)) {
             pthread_mutex_unlock(&t->lock);
             merge_lazy(t);
             pthread_mutex_lock(&t->lock);
-            continue;
+            if (t->stop)
+                break;
         }
         uint64_t now = ac__timers_now_ticks(t);
         uint64_t next = ac__wheel_next_deadline(&t->wheel, AC__DUE_SCAN_MAX);
