@@ -28,6 +28,7 @@
 
 #include "ask/ask_internal.h"
 #include "ask/oneshot.h"
+#include "core/hop_trace.h"
 #include "core/alloc.h"
 #include "core/cell.h"
 #include "core/clock.h"
@@ -482,10 +483,12 @@ ac_status ac_ask_wait(ac_ref *target, ac_msg *msg, int64_t timeout_ms, ac_answer
                         "use ac_ask_in");
     }
     ac_future *f;
+    ac__hop(AC__HOP_ASK_BEGIN);
     ac_status st = ac__ask_future("ac_ask_wait", target, msg, timeout_ms, &f);
     if (st != AC_OK)
         return st;
     wait_settled(f, -1);
+    ac__hop(AC__HOP_ASK_END);
     /* We hold the only handle: take the answer's references over. */
     *answer = f->answer;
     memset(&f->answer, 0, sizeof f->answer);

@@ -12,6 +12,7 @@
 #include <malloc.h>
 #endif
 
+#include "core/hop_trace.h"
 #include "core/sync.h"
 #include "remote/node_internal.h"
 
@@ -165,8 +166,10 @@ void *ac__node_loop(void *arg)
         }
         if (came)
             last_work = t;
-        else if (!did && last_work && t < next_house && spin_for_work(node, last_work))
+        else if (!did && last_work && t < next_house && spin_for_work(node, last_work)) {
+            ac__hop(AC__HOP_SPIN_FOUND);
             continue;
+        }
         long timeout_ms = 0;
         if (did == 0) {
             /* seq_cst: pairs with ac__node_wake's load (see there). */
@@ -178,6 +181,8 @@ void *ac__node_loop(void *arg)
                 timeout_ms = 0;
         }
         node->tp->wait(node->tstate, timeout_ms);
+        if (timeout_ms)
+            ac__hop(AC__HOP_WOKE);
         atomic_store_explicit(&node->sleeping, false, memory_order_relaxed);
         if (timeout_ms)
             node->loop_ns = ac__node_now_ns(); /* it slept: stamps after it are now's */
