@@ -173,7 +173,7 @@ def baseline_lines(rows, base, markdown):
             for row in [head, ["-" * w for w in widths]] + body]
 
 
-REMOTE_WORKLOADS = ("remote_ask", "remote_ask_in", "remote_ask_gen_server", "zmq_rtt",
+REMOTE_WORKLOADS = ("remote_ask", "remote_ask_in", "remote_ask_gen_server", "zmq_rtt", "tcp_rtt",
                     "remote_tell", "zmq_pipelined", "remote_scatter", "zmq_scatter")
 
 
@@ -228,7 +228,7 @@ def remote_targets(figs, erl, label):
     sc = get(figs, "remote_scatter", "p99_vs_zmq")
     if sc:
         rows.append(("remote_scatter p99_vs_zmq", sc, "<= 1.0", lambda v: v <= 1.0))
-    for name in ("p50_vs_zmq", "p99_vs_zmq"):
+    for name in ("p50_vs_zmq", "p99_vs_zmq", "p50_vs_tcp", "p99_vs_tcp"):
         v = get(figs, "remote_ask", name)
         if v:
             rows.append((f"remote_ask {name} (no target here)", v, "-", None))
@@ -247,7 +247,8 @@ def main_remote(data, markdown, base):
           + (f", baseline {base[1]}" if base else "") + ").")
     print("The peers' remote_ask callers are in-system; actorc's remote_ask is asked from a")
     print("blocked outside thread, remote_ask_in from an actor. zmq_*: raw ZeroMQ in the")
-    print("same processes as actorc's run (*_vs_zmq: actorc / raw ZeroMQ, that run).")
+    print("same processes as actorc's run (*_vs_zmq: actorc / raw ZeroMQ, that run); tcp_rtt:")
+    print("the same round trip over a plain TCP socket (*_vs_tcp), where the build has it.")
     print()
     for line in remote_table(data, markdown, base[0] if base else None):
         print(line)

@@ -304,6 +304,8 @@ static bool tcp_full(int fd, void *buf, size_t n, bool out)
     for (size_t done = 0; done < n;) {
         ssize_t r = out ? send(fd, (char *)buf + done, n - done, MSG_NOSIGNAL)
                         : recv(fd, (char *)buf + done, n - done, 0);
+        if (r == 0)
+            errno = ECONNRESET; /* the peer closed */
         if (r <= 0 && !(r < 0 && errno == EINTR))
             return false;
         done += r > 0 ? (size_t)r : 0;
@@ -311,13 +313,30 @@ static bool tcp_full(int fd, void *buf, size_t n, bool out)
     return true;
 }
 
-static void tcp_options(int fd)
+/* No delay; with `timeouts`, reads and writes that give up after
+ * SOCKET_TIMEOUT_MS (the client's: the server waits between blocks). */
+static void tcp_options(int fd, bool timeouts)
 {
     int one = 1;
     struct timeval tv = {.tv_sec = SOCKET_TIMEOUT_MS / 1000};
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (timeouts) {
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+}
+
+/* The server between frames: until the next arrives (true), or it is
+ * told to end. Blocks of other workloads come between tcp_rtt's, for
+ * seconds on a busy machine. */
+static bool tcp_await(int fd, int64_t deadline)
+{
+    while (!serve_should_end(deadline)) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (poll(&pf, 1, 100) > 0)
+            return true;
+    }
+    return false;
 }
 
 /* One length-prefixed frame into f (at most ZF_MAX bytes): its length,
@@ -359,10 +378,9 @@ static int tcp_serve(void)
             fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
     }
     if (fd >= 0) {
-        tcp_options(fd);
+        tcp_options(fd, false);
         uint8_t f[ZF_MAX], out[ZF_MAX] = {0};
-        size_t len;
-        while ((len = tcp_frame_in(fd, f)) > 0) {
+        while (tcp_await(fd, deadline) && tcp_frame_in(fd, f) > 0) {
             uint32_t size = get_u32(f, ZF_REPLY_SIZE);
             if (f[ZF_KIND] != 'A' || size < ZF_MIN || size > ZF_MAX)
                 break;
@@ -387,7 +405,7 @@ static int tcp_connect(const char *address)
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
         rb_die("tcp connect %s: %s", address, strerror(errno));
-    tcp_options(fd);
+    tcp_options(fd, true);
     return fd;
 }
 
