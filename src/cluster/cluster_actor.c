@@ -333,10 +333,7 @@ static void check_silence(ac_ctx *ctx, ac_cluster *c, int64_t t)
  * that closes idle connections: members are judged by their listings and
  * by the connections in use, so no beat goes to every member (a frame per
  * pair of nodes each beat) and no silence is judged (docs/scaling.md). */
-static bool beats_off(const ac_cluster *c)
-{
-    return c->provider->listed_only && c->node->options.idle_timeout_ms > 0;
-}
+static bool beats_off(const ac_cluster *c) { return ac__cluster_beats_off(c); }
 
 static void on_tick(ac_ctx *ctx, ac_cluster *c)
 {
@@ -359,6 +356,7 @@ static void on_tick(ac_ctx *ctx, ac_cluster *c)
         c->provider->tick(c->provider_state);
     ac__cluster_intros_prune(c);
     try_listings(c, t);
+    ac__cluster_tick_next(c, t);
 }
 
 static void on_listed(ac_ctx *ctx, ac_cluster *c, const ac__note *n)
