@@ -4,7 +4,8 @@
  * what each node costs as it grows.
  *
  *   actorc-bench-scale            both providers (ACTORC_SCALE_N nodes,
- *                                 8 to 64, default 64)
+ *                                 8 to 64, default 64; ACTORC_SCALE_ONLY
+ *                                 static or etcd: that one only)
  *   actorc-bench-scale node ...   a node process (started by the first;
  *                                 not for people)
  *
@@ -494,8 +495,13 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     atexit(etcd_end);
     alarm(300); /* a bound on the whole run; rt_proc ends the nodes on SIGALRM */
-    int rc = run("static", NULL, n);
-    if (rc)
+    const char *only = getenv("ACTORC_SCALE_ONLY");
+    if (only && strcmp(only, "static") != 0 && strcmp(only, "etcd") != 0) {
+        fprintf(stderr, "actorc-bench-scale: ACTORC_SCALE_ONLY must be static or etcd\n");
+        return 1;
+    }
+    int rc = only && strcmp(only, "etcd") == 0 ? 0 : run("static", NULL, n);
+    if (rc || (only && strcmp(only, "static") == 0))
         return rc;
     if (!bench_etcd_start(&etcd)) {
         printf("INFO scale etcd skipped: no etcd binary, or it did not start\n");

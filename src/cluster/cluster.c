@@ -367,9 +367,7 @@ static ac_status cluster_start(ac_cluster *c, bool *owned)
                  ac_system_name(c->system));
         goto undo;
     }
-    ac_msg *tick = ac__note_new(AC__NOTE_TICK, NULL, NULL, 0, NULL, NULL, 0);
-    c->tick = tick ? ac_schedule_repeat(actor, 0, AC__CLUSTER_BEAT_MS, tick, NULL) : NULL;
-    if (c->tick)
+    if (ac__cluster_tick_start(c))
         return AC_OK;
     ac__fail(AC_ENOMEM, "ac_cluster_join: cannot start the cluster's timer");
 undo:;

@@ -340,8 +340,7 @@ static void on_tick(ac_ctx *ctx, ac_cluster *c)
     if (c->ended)
         return;
     int64_t t = now_ms(c);
-    if (!beats_off(c) && ++c->beat_ticks >= c->beat_every) {
-        c->beat_ticks = 0;
+    if (!beats_off(c) && ac__cluster_beat_due(c, t)) {
         for (size_t i = 0; i < c->member_count; i++) {
             ac__member_rec *r = c->members[i];
             if (!r->self && r->carded)

@@ -18,11 +18,63 @@
  * comes as a note to the actor and is handled in its turn, or tells the
  * actor a tick at once (ac__cluster_tick_soon). So the node wakes about
  * once a second when idle, and nothing is seen later than on the beat.
+ *
+ * Beats go out on a phase every node shares: the ticks fall on whole
+ * multiples of AC__CLUSTER_BEAT_MS of the wall clock, and a node beats
+ * on the first tick of each beat period (beat_every ticks) counted from
+ * the wall clock's epoch. So in a mesh of N nodes the N - 1 beats a node
+ * takes each period come together, and it wakes once for all of them
+ * rather than once for each: the full mesh's cost of being idle is its
+ * frames, not N - 1 wake-ups of two threads per period. Clocks apart by
+ * more than a beat period only spread the beats as before; nothing
+ * depends on the phase for correctness.
  */
+#include <time.h>
+
 #include "cluster/cluster_internal.h"
 #include "cluster/provider.h"
 
 #define QUIET_TICK_MS 1000
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t beat_period_ms(const ac_cluster *c)
+{
+    return (int64_t)c->beat_every * AC__CLUSTER_BEAT_MS;
+}
+
+bool ac__cluster_tick_start(ac_cluster *c)
+{
+    int64_t t = ac_clock_now_ms(c->system), period = beat_period_ms(c);
+    c->beat_phase_ms = ((wall_ms() - t) % period + period) % period;
+    c->beat_epoch = -1;
+    int64_t first = AC__CLUSTER_BEAT_MS - (t + c->beat_phase_ms) % AC__CLUSTER_BEAT_MS;
+    ac_msg *tick = ac__note_new(AC__NOTE_TICK, NULL, NULL, 0, NULL, NULL, 0);
+    ac_msg *now = ac__note_new(AC__NOTE_TICK, NULL, NULL, 0, NULL, NULL, 0);
+    pthread_mutex_lock(&c->lock); /* against the first tick's ac__cluster_tick_next */
+    c->tick = tick ? ac_schedule_repeat(c->actor, first, AC__CLUSTER_BEAT_MS, tick, NULL) : NULL;
+    pthread_mutex_unlock(&c->lock);
+    if (!c->tick) {
+        ac_msg_release(now);
+        return false;
+    }
+    ac__cluster_tell_actor(c, now); /* the seeds tried at once, not at the first tick */
+    return true;
+}
+
+bool ac__cluster_beat_due(ac_cluster *c, int64_t t)
+{
+    int64_t epoch = (t + c->beat_phase_ms) / beat_period_ms(c);
+    if (epoch == c->beat_epoch)
+        return false;
+    c->beat_epoch = epoch;
+    return true;
+}
 
 bool ac__cluster_beats_off(const ac_cluster *c)
 {
