@@ -87,7 +87,7 @@ static int64_t housekeeping(ac_node *node)
         ac__conns_close_idle(node, t);
         next = earliest(next, ac__conns_next_idle(node));
     }
-    if (node->corr_count)
+    if (ac__corr_count(node)) /* settled asks leave within about 20 ms */
         next = earliest(next, t + HOUSEKEEPING_NS);
     if (t >= node->next_sweep_ns) {
         bool unsettled = sweep(node, t);
