@@ -281,8 +281,12 @@ static unsigned long long keepalives_total(void)
     for (int i = 0; i < nprocs; i++) {
         char line[128];
         unsigned long long n;
-        if (read_line(&procs[i], line, sizeof line, 10000) && sscanf(line, "K %llu", &n) == 1)
-            total += n;
+        /* Past answers to earlier commands a loaded worker gave late. */
+        for (int skip = 0; skip < 64 && read_line(&procs[i], line, sizeof line, 10000); skip++)
+            if (sscanf(line, "K %llu", &n) == 1) {
+                total += n;
+                break;
+            }
     }
     return total;
 }
