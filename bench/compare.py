@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Set actorc's benchmark figures beside CAF's and Erlang's.
 
-usage: compare.py [--markdown] actorc=FILE caf=FILE erlang=FILE [baseline=FILE]
+usage: compare.py [--markdown] [--remote] actorc=FILE caf=FILE erlang=FILE [baseline=FILE]
 
 Each FILE holds the raw output of one system's run.sh (any number of runs);
 every RESULT line is one per-run figure. Printed: per workload/metric, each
@@ -26,6 +26,11 @@ itself as the sender) and scatter_seq_in_ask (the same caller with
 ac_ask_in) both meet CAF's in-system scatter_seq_in_R and Erlang's
 scatter_seq; scatter_par meets both peers' scatter_par. scatter_tail,
 hedge_tail and scatter_open have no peer counterpart.
+
+--remote: the files hold remote runs alone (bench/compare --remote). Printed:
+the remote rows with each system's median and min-max over its runs, then
+the remote targets from ratios taken round by round (actorc's run k beside
+Erlang's run k, run in the same round), their median and min-max.
 """
 import statistics
 import sys
@@ -63,7 +68,7 @@ def read_runs(system, path):
         return figures, 0
     aliases = ALIASES.get(system, {})
     for line in lines:
-        if line.startswith("# run ") and line.endswith(" suite"):
+        if line.startswith("# run ") and line.endswith((" suite", " remote")):
             runs += 1
         if not line.startswith("RESULT "):
             continue
@@ -168,8 +173,102 @@ def baseline_lines(rows, base, markdown):
             for row in [head, ["-" * w for w in widths]] + body]
 
 
+REMOTE_WORKLOADS = ("remote_ask", "remote_ask_in", "remote_ask_gen_server", "zmq_rtt", "tcp_rtt",
+                    "remote_tell", "zmq_pipelined", "remote_scatter", "zmq_scatter")
+
+
+def span(vals):
+    return f"{fmt(statistics.median(vals))} ({fmt(min(vals))}-{fmt(max(vals))})"
+
+
+def remote_table(data, markdown, base):
+    """The remote rows: median (min-max) per system."""
+    systems = (("baseline",) if base else ()) + SYSTEMS
+    cols = {"baseline": base, **{s: data[s][0] for s in SYSTEMS}}
+    keys = OrderedDict()
+    for s in systems:
+        for key in cols[s]:
+            if key[0] in REMOTE_WORKLOADS:
+                keys.setdefault(key)
+    head = ["workload", "metric", "unit"] + [{"caf": "CAF", "erlang": "Erlang"}.get(s, s)
+                                             for s in systems]
+    body = [list(key) + [span(cols[s][key]) if cols[s].get(key) else "-" for s in systems]
+            for key in keys]
+    return render(head, body, markdown)
+
+
+def render(head, body, markdown):
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        return out + ["| " + " | ".join(row) + " |" for row in body]
+    widths = [max(len(row[i]) for row in [head] + body) for i in range(len(head))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+            for row in [head, ["-" * w for w in widths]] + body]
+
+
+def per_round(mine, theirs, f):
+    """f over actorc's and a peer's figures of the same rounds."""
+    return [f(a, b) for a, b in zip(mine, theirs)]
+
+
+def remote_targets(figs, erl, label):
+    """The remote targets of one actorc build (figs) against Erlang's runs
+    of the same rounds: (target, per-round values, bound, met?)."""
+    rows = []
+    def get(d, wl, metric):
+        return d.get((wl, metric, "us")) or d.get((wl, metric, "x")) or []
+    p99, p50 = get(figs, "remote_ask", "p99"), get(figs, "remote_ask", "p50")
+    ep99, ep50 = get(erl, "remote_ask", "p99"), get(erl, "remote_ask", "p50")
+    if p99 and ep99:
+        rows.append(("remote_ask p99 / Erlang remote_ask p99", per_round(p99, ep99, lambda a, b: a / b), "<= 1.0", lambda v: v <= 1.0))
+    if p50 and ep50:
+        rows.append(("Erlang remote_ask p50 / remote_ask p50", per_round(p50, ep50, lambda a, b: b / a), ">= 2.0", lambda v: v >= 2.0))
+    if p50:
+        rows.append(("remote_ask p50 (us)", p50, "<= 25", lambda v: v <= 25.0))
+    sc = get(figs, "remote_scatter", "p99_vs_zmq")
+    if sc:
+        rows.append(("remote_scatter p99_vs_zmq", sc, "<= 1.0", lambda v: v <= 1.0))
+    for name in ("p50_vs_zmq", "p99_vs_zmq", "p50_vs_tcp", "p99_vs_tcp"):
+        v = get(figs, "remote_ask", name)
+        if v:
+            rows.append((f"remote_ask {name} (no target here)", v, "-", None))
+    head = [label, "median", "min-max", "rounds", "target", "median meets it"]
+    body = []
+    for name, vals, bound, ok in rows:
+        med = statistics.median(vals)
+        body.append([name, f"{med:.3g}", f"{min(vals):.3g}-{max(vals):.3g}", str(len(vals)),
+                     bound, "-" if ok is None else ("yes" if ok(med) else "no")])
+    return head, body
+
+
+def main_remote(data, markdown, base):
+    runs = ", ".join(f"{s} {data[s][1]}" for s in SYSTEMS)
+    print(f"Remote workloads alone, medians (min-max) over runs ({runs}"
+          + (f", baseline {base[1]}" if base else "") + ").")
+    print("The peers' remote_ask callers are in-system; actorc's remote_ask is asked from a")
+    print("blocked outside thread, remote_ask_in from an actor. zmq_*: raw ZeroMQ in the")
+    print("same processes as actorc's run (*_vs_zmq: actorc / raw ZeroMQ, that run); tcp_rtt:")
+    print("the same round trip over a plain TCP socket (*_vs_tcp), where the build has it.")
+    print()
+    for line in remote_table(data, markdown, base[0] if base else None):
+        print(line)
+    erl = data["erlang"][0]
+    for label, figs in (("actorc", data["actorc"][0]),) + ((("baseline", base[0]),) if base else ()):
+        head, body = remote_targets(figs, erl, f"{label}: target (ratios round by round)")
+        if body:
+            print()
+            for line in render(head, body, markdown):
+                print(line)
+
+
 def main(argv):
     markdown = "--markdown" in argv
+    if "--remote" in argv:
+        paths = dict(a.split("=", 1) for a in argv if "=" in a)
+        data = {s: read_runs(s, paths.get(s, "")) for s in SYSTEMS}
+        base = read_runs("actorc", paths["baseline"]) if "baseline" in paths else None
+        main_remote(data, markdown, base)
+        return
     paths = dict(a.split("=", 1) for a in argv if "=" in a)
     data = {s: read_runs(s, paths.get(s, "")) for s in SYSTEMS}
     runs = ", ".join(f"{s} {data[s][1]}" for s in SYSTEMS)

@@ -8,7 +8,7 @@
  *                                           profiling one path)
  *   actorc-bench-remote scatter             remote_scatter and its baselines
  *                                           alone (`all` ends with them)
- *   actorc-bench-remote serve actorc|zmq|replicaK|zreplicaK
+ *   actorc-bench-remote serve actorc|zmq|tcp|replicaK|zreplicaK
  *                         [SERVER_PUB SERVER_SEC PUB SEC ALLOWED]
  *                                           the second process (started by
  *                                           the first; not for people)
@@ -20,6 +20,10 @@
  *   zmq_rtt         a DEALER asks a ROUTER, which answers; a request as
  *                   big as actorc's Int64 ask frame, a reply as big as its
  *                   reply frame; 1,000 warm-up + 5,000 sequential (p50, p99)
+ *   tcp_rtt         the same over a plain TCP connection (frames behind a
+ *                   4-byte length), one blocking thread on either side and
+ *                   no ZeroMQ: the floor of a round trip between two
+ *                   processes of this machine (without CURVE only)
  *   remote_ask      ac_ask_wait from the main thread to an actor on the
  *                   other node replying x+1 (Int64); same counts
  *   remote_ask_in   the same from inside an actor, with ac_ask_in
@@ -65,6 +69,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -73,6 +79,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -288,6 +295,120 @@ static int zmq_serve(const keys *k)
     return 0;
 }
 
+/* ------------------------------------------------------------ TCP side --- */
+
+/* All of n bytes, or false (the peer closed, an error, or the socket's
+ * timeout). */
+static bool tcp_full(int fd, void *buf, size_t n, bool out)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t r = out ? send(fd, (char *)buf + done, n - done, MSG_NOSIGNAL)
+                        : recv(fd, (char *)buf + done, n - done, 0);
+        if (r == 0)
+            errno = ECONNRESET; /* the peer closed */
+        if (r <= 0 && !(r < 0 && errno == EINTR))
+            return false;
+        done += r > 0 ? (size_t)r : 0;
+    }
+    return true;
+}
+
+/* No delay; with `timeouts`, reads and writes that give up after
+ * SOCKET_TIMEOUT_MS (the client's: the server waits between blocks). */
+static void tcp_options(int fd, bool timeouts)
+{
+    int one = 1;
+    struct timeval tv = {.tv_sec = SOCKET_TIMEOUT_MS / 1000};
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (timeouts) {
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+}
+
+/* The server between frames: until the next arrives (true), or it is
+ * told to end. Blocks of other workloads come between tcp_rtt's, for
+ * seconds on a busy machine. */
+static bool tcp_await(int fd, int64_t deadline)
+{
+    while (!serve_should_end(deadline)) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (poll(&pf, 1, 100) > 0)
+            return true;
+    }
+    return false;
+}
+
+/* One length-prefixed frame into f (at most ZF_MAX bytes): its length,
+ * or 0. */
+static size_t tcp_frame_in(int fd, uint8_t *f)
+{
+    uint32_t len;
+    if (!tcp_full(fd, &len, sizeof len, false) || len < ZF_MIN || len > ZF_MAX ||
+        !tcp_full(fd, f, len, false))
+        return 0;
+    return len;
+}
+
+static bool tcp_frame_out(int fd, uint8_t *f, uint32_t len)
+{
+    uint8_t buf[4 + ZF_MAX];
+    memcpy(buf, &len, sizeof len);
+    memcpy(buf + 4, f, len);
+    return tcp_full(fd, buf, 4 + (size_t)len, true);
+}
+
+/* The TCP server: one connection, one thread, blocking reads, answering
+ * 'A' x with x+1 in a frame as big as asked for. */
+static int tcp_serve(void)
+{
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) != 0 || listen(ls, 1) != 0 ||
+        getsockname(ls, (struct sockaddr *)&a, &alen) != 0)
+        rb_die("tcp server: %s", strerror(errno));
+    printf("READY 127.0.0.1:%d -\n", ntohs(a.sin_port));
+    fflush(stdout);
+    int64_t deadline = now_ns() + SERVE_MAX_S * 1000000000ll;
+    int fd = -1;
+    while (fd < 0 && !serve_should_end(deadline)) {
+        struct pollfd pf = {.fd = ls, .events = POLLIN};
+        if (poll(&pf, 1, 100) > 0)
+            fd = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+    }
+    if (fd >= 0) {
+        tcp_options(fd, false);
+        uint8_t f[ZF_MAX], out[ZF_MAX] = {0};
+        while (tcp_await(fd, deadline) && tcp_frame_in(fd, f) > 0) {
+            uint32_t size = get_u32(f, ZF_REPLY_SIZE);
+            if (f[ZF_KIND] != 'A' || size < ZF_MIN || size > ZF_MAX)
+                break;
+            out[ZF_KIND] = 'R';
+            put_i64(out, ZF_VALUE, get_i64(f, ZF_VALUE) + 1);
+            if (!tcp_frame_out(fd, out, size))
+                break;
+        }
+        close(fd);
+    }
+    close(ls);
+    while (!serve_should_end(deadline))
+        sleep_ms(50);
+    return 0;
+}
+
+static int tcp_connect(const char *address)
+{
+    const char *colon = strrchr(address, ':');
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+                            .sin_port = htons((uint16_t)atoi(colon ? colon + 1 : "0"))};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
+        rb_die("tcp connect %s: %s", address, strerror(errno));
+    tcp_options(fd, true);
+    return fd;
+}
+
 static void *zclient_open(void *ctx, const char *endpoint, const keys *k)
 {
     void *d = zmq_socket(ctx, ZMQ_DEALER);
@@ -492,10 +613,13 @@ typedef struct sender_state {
     int64_t t0;
 } sender_state;
 
+static bool run_asks = true, run_tells = true;
+
 typedef struct run {
-    char wl[4][64]; /* remote_ask, remote_ask_in, zmq_rtt, remote_tell / zmq_pipelined */
+    char wl[5][64]; /* remote_ask, remote_ask_in, zmq_rtt, remote_tell / zmq_pipelined, tcp_rtt */
     const char *suffix;
-    rt_proc actorc_srv, zmq_srv;
+    rt_proc actorc_srv, zmq_srv, tcp_srv;
+    int tcp_fd; /* -1: no tcp_rtt (with CURVE) */
     ac_system *sys;
     ac_node *node;
     ac_ref *inc, *counter, *asker, *sender;
@@ -504,7 +628,7 @@ typedef struct run {
     uint64_t aseen, sseen;
     void *zctx, *dealer;
     frame_sizes fs;
-    int64_t ax, zx; /* the next x of remote_ask, zmq_rtt */
+    int64_t ax, zx, tx; /* the next x of remote_ask, zmq_rtt, tcp_rtt */
 } run;
 
 static const char *wl_name(char *buf, size_t cap, const char *base, const char *suffix)
@@ -601,11 +725,28 @@ static void zmq_block(run *r, int64_t *lat, int n)
     }
 }
 
+static void tcp_block(run *r, int64_t *lat, int n)
+{
+    uint8_t f[ZF_MAX] = {0}, rep[ZF_MAX];
+    for (int i = 0; i < n; i++, r->tx++) {
+        int64_t t0 = now_ns();
+        if (!tcp_frame_out(r->tcp_fd, zframe(f, 'A', r->fs.reply, r->tx), (uint32_t)r->fs.ask) ||
+            tcp_frame_in(r->tcp_fd, rep) != r->fs.reply)
+            rb_die("%s: request %" PRId64 ": %s", r->wl[4], r->tx, strerror(errno));
+        int64_t el = now_ns() - t0;
+        if (get_i64(rep, ZF_VALUE) != r->tx + 1)
+            rb_fail("%s: request %" PRId64 " got %" PRId64, r->wl[4], r->tx, get_i64(rep, ZF_VALUE));
+        if (lat)
+            lat[i] = el;
+    }
+}
+
 typedef void (*ask_block_fn)(run *r, int64_t *lat, int n);
 
 /* Warm-ups (actorc's first, measuring its frames), then ASK_BLOCKS
- * rounds of one block each, the order rotating. */
-static void ask_phase(run *r, latency out[3])
+ * rounds of one block each, the order rotating; tcp_rtt's block (when
+ * there is one) after each round. */
+static void ask_phase(run *r, latency out[4])
 {
     static const ask_block_fn block[3] = {ask_block_outside, ask_block_inside, zmq_block};
     ac_node_stats a = stats_of(r->node);
@@ -616,16 +757,24 @@ static void ask_phase(run *r, latency out[3])
     r->fs.reply = usable_size(r->fs.reply, "reply");
     ask_block_inside(r, NULL, ASK_WARM);
     zmq_block(r, NULL, ASK_WARM);
-    int64_t *lat[3];
-    for (int w = 0; w < 3; w++)
+    bool tcp = r->tcp_fd >= 0;
+    if (tcp)
+        tcp_block(r, NULL, ASK_WARM);
+    int64_t *lat[4];
+    for (int w = 0; w < 4; w++)
         lat[w] = xcalloc(ASK_N, sizeof(int64_t));
-    for (int k = 0; k < ASK_BLOCKS; k++)
+    for (int k = 0; k < ASK_BLOCKS; k++) {
         for (int j = 0; j < 3; j++) {
             int w = (k + j) % 3;
             block[w](r, lat[w] + k * ASK_BLOCK, ASK_BLOCK);
         }
-    for (int w = 0; w < 3; w++) {
-        out[w] = report_latency(r->wl[w], lat[w], ASK_N, w != 2 ? "asks" : NULL);
+        if (tcp)
+            tcp_block(r, lat[3] + k * ASK_BLOCK, ASK_BLOCK);
+    }
+    for (int w = 0; w < 4; w++) {
+        if (w < 3 || tcp)
+            out[w] = report_latency(w < 3 ? r->wl[w] : r->wl[4], lat[w], ASK_N,
+                                    w < 2 ? "asks" : NULL);
         free(lat[w]);
     }
 }
@@ -766,11 +915,17 @@ static void run_begin(run *r, const char *suffix, const keys *k, ac_node_curve *
                       const char **allowed)
 {
     r->suffix = suffix;
-    static const char *const names[] = {"remote_ask", "remote_ask_in", "zmq_rtt", "remote_tell"};
-    for (int i = 0; i < 4; i++)
+    static const char *const names[] = {"remote_ask", "remote_ask_in", "zmq_rtt", "remote_tell",
+                                        "tcp_rtt"};
+    for (int i = 0; i < 5; i++)
         wl_name(r->wl[i], sizeof r->wl[i], names[i], suffix);
     server_start(&r->actorc_srv, "actorc", k);
     server_start(&r->zmq_srv, "zmq", k);
+    r->tcp_fd = -1;
+    if (!k && run_asks) {
+        server_start(&r->tcp_srv, "tcp", NULL);
+        r->tcp_fd = tcp_connect(r->tcp_srv.address);
+    }
     r->sys = system_new("bench_a");
     r->node = node_new(r->sys, k, true, curve, allowed);
     r->inc = resolve(r->node, r->actorc_srv.address, "/user/inc");
@@ -798,20 +953,27 @@ static void run_end(run *r)
     latch_fini(&r->senv.done);
     server_end(&r->actorc_srv);
     server_end(&r->zmq_srv);
+    if (r->tcp_fd >= 0) {
+        close(r->tcp_fd);
+        server_end(&r->tcp_srv);
+    }
 }
 
-static void report_ratios(const char *suffix, const latency l[3], double tell, double zmq)
+static void report_ratios(const char *suffix, const latency l[4], bool tcp, double tell,
+                          double zmq)
 {
     char wl[64];
     for (int w = 0; w < 2; w++) {
         wl_name(wl, sizeof wl, w == 0 ? "remote_ask" : "remote_ask_in", suffix);
         result(wl, "p50_vs_zmq", l[w].p50_us / l[2].p50_us, "x");
         result(wl, "p99_vs_zmq", l[w].p99_us / l[2].p99_us, "x");
+        if (tcp) {
+            result(wl, "p50_vs_tcp", l[w].p50_us / l[3].p50_us, "x");
+            result(wl, "p99_vs_tcp", l[w].p99_us / l[3].p99_us, "x");
+        }
     }
     result(wl_name(wl, sizeof wl, "remote_tell", suffix), "vs_zmq", tell / zmq, "x");
 }
-
-static bool run_asks = true, run_tells = true;
 
 static void run_mode(const char *suffix, const keys *k)
 {
@@ -820,7 +982,7 @@ static void run_mode(const char *suffix, const keys *k)
     const char *allowed;
     char wl[64];
     run_begin(r, suffix, k, &curve, &allowed);
-    latency l[3] = {{0}};
+    latency l[4] = {{0}};
     if (run_asks)
         ask_phase(r, l);
     double tell = 0, zmq = 0;
@@ -832,7 +994,7 @@ static void run_mode(const char *suffix, const keys *k)
     printf("INFO remote%s frame_bytes ask %zu reply %zu tell %zu count_ask %zu count_reply %zu\n",
            suffix, r->fs.ask, r->fs.reply, r->fs.tell, r->fs.count_ask, r->fs.count_reply);
     if (run_asks && run_tells)
-        report_ratios(suffix, l, tell, zmq);
+        report_ratios(suffix, l, r->tcp_fd >= 0, tell, zmq);
     run_end(r);
     free(r);
 }
@@ -1292,6 +1454,8 @@ static int serve_main(int argc, char **argv)
         return actorc_serve(kp);
     if (strcmp(argv[2], "zmq") == 0)
         return zmq_serve(kp);
+    if (strcmp(argv[2], "tcp") == 0)
+        return tcp_serve();
     if (strncmp(argv[2], "replica", 7) == 0 && argv[2][7] >= '0' && argv[2][7] <= '2' && !argv[2][8])
         return replica_serve(argv[2][7] - '0');
     if (strncmp(argv[2], "zreplica", 8) == 0 && argv[2][8] >= '0' && argv[2][8] <= '2' && !argv[2][9])

@@ -4,7 +4,8 @@
  * what each node costs as it grows.
  *
  *   actorc-bench-scale            both providers (ACTORC_SCALE_N nodes,
- *                                 8 to 64, default 64)
+ *                                 8 to 64, default 64; ACTORC_SCALE_ONLY
+ *                                 static or etcd: that one only)
  *   actorc-bench-scale node ...   a node process (started by the first;
  *                                 not for people)
  *
@@ -26,6 +27,11 @@
  *                                     having it Down (static: through the
  *                                     connection; etcd: through the lease,
  *                                     the connections closed as idle)
+ *   RESULT scale lost_seen_ms_<p>     kill -9 to every other having it
+ *                                     Unreachable or Down, whichever came
+ *                                     first (static: split-brain resolution
+ *                                     holds a lost member Unreachable for
+ *                                     stable_after_ms before its Down)
  *   RESULT scale join_one_ms_<p>      one process started beside N - 1 to
  *                                     every node having it Up
  *   RESULT scale idle_cpu_pct_<p>_<n>     per node, the cluster idle
@@ -94,9 +100,11 @@ static void events_receive(ac_ctx *ctx, ac_msg *msg)
 {
     (void)ctx;
     const ac_member_event *ev = ac_member_event_get(msg);
-    if (ev && (ev->kind == AC_MEMBER_EVENT_UP || ev->kind == AC_MEMBER_EVENT_DOWN))
-        say("E %c %s %.3f\n", ev->kind == AC_MEMBER_EVENT_UP ? 'U' : 'D', ev->member.address,
-            now_ms());
+    if (ev && (ev->kind == AC_MEMBER_EVENT_UP || ev->kind == AC_MEMBER_EVENT_DOWN ||
+               ev->kind == AC_MEMBER_EVENT_UNREACHABLE))
+        say("E %c %s %.3f\n",
+            ev->kind == AC_MEMBER_EVENT_UP ? 'U' : ev->kind == AC_MEMBER_EVENT_DOWN ? 'D' : 'R',
+            ev->member.address, now_ms());
 }
 static const ac_actor_def events_def = {.name = "Events", .receive = events_receive};
 
@@ -166,6 +174,8 @@ typedef struct kid {
     size_t len;
     bool up[MAX_NODES + 1];   /* by kid index: it has that node Up */
     double ev_ms[MAX_NODES + 1]; /* its last event about that node */
+    double lost_ms[MAX_NODES + 1]; /* when it last had that node Unreachable or Down */
+    bool held[MAX_NODES + 1];      /* Unreachable since */
     int up_count;
     bool stats_fresh;
     unsigned long long frames;
@@ -192,6 +202,11 @@ static void kid_line(kid *k, const char *line)
         int j = kid_by_address(addr);
         if (j < 0 || &kids[j] == k)
             return;
+        if ((kind == 'R' || kind == 'D') && !k->held[j])
+            k->lost_ms[j] = t;
+        k->held[j] = kind == 'R';
+        if (kind == 'R')
+            return; /* still a member, held Unreachable */
         bool up = kind == 'U';
         if (up != k->up[j])
             k->up_count += up ? 1 : -1;
@@ -276,6 +291,16 @@ static bool await_agreed(int gone, int ms)
     while (!agreed(gone) && now_ms() < end)
         pump(20);
     return agreed(gone);
+}
+
+/* The latest time a live node had `about` Unreachable or Down. */
+static double last_lost(int about)
+{
+    double t = 0;
+    for (int i = 0; i < nkids; i++)
+        if (kids[i].alive && i != about && kids[i].lost_ms[about] > t)
+            t = kids[i].lost_ms[about];
+    return t;
 }
 
 /* The latest time a live node heard of `about` (its Up or Down). */
@@ -449,6 +474,7 @@ static int run(const char *prov, const char *etcd_url, int n)
     if (!await_agreed(victim, 30000))
         return fail(prov, "a killed node was not Down everywhere within 30 s");
     printf("RESULT scale down_seen_ms_%s %.1f ms\n", prov, last_heard(victim) - t0);
+    printf("RESULT scale lost_seen_ms_%s %.1f ms\n", prov, last_lost(victim) - t0);
     fflush(stdout);
 
     /* One joins the N - 1: in the victim's place, on a new port. */
@@ -494,14 +520,21 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     atexit(etcd_end);
     alarm(300); /* a bound on the whole run; rt_proc ends the nodes on SIGALRM */
-    int rc = run("static", NULL, n);
-    if (rc)
+    const char *only = getenv("ACTORC_SCALE_ONLY");
+    if (only && strcmp(only, "static") != 0 && strcmp(only, "etcd") != 0) {
+        fprintf(stderr, "actorc-bench-scale: ACTORC_SCALE_ONLY must be static or etcd\n");
+        return 1;
+    }
+    /* A static run that fails (a loaded machine) still lets the etcd run
+     * go on; the exit status says it failed. */
+    int rc = only && strcmp(only, "etcd") == 0 ? 0 : run("static", NULL, n);
+    if (only && strcmp(only, "static") == 0)
         return rc;
     if (!bench_etcd_start(&etcd)) {
         printf("INFO scale etcd skipped: no etcd binary, or it did not start\n");
-        return 0;
+        return rc;
     }
-    rc = run("etcd", etcd.url, n);
+    int etcd_rc = run("etcd", etcd.url, n);
     bench_etcd_stop(&etcd);
-    return rc;
+    return rc ? rc : etcd_rc;
 }

@@ -9,10 +9,18 @@
  * the slow ones get a second chance after the delay instead of waiting
  * out their tail. In detail, per message:
  *
- *   - The routees are tried in round-robin order from a start that moves
- *     by one per message, routees known to be failing (their last answer
- *     was an error or a timeout, or their circuit breaker is open) moved
- *     to the end; at most max_attempts of them (default: all).
+ *   - The routees are tried in the order `order` chooses, routees known
+ *     to be failing (their last answer was an error or a timeout, or
+ *     their circuit breaker is open) moved to the end; at most
+ *     max_attempts of them (default: all). By latency (the default): the
+ *     routees with the lowest estimated latency (a weighted mean of their
+ *     reply times, a request that lost to a later hedge counting as at
+ *     least as long as it was out) times one more than their requests
+ *     out; routees within twice the best count as equal and take turns.
+ *     A routee passed over and not asked for probe_interval_ms is asked
+ *     as the second attempt, sent at once with the first (a hedge, under
+ *     the budget). In rotation: round robin from a start that moves by
+ *     one per message. docs/hedging.md has the details.
  *   - The first goes at once. Each further one goes when the previous has
  *     gone unanswered for the hedge delay, or at once when an attempt
  *     answers with an error (or its routee had stopped, or its breaker
@@ -93,14 +101,23 @@ extern "C" {
 #define AC_HEDGE_DEFAULT_MIN_SAMPLES 100
 /* The largest window accepted. */
 #define AC_HEDGE_MAX_WINDOW 1000000
+/* How long a routee may go unasked before the latency order probes it. */
+#define AC_HEDGE_DEFAULT_PROBE_MS 500
 
 typedef enum ac_hedge_delay_kind {
     AC_HEDGE_DELAY_FIXED = 0, /* delay_us, always */
     AC_HEDGE_DELAY_ADAPTIVE,  /* a percentile of observed latency */
 } ac_hedge_delay_kind;
 
+/* Whom the hedged router asks first, and in which order after. */
+typedef enum ac_hedge_order {
+    AC_HEDGE_ORDER_LATENCY = 0, /* the routees seen to answer fastest */
+    AC_HEDGE_ORDER_ROTATION,    /* round-robin, whatever their latency */
+} ac_hedge_order;
+
 /* Zeroed: a fixed delay of 10 ms, every routee, no budget, no
- * cancellation, the scatter/gather timeout. */
+ * cancellation, the scatter/gather timeout, the latency order probing
+ * every 500 ms. */
 typedef struct ac_hedged_options {
     /* Deadline of one request in ms, for every attempt; 0: 4,500.
      * Negative or above INT32_MAX is refused by the factory. */
@@ -123,6 +140,15 @@ typedef struct ac_hedged_options {
     const ac_hedge_budget *budget;
     /* Loser cancellation, as for scatter/gather (below). */
     bool cancel_losers;
+    /* The order of attempts (above); 0: by latency. Any other value
+     * than the enum's is refused. */
+    ac_hedge_order order;
+    /* By latency only: a routee not asked for this long is asked again,
+     * as a hedge sent together with the first request, and what was
+     * known of its latency is forgotten when its answer comes; 0:
+     * AC_HEDGE_DEFAULT_PROBE_MS. Negative is refused, and so is a
+     * value with the rotation order. */
+    int64_t probe_interval_ms;
 } ac_hedged_options;
 
 /* Props for a hedged pool of `size` (>= 1) routees of `routee_def`.
@@ -133,9 +159,10 @@ AC_API ac_props *ac_router_hedged(int size, const ac_actor_def *routee_def,
                                   const ac_routee_options *routee_opts);
 
 /* A hedged group over routees[0..n) (borrowed, as the other groups take
- * them, router.h), tried from a start that moves by one per message, in
- * the group's order. What a group's routees did last is not remembered
- * (the routees known to be failing are not moved to the end), and the
+ * them, router.h), ordered by latency as a pool's routees are, or in
+ * rotation from a start that moves by one per message, in the group's
+ * order. Whether a group's routees failed last is not remembered (no
+ * routee is moved to the end for having failed), and the
  * per-routee outcome series are not counted: a group's routees have no
  * bounded names. max_attempts above n is refused; with routees added
  * later, it caps the attempts as given. NULL with ac_last_error as the

@@ -244,6 +244,10 @@ typedef struct ac_node_stats {
      * swallowed by a blackhole. */
     uint64_t fault_delayed, fault_dropped, fault_blackholed;
     uint64_t connections_idled;    /* closed after idle_timeout_ms with nothing crossing */
+    /* Times the node's transport thread slept and woke again (for work, or
+     * for a deadline: a connection late, idle or due for a look). An idle
+     * node with nothing under way wakes about once a second. */
+    uint64_t transport_wakeups;
 } ac_node_stats;
 AC_API ac_status ac_node_stats_get(ac_node *node, ac_node_stats *out);
 

@@ -14,8 +14,11 @@
  * asking call's own until it returns), the armed timer's, and the one in
  * the request's envelope as its sender. Settling cancels the timer; if the
  * cancel loses against a firing timer, the timer's own CAS fails and it
- * just drops its reference. Nothing of an ask outlives its settlement and
- * its last reference.
+ * just drops its reference. The timer is armed lazily (core/timers.c): a
+ * far deadline waits outside the wheel, and when the ask settles first the
+ * timer service drops it (timer_discard, whose claim fails) soon after,
+ * in a batch, with its reference. Nothing of an ask outlives its
+ * settlement and its last reference for longer than that.
  *
  * Waiting outside actors spins briefly (the answer to a local ask usually
  * arrives within microseconds), then sleeps on a futex on `state`; the
@@ -28,6 +31,7 @@
 
 #include "ask/ask_internal.h"
 #include "ask/oneshot.h"
+#include "core/hop_trace.h"
 #include "core/alloc.h"
 #include "core/cell.h"
 #include "core/clock.h"
@@ -147,11 +151,13 @@ static void deliver_to_actor(reply_t *r)
     answer_payload *p = ac_msg_payload(m);
     p->run.run = run_continuation;
     p->run.destroy = answer_payload_destroy;
-    answer_copy(&p->answer, &r->answer);
+    /* Moved, not copied: an actor's ask has no future to read it again. */
+    p->answer = r->answer;
+    memset(&r->answer, 0, sizeof r->answer);
     p->id = r->id;
     p->fn = (ac_ask_fn)r->fn;
     p->user = r->user;
-    ac_tell(r->asker, m, r->answer.sender);
+    ac_tell(r->asker, m, p->answer.sender);
 }
 
 /* Close registration: from here on ac_future_on_complete calls its
@@ -174,7 +180,7 @@ static ac_future_fn close_callbacks(reply_t *r)
  * its own thread. */
 static void complete(reply_t *r)
 {
-    if (ac__timer_cancel(r->ref.system->timers, &r->timer))
+    if (ac__timer_cancel_lazy(r->ref.system->timers, &r->timer))
         ac_ref_release(&r->ref); /* the timer's reference; the caller holds another */
     if (r->kind == FOR_ACTOR) {
         /* Release: the answer before SETTLED (pairs with settled()). */
@@ -212,7 +218,10 @@ static void reply_destroy(ac_ref *self)
     ac_answer_release(&r->answer);
     ac_ref_release(r->target);
     ac_ref_release(r->asker);
-    free(r);
+    if (r->kind == FOR_ACTOR)
+        ac__free_small(r, sizeof *r);
+    else
+        free(r);
 }
 
 static const char *reply_path(const ac_ref *self)
@@ -263,7 +272,17 @@ static void timer_discard(ac__timer *t)
     ac_ref_release(&r->ref);
 }
 
-static const ac__timer_ops reply_timer_ops = {.fire = timer_fire, .discard = timer_discard};
+/* Claimed: whatever settles it no longer needs the timer. seq_cst: see
+ * ac__timer_ops.given_up (the claim, an RMW, comes before complete()'s
+ * cancel and its fence). */
+static bool timer_given_up(const ac__timer *t)
+{
+    const reply_t *r = (const reply_t *)(const void *)((const char *)t - offsetof(reply_t, timer));
+    return atomic_load_explicit(&r->state, memory_order_seq_cst) != PENDING;
+}
+
+static const ac__timer_ops reply_timer_ops = {
+    .fire = timer_fire, .discard = timer_discard, .given_up = timer_given_up};
 
 /* ---- starting an ask -------------------------------------------------- */
 
@@ -290,12 +309,15 @@ static ac_status check_ask(const char *fn, ac_ref *target, ac_msg *msg, int64_t 
 /* Create, arm and send. Returns the reply with the caller's reference. */
 static reply_t *start_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms, int kind)
 {
-    /* Exactly sized (not a cache block): an ask in flight costs its bytes. */
-    reply_t *r = ac__calloc(1, sizeof *r);
+    /* A future's exactly sized: an ask in flight from outside costs its
+     * bytes. An actor's from the worker's cache: the hot path of asks
+     * inside the system, where the block comes back within microseconds. */
+    reply_t *r = kind == FOR_ACTOR ? ac__alloc_small(sizeof *r) : ac__malloc(sizeof *r);
     if (!r) {
         ac_msg_release(msg);
         return ac__fail_null(AC_ENOMEM, "ask: out of memory");
     }
+    memset(r, 0, sizeof *r);
     ac__ref_init(&r->ref, &reply_ops.ref, target->system);
     atomic_init(&r->ref.refs, 2); /* the caller's and the timer's */
     atomic_init(&r->state, PENDING);
@@ -309,7 +331,7 @@ static reply_t *start_ask(ac_ref *target, ac_msg *msg, int64_t timeout_ms, int k
 
 static void send_ask(reply_t *r, ac_msg *msg)
 {
-    ac__timer_arm(r->ref.system->timers, &r->timer, r->timeout_ms);
+    ac__timer_arm_lazy(r->ref.system->timers, &r->timer, r->timeout_ms);
     ac_tell(r->target, msg, &r->ref);
 }
 
@@ -482,10 +504,12 @@ ac_status ac_ask_wait(ac_ref *target, ac_msg *msg, int64_t timeout_ms, ac_answer
                         "use ac_ask_in");
     }
     ac_future *f;
+    ac__hop(AC__HOP_ASK_BEGIN);
     ac_status st = ac__ask_future("ac_ask_wait", target, msg, timeout_ms, &f);
     if (st != AC_OK)
         return st;
     wait_settled(f, -1);
+    ac__hop(AC__HOP_ASK_END);
     /* We hold the only handle: take the answer's references over. */
     *answer = f->answer;
     memset(&f->answer, 0, sizeof f->answer);

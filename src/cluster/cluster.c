@@ -221,11 +221,13 @@ static void cluster_shut(ac_cluster *c)
 {
     ac__node_hooks_set(c->node, NULL);
     provider_stop(c);
+    pthread_mutex_lock(&c->lock); /* against the actor's next tick (cluster_tick.c) */
     if (c->tick) {
         ac_cancel(c->tick);
         ac_cancellable_release(c->tick);
         c->tick = NULL;
     }
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* The system terminates without a leave: tell the members this node
@@ -365,9 +367,7 @@ static ac_status cluster_start(ac_cluster *c, bool *owned)
                  ac_system_name(c->system));
         goto undo;
     }
-    ac_msg *tick = ac__note_new(AC__NOTE_TICK, NULL, NULL, 0, NULL, NULL, 0);
-    c->tick = tick ? ac_schedule_repeat(actor, 0, AC__CLUSTER_BEAT_MS, tick, NULL) : NULL;
-    if (c->tick)
+    if (ac__cluster_tick_start(c))
         return AC_OK;
     ac__fail(AC_ENOMEM, "ac_cluster_join: cannot start the cluster's timer");
 undo:;
@@ -441,8 +441,9 @@ bool ac__cluster_leave_begin(ac_cluster *c, const char *why)
         return false;
     ac__node_hooks_set(c->node, NULL);
     provider_stop(c);
-    ac_cancel(c->tick); /* released with the rest at the system's end */
     pthread_mutex_lock(&c->lock);
+    if (c->tick)
+        ac_cancel(c->tick); /* released with the rest at the system's end */
     for (size_t i = 0; i < c->subs_count; i++)
         ac_ref_release(c->subs[i]);
     c->subs_count = 0;

@@ -333,18 +333,14 @@ static void check_silence(ac_ctx *ctx, ac_cluster *c, int64_t t)
  * that closes idle connections: members are judged by their listings and
  * by the connections in use, so no beat goes to every member (a frame per
  * pair of nodes each beat) and no silence is judged (docs/scaling.md). */
-static bool beats_off(const ac_cluster *c)
-{
-    return c->provider->listed_only && c->node->options.idle_timeout_ms > 0;
-}
+static bool beats_off(const ac_cluster *c) { return ac__cluster_beats_off(c); }
 
 static void on_tick(ac_ctx *ctx, ac_cluster *c)
 {
     if (c->ended)
         return;
     int64_t t = now_ms(c);
-    if (!beats_off(c) && ++c->beat_ticks >= c->beat_every) {
-        c->beat_ticks = 0;
+    if (!beats_off(c) && ac__cluster_beat_due(c, t)) {
         for (size_t i = 0; i < c->member_count; i++) {
             ac__member_rec *r = c->members[i];
             if (!r->self && r->carded)
@@ -359,6 +355,7 @@ static void on_tick(ac_ctx *ctx, ac_cluster *c)
         c->provider->tick(c->provider_state);
     ac__cluster_intros_prune(c);
     try_listings(c, t);
+    ac__cluster_tick_next(c, t);
 }
 
 static void on_listed(ac_ctx *ctx, ac_cluster *c, const ac__note *n)

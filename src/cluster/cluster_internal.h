@@ -131,6 +131,25 @@ extern const ac_msg_type ac__msg_type_cluster_note;
 ac_msg *ac__note_new(ac__note_kind kind, const char *system, const char *address,
                      uint64_t incarnation, const char *why, const void *data, size_t len);
 
+/* ---- cluster_tick.c: the actor's timer ---------------------------------- */
+
+/* Tick now, then every AC__CLUSTER_BEAT_MS on the shared phase; false
+ * when out of memory. At join, the actor spawned. */
+bool ac__cluster_tick_start(ac_cluster *c);
+/* Is this tick (at `t`) the first of a beat period? In the actor's turn. */
+bool ac__cluster_beat_due(ac_cluster *c, int64_t t);
+/* Beat-free: a provider that gates membership and a node that closes idle
+ * connections (no beats, no silence judged). Immutable. */
+bool ac__cluster_beats_off(const ac_cluster *c);
+/* How long the actor may sleep after a tick at `t` (ms): a beat, or in a
+ * beat-free cluster until the next thing due. In the actor's turn. */
+int64_t ac__cluster_tick_delay(ac_cluster *c, int64_t t);
+/* After a tick at `t`: a beat-free cluster sets its next tick (others
+ * keep their repeating one). In the actor's turn. */
+void ac__cluster_tick_next(ac_cluster *c, int64_t t);
+/* A beat-free cluster ticks now (a provider's health changed). Any thread. */
+void ac__cluster_tick_soon(ac_cluster *c);
+
 /* ---- cluster_intro.c: members introduced (static provider) ------------- */
 
 /* Tell `r`, a member now, the addresses of this node's other members. */
@@ -163,7 +182,11 @@ struct ac_cluster {
     /* Beats go out every beat_every-th tick: five in unreachable_ms (each
      * tick, AC__CLUSTER_BEAT_MS, with the default heartbeats); the
      * actor's. */
-    unsigned beat_every, beat_ticks;
+    unsigned beat_every;
+    /* Beats go out on a phase of the wall clock every node shares
+     * (cluster_tick.c): the offset of this system's clock from it, mod
+     * the beat period, and the period last beaten in. */
+    int64_t beat_phase_ms, beat_epoch;
     ac_cluster_downing downing; /* OFF unless the provider is static */
     int stable_after_ms;
     size_t quorum_size;

@@ -6,9 +6,10 @@
  * in (the strings must end inside it). The publisher is one actor per
  * node; it holds its subscriptions in an array (a handful: one per
  * smallest-mailbox router per node and path, AC__DEPTH_MAX_WATCHES at
- * most), ticks every period with a repeating timer, and reads each
- * watched actor's depth off its cell, which costs no message to the
- * actor and so never delays it.
+ * most), ticks every period with a repeating timer while it has any
+ * (an idle node with no smallest-mailbox router wakes for none), and
+ * reads each watched actor's depth off its cell, which costs no message
+ * to the actor and so never delays it.
  *
  * The actor at a watched path is located once (ac__ext_locate: a hop per
  * level through its ancestors, each in its ancestor's turn, since only a
@@ -139,9 +140,12 @@ typedef struct publisher_state {
 
 static const ac_msg_type tick_type = {.name = "actorc.DepthTick"};
 
-static void publisher_pre_start(ac_ctx *ctx)
+/* The tick runs while there are subscriptions: started by the first,
+ * stopped with the last (a tick already queued then finds none). */
+static void tick_start(ac_ctx *ctx, publisher_state *st)
 {
-    publisher_state *st = ac_ctx_state(ctx);
+    if (st->tick)
+        return;
     ac_msg *tick = ac_msg_new(&tick_type, 0);
     st->tick = tick ? ac_schedule_repeat(ac_self(ctx), AC__DEPTH_PERIOD_MS, AC__DEPTH_PERIOD_MS,
                                          tick, NULL)
@@ -149,6 +153,15 @@ static void publisher_pre_start(ac_ctx *ctx)
     if (!st->tick)
         ac_log_error(ctx, "depth publisher: no timer (%s); no depths will be published",
                      ac_last_error());
+}
+
+static void tick_stop(publisher_state *st)
+{
+    if (!st->tick)
+        return;
+    ac_cancel(st->tick);
+    ac_cancellable_release(st->tick);
+    st->tick = NULL;
 }
 
 static void subscription_clear(subscription *s)
@@ -161,10 +174,7 @@ static void subscription_clear(subscription *s)
 static void publisher_post_stop(ac_ctx *ctx)
 {
     publisher_state *st = ac_ctx_state(ctx);
-    if (st->tick) {
-        ac_cancel(st->tick);
-        ac_cancellable_release(st->tick);
-    }
+    tick_stop(st);
     for (size_t i = 0; i < st->n; i++)
         subscription_clear(&st->subs[i]);
     free(st->subs);
@@ -183,6 +193,8 @@ static void drop(publisher_state *st, size_t i)
 {
     subscription_clear(&st->subs[i]);
     st->subs[i] = st->subs[--st->n];
+    if (st->n == 0)
+        tick_stop(st);
 }
 
 /* Room for one more subscription; false (logged) when there is none. */
@@ -231,6 +243,7 @@ static void subscribe(ac_ctx *ctx, publisher_state *st, ac_ref *who, const char 
     st->subs[st->n++] = (subscription){.subscriber = ac_ref_retain(who),
                                        .path = copy,
                                        .locate_after = st->ticks};
+    tick_start(ctx, st);
     locate(ctx, st, &st->subs[st->n - 1]); /* located before the first report, as a rule */
 }
 
@@ -312,7 +325,6 @@ static void publisher_receive(ac_ctx *ctx, ac_msg *msg)
 static const ac_actor_def publisher_def = {
     .name = "DepthPublisher",
     .state_size = sizeof(publisher_state),
-    .pre_start = publisher_pre_start,
     .receive = publisher_receive,
     .post_stop = publisher_post_stop,
 };

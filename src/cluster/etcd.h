@@ -149,6 +149,7 @@ typedef struct ac__etcd_reg_info {
      * as granted: etcd forgets the lease ttl_s after renewed_ms at the
      * latest, unless renewed again (a holder's fencing reads these). */
     uint64_t renewed_ms;
+    uint64_t keepalives; /* keep-alives etcd answered, over every lease */
     int64_t ttl_s;
 } ac__etcd_reg_info;
 

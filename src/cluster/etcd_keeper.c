@@ -151,6 +151,9 @@ static void keep_alive(ac__etcd_reg *r)
     ac_status st = ac__etcd_keepalive_in(r->e, &r->t.stop, r->lease, &ttl, &err);
     if (st == AC_OK) {
         set_renewed(r, asked);
+        pthread_mutex_lock(&r->t.lock);
+        r->info.keepalives++;
+        pthread_mutex_unlock(&r->t.lock);
         r->next_keepalive_ms = now_ms() + keepalive_interval_ms(r);
         if (r->backoff.attempt > 0) {
             ac__etcd_backoff_reset(&r->backoff);

@@ -119,9 +119,12 @@ void ac__provider_failed(ac_cluster *c, bool degrade, const char *fmt, ...)
     pthread_mutex_lock(&c->lock);
     c->status.attempts_failed++;
     memcpy(c->status.last_error, why, sizeof why);
-    if (degrade && c->status.state == AC_CLUSTER_JOINED)
+    bool degraded = degrade && c->status.state == AC_CLUSTER_JOINED;
+    if (degraded)
         c->status.state = AC_CLUSTER_RETRYING;
     pthread_mutex_unlock(&c->lock);
+    if (degraded)
+        ac__cluster_tick_soon(c); /* ticks on the beat again until JOINED */
 }
 
 void ac__provider_ok(ac_cluster *c)

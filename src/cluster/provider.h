@@ -79,8 +79,15 @@ typedef struct ac__provider_ops {
     /* Begin: list what is known, start threads. On failure the cluster
      * calls stop and, later, free. */
     ac_status (*start)(void *state);
-    /* Every beat (AC__CLUSTER_BEAT_MS), in the actor's turn. Optional. */
+    /* Every beat (AC__CLUSTER_BEAT_MS), in the actor's turn; in a
+     * beat-free cluster once joined (cluster_tick.c) at most every second,
+     * or sooner as quiet_ms says. Optional. */
     void (*tick)(void *state);
+    /* How long (ms) a joined beat-free cluster may go without a tick
+     * before this provider has something to do on one (etcd: fence when
+     * its lease would lapse); -1: tick on the beat. Optional: absent, a
+     * second. In the actor's turn. */
+    int64_t (*quiet_ms)(void *state);
     /* A node became a member (Up), in the actor's turn. Optional. */
     void (*member_up)(void *state);
     /* Leave or terminate: deregister, end threads; no call into the

@@ -352,6 +352,22 @@ static void etcd_tick(void *state)
         ac__provider_ok(e->env.cluster);
 }
 
+/* Until the lease would have gone unrenewed for its TTL (fence_if_expired
+ * acts just after); -1, on the beat, while not registered. */
+static int64_t etcd_quiet_ms(void *state)
+{
+    etcd_state *e = state;
+    ac__etcd_reg_info ri;
+    bool have = false;
+    pthread_mutex_lock(&e->lock);
+    have = e->reg && ac__etcd_reg_status(e->reg, &ri) == AC_OK;
+    pthread_mutex_unlock(&e->lock);
+    if (!have || ri.state != AC__ETCD_REG_REGISTERED || !ri.renewed_ms || ri.ttl_s <= 0)
+        return -1;
+    uint64_t now = ac__now_ns() / 1000000u, lapse = ri.renewed_ms + (uint64_t)ri.ttl_s * 1000u;
+    return now < lapse ? (int64_t)(lapse - now) + 1 : 1;
+}
+
 static void etcd_stop(void *state)
 {
     etcd_state *e = state;
@@ -375,6 +391,7 @@ const ac__provider_ops ac__provider_etcd = {
     .create = etcd_create,
     .start = etcd_start,
     .tick = etcd_tick,
+    .quiet_ms = etcd_quiet_ms,
     .stop = etcd_stop,
     .free = etcd_free,
 };

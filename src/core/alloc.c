@@ -4,7 +4,7 @@
  * A tell allocates a message on the sender's thread and the receiver frees
  * it, often thousands at a time. glibc's per-thread cache holds only a few
  * blocks per size, so bursts fall through to its slower paths. Here each
- * thread keeps a free list per size class (64, 128, 256 bytes). A list
+ * thread keeps a free list per size class (64, 128, 192, 256 bytes). A list
  * that grows past its cap hands a batch of blocks to a process-wide depot;
  * an empty list takes a batch back. So blocks flow from the threads that
  * free them to the threads that allocate them, one mutex acquisition per
@@ -45,7 +45,7 @@ void ac__alloc_flush_if_asked(void) {}
 
 #else
 
-#define CLASSES 3
+#define CLASSES 4
 #define BATCH 256
 #define CAP (4 * BATCH)
 
@@ -71,7 +71,7 @@ typedef struct thread_cache {
     bool registered;
 } thread_cache;
 
-static const size_t class_size[CLASSES] = {64, 128, 256};
+static const size_t class_size[CLASSES] = {64, 128, 192, 256};
 
 /* initial-exec: the cache is read on every allocation; the default model
  * for position-independent code reaches it through a call, which also
@@ -90,7 +90,7 @@ static batch *depot[CLASSES]; /* under depot_lock */
 /* Branch-free but for the size limit: the fast paths stay short. */
 static inline int class_of(size_t size)
 {
-    return size <= 256 ? (size > 64) + (size > 128) : -1;
+    return size <= 256 ? (size > 64) + (size > 128) + (size > 192) : -1;
 }
 
 static void depot_put(int c, block *head)

@@ -22,6 +22,7 @@
 #ifndef AC_CORE_TIMER_WHEEL_H
 #define AC_CORE_TIMER_WHEEL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,8 +37,15 @@ typedef struct ac__timer_ops {
     /* The deadline passed. Called without any lock held; the timer is no
      * longer armed and may be re-armed or freed. */
     void (*fire)(ac__timer *t);
-    /* The system is going away with the timer still armed: release it. */
+    /* The system is going away with the timer still armed: release it.
+     * Also how a lazily armed timer (timers.h) whose owner has given it
+     * up leaves the service, unfired. */
     void (*discard)(ac__timer *t);
+    /* Lazily armed timers only: has the owner's outcome come another way,
+     * so that the timer is no longer wanted? Any thread, without the
+     * service's lock; a sequentially consistent load of the owner's state
+     * (timers.c, "Lazy arming", says what it pairs with). */
+    bool (*given_up)(const ac__timer *t);
 } ac__timer_ops;
 
 typedef enum ac__timer_state {
@@ -47,12 +55,16 @@ typedef enum ac__timer_state {
 } ac__timer_state;
 
 /* `state` is read and written only under the lock that serialises the
- * wheel; prev/next of a DUE timer belong to the thread that fires it. */
+ * wheel; prev/next of a DUE timer belong to the thread that fires it.
+ * `queued` is the timer service's (timers.c, "Lazy arming"): nonzero
+ * while a lazily armed timer waits to enter the wheel, when next links it
+ * in its queue and deadline is already set. */
 struct ac__timer {
     ac__timer *prev, *next;
     uint64_t deadline; /* tick */
     const ac__timer_ops *ops;
     ac__timer_state state;
+    atomic_uint queued;
 };
 
 typedef struct ac__wheel {

@@ -47,6 +47,29 @@
  * into a due list is DUE (timer_wheel.h): cancel leaves it alone, because
  * that list is walked without the lock, and the owner's own settle (a
  * CAS on its state) decides between the two outcomes.
+ *
+ * Lazy arming. An ask's deadline is far (seconds) and its answer near
+ * (microseconds): taking the lock twice per ask, to put a timer in the
+ * wheel and take it out again, was a fair share of a local ask. So a
+ * timer whose owner can say whether it still wants it (ops->given_up),
+ * due at least LAZY_MIN_MS away on the real clock, is armed without the
+ * lock: its deadline is computed at once from the precise clock, as any
+ * (never early), and the timer is pushed on a lock-free stack, one of
+ * AC__LAZY_STRIPES (a thread keeps to one). The stacks are merged into
+ * the wheel in batches: by a thread after every LAZY_BATCH of its own
+ * pushes, by the timer thread whenever it wakes (at least every
+ * IDLE_NAP_MS, well before any lazy deadline), and before the armed
+ * count is read. A merge drops, unfired (ops->discard), every timer
+ * whose owner has given it up, which for an ask is almost every one:
+ * most asks never touch the lock or the wheel. Cancelling a lazy timer
+ * (ac__timer_cancel_lazy) that still waits in a stack is nothing at all:
+ * it reports false, as a cancel that lost to the firing does, and the
+ * merge drops it. A merge marks a timer it places in the wheel (queued
+ * = 0) and then asks given_up once more; a cancel, after its owner has
+ * given the timer up, reads queued: both sequentially consistent (the
+ * cancel through a fence), so that at least one sees the other, and a
+ * timer given up while being placed is taken out by one of the two
+ * under the lock, not left in the wheel to its deadline.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -71,6 +94,15 @@
  * away to other work or lost its core meanwhile. */
 #define BACKUP_NS 100000ull
 #define BACKUP_TICKS (BACKUP_NS / AC__TICK_NS)
+/* Lazy arming (see above): the shortest delay armed lazily, at least
+ * IDLE_NAP_MS plus room for a late wake-up of the timer thread; and how
+ * many pushes of one thread a merge of its stripe follows. */
+#define LAZY_MIN_MS 1000
+#define LAZY_BATCH 32
+_Static_assert(LAZY_MIN_MS >= 2 * IDLE_NAP_MS, "a lazy timer is merged well before its deadline");
+
+static void merge_lazy(ac__timers *t);
+static bool lazy_waiting(ac__timers *t);
 
 /* The clock in ms (ac_clock_now_ms). */
 static uint64_t clock_now(ac__timers *t)
@@ -123,6 +155,15 @@ static void *timer_main(void *arg)
 #endif
     pthread_mutex_lock(&t->lock);
     while (!t->stop) {
+        /* Once a wake, not until the stacks are empty: threads asking
+         * fast keep them filled, and merge their own. */
+        if (lazy_waiting(t)) {
+            pthread_mutex_unlock(&t->lock);
+            merge_lazy(t);
+            pthread_mutex_lock(&t->lock);
+            if (t->stop)
+                break;
+        }
         uint64_t now = ac__timers_now_ticks(t);
         uint64_t next = ac__wheel_next_deadline(&t->wheel, AC__DUE_SCAN_MAX);
         uint64_t until;
@@ -162,9 +203,13 @@ static void *timer_main(void *arg)
 
 ac__timers *ac__timers_create(ac_system *sys, bool manual)
 {
-    ac__timers *t = ac__calloc(1, sizeof *t);
+    /* Aligned: the lazy stripes are a cache line each. */
+    ac__timers *t = ac__aligned_alloc(_Alignof(ac__timers), sizeof *t);
     if (!t)
         return ac__fail_null(AC_ENOMEM, "ac_system_create: out of memory for the timers");
+    memset(t, 0, sizeof *t);
+    for (int i = 0; i < AC__LAZY_STRIPES; i++)
+        atomic_init(&t->lazy[i].top, NULL);
     t->system = sys;
     t->manual = manual;
     t->start_ns = ac__now_ns();
@@ -223,6 +268,17 @@ void ac__timers_destroy(ac__timers *t)
     ac__timers_stop(t);
     ac__timer left;
     ac__timer_list_init(&left);
+    /* Lazy timers still waiting: discarded with the rest (acquire pairs
+     * with the pushers' release). */
+    for (int i = 0; i < AC__LAZY_STRIPES; i++) {
+        ac__timer *x = atomic_exchange_explicit(&t->lazy[i].top, NULL, memory_order_acquire);
+        while (x) {
+            ac__timer *next = x->next;
+            atomic_store_explicit(&x->queued, 0, memory_order_relaxed);
+            ac__timer_list_append(&left, x);
+            x = next;
+        }
+    }
     pthread_mutex_lock(&t->lock);
     ac__wheel_take_all(&t->wheel, &left);
     atomic_store_explicit(&t->armed, 0, memory_order_relaxed);
@@ -302,6 +358,121 @@ bool ac__timer_cancel(ac__timers *t, ac__timer *timer)
     return removed;
 }
 
+/* ---- lazy arming (see the top of the file) ----------------------------- */
+
+static atomic_uint next_stripe;
+static _Thread_local unsigned tls_stripe; /* 1 + the stripe; 0: none yet */
+static _Thread_local unsigned tls_pushed; /* lazy pushes since this thread's last merge */
+
+static ac__lazy_stripe *my_stripe(ac__timers *t)
+{
+    if (AC__UNLIKELY(!tls_stripe))
+        tls_stripe = 1 + atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) %
+                             AC__LAZY_STRIPES;
+    return &t->lazy[tls_stripe - 1];
+}
+
+static bool lazy_waiting(ac__timers *t)
+{
+    for (int i = 0; i < AC__LAZY_STRIPES; i++)
+        if (atomic_load_explicit(&t->lazy[i].top, memory_order_relaxed))
+            return true;
+    return false;
+}
+
+/* Call with the lock held: place a lazy timer in the wheel, or put it on
+ * `drop` when its owner has given it up. */
+static void place_lazy_locked(ac__timers *t, ac__timer *x, ac__timer *drop)
+{
+    if (x->ops->given_up(x)) {
+        atomic_store_explicit(&x->queued, 0, memory_order_relaxed);
+        ac__timer_list_append(drop, x);
+        return;
+    }
+    arm_locked(t, x, x->deadline);
+    /* seq_cst, both: against the given-up owner's fence and load of
+     * queued in ac__timer_cancel_lazy (see the top of the file). */
+    atomic_store_explicit(&x->queued, 0, memory_order_seq_cst);
+    if (x->ops->given_up(x) && ac__wheel_remove(&t->wheel, x)) {
+        atomic_store_explicit(&t->armed, t->wheel.armed, memory_order_relaxed);
+        ac__timer_list_append(drop, x);
+    }
+}
+
+/* Merge a taken stack into the wheel; drop what was given up. Call
+ * without the lock. */
+static void merge_list(ac__timers *t, ac__timer *x)
+{
+    ac__timer drop;
+    ac__timer_list_init(&drop);
+    pthread_mutex_lock(&t->lock);
+    if (t->wheel.armed == 0) { /* idle wheel: catch up, as ac__timer_arm_ns */
+        uint64_t now = ac__timers_now_ticks(t);
+        if (now > t->wheel.now)
+            t->wheel.now = now;
+    }
+    while (x) {
+        ac__timer *next = x->next;
+        place_lazy_locked(t, x, &drop);
+        x = next;
+    }
+    pthread_mutex_unlock(&t->lock);
+    while ((x = ac__timer_list_pop(&drop)))
+        x->ops->discard(x);
+}
+
+static ac__timer *take_stripe(ac__lazy_stripe *s)
+{
+    if (!atomic_load_explicit(&s->top, memory_order_relaxed))
+        return NULL;
+    /* acquire: pairs with the pushers' release; the links and deadlines. */
+    return atomic_exchange_explicit(&s->top, NULL, memory_order_acquire);
+}
+
+/* Merge every stripe. Call without the lock. */
+static void merge_lazy(ac__timers *t)
+{
+    for (int i = 0; i < AC__LAZY_STRIPES; i++) {
+        ac__timer *x = take_stripe(&t->lazy[i]);
+        if (x)
+            merge_list(t, x);
+    }
+}
+
+void ac__timer_arm_lazy(ac__timers *t, ac__timer *timer, uint64_t delay_ms)
+{
+    if (t->manual || delay_ms < LAZY_MIN_MS || !timer->ops->given_up) {
+        ac__timer_arm(t, timer, delay_ms);
+        return;
+    }
+    /* As ac__timer_arm_ns: rounded up from the exact time, never early. */
+    timer->deadline = ticks_of_ns(ac__now_ns() - t->start_ns + ns_of_ms(delay_ms));
+    atomic_store_explicit(&timer->queued, 1, memory_order_relaxed);
+    ac__lazy_stripe *s = my_stripe(t);
+    ac__timer *top = atomic_load_explicit(&s->top, memory_order_relaxed);
+    do
+        timer->next = top;
+    /* release: the timer's fields, to the merge's acquire exchange. */
+    while (!atomic_compare_exchange_weak_explicit(&s->top, &top, timer, memory_order_release,
+                                                  memory_order_relaxed));
+    if (AC__UNLIKELY(++tls_pushed >= LAZY_BATCH)) {
+        tls_pushed = 0;
+        ac__timer *x = take_stripe(s);
+        if (x)
+            merge_list(t, x);
+    }
+}
+
+bool ac__timer_cancel_lazy(ac__timers *t, ac__timer *timer)
+{
+    /* seq_cst: the owner gave the timer up before this; pairs with
+     * place_lazy_locked's store of queued and its look at given_up. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&timer->queued, memory_order_relaxed))
+        return false; /* still waiting: the merge drops it */
+    return ac__timer_cancel(t, timer);
+}
+
 /* ---- the clock -------------------------------------------------------- */
 
 int64_t ac_clock_now_ms(const ac_system *system)
@@ -311,7 +482,10 @@ int64_t ac_clock_now_ms(const ac_system *system)
 
 size_t ac_timers_armed(const ac_system *system)
 {
-    return system ? atomic_load_explicit(&system->timers->armed, memory_order_relaxed) : 0;
+    if (!system)
+        return 0;
+    merge_lazy(system->timers); /* what waits is armed; what was given up, not */
+    return atomic_load_explicit(&system->timers->armed, memory_order_relaxed);
 }
 
 ac_status ac_clock_advance(ac_system *system, int64_t ms)

@@ -25,6 +25,16 @@ void ac__timer_arm_ns(ac__timers *t, ac__timer *timer, uint64_t delay_ns);
 void ac__timer_rearm(ac__timers *t, ac__timer *timer, uint64_t interval_ns);
 /* True if it was armed and now is not (fire will not run). Any thread. */
 bool ac__timer_cancel(ac__timers *t, ac__timer *timer);
+/* Arm lazily (timers.c, "Lazy arming"): as ac__timer_arm, but without the
+ * lock when the real clock runs, the delay is long (a second or more) and
+ * the timer's ops say whether it is still wanted (given_up); such a timer
+ * that is given up is dropped through ops->discard, unfired, rather than
+ * cancelled. Otherwise just ac__timer_arm. Any thread. */
+void ac__timer_arm_lazy(ac__timers *t, ac__timer *timer, uint64_t delay_ms);
+/* Cancel a timer armed by ac__timer_arm_lazy, once its given_up says yes:
+ * true as ac__timer_cancel; false when it fires, has fired, or waits to
+ * be dropped (then ops->fire or ops->discard runs for it). Any thread. */
+bool ac__timer_cancel_lazy(ac__timers *t, ac__timer *timer);
 
 /* For a worker about to park: claim the watch of the earliest deadline,
  * and get when (ac__now_ns) to wake to fire it itself, a margin before

@@ -15,7 +15,17 @@
 #include "core/sync.h"
 #include "core/timers.h"
 
+/* Lazily armed timers waiting to enter the wheel (timers.c, "Lazy
+ * arming"): a stack per stripe, pushed by a CAS, taken whole by an
+ * exchange; a line each, so that threads on different stripes do not
+ * share one. */
+#define AC__LAZY_STRIPES 8
+typedef struct ac__lazy_stripe {
+    _Alignas(64) _Atomic(ac__timer *) top;
+} ac__lazy_stripe;
+
 struct ac__timers {
+    ac__lazy_stripe lazy[AC__LAZY_STRIPES];
     ac_system *system;
     bool manual;
     uint64_t start_ns;            /* real clock origin */

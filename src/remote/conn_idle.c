@@ -71,3 +71,12 @@ void ac__conns_close_idle(ac_node *node, int64_t t)
         close_idle(node, p);
     }
 }
+
+int64_t ac__conns_next_idle(const ac_node *node)
+{
+    int64_t idle_ns = (int64_t)node->options.idle_timeout_ms * 1000000ll, next = INT64_MAX;
+    for (size_t i = 0; i < node->conn_count; i++)
+        if (node->conns[i]->last_used_ns + idle_ns < next)
+            next = node->conns[i]->last_used_ns + idle_ns;
+    return next;
+}

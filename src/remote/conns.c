@@ -219,8 +219,9 @@ void ac__conn_lose_late(ac_node *node, ac__peer *p, int64_t t)
     ac__peer_down(node, p, why);
 }
 
-void ac__conns_check_late(ac_node *node, int64_t t)
+int64_t ac__conns_check_late(ac_node *node, int64_t t)
 {
+    int64_t next = INT64_MAX;
     /* The connections are this thread's; a loss takes one out of the
      * array, so look again there. */
     for (size_t i = 0; i < node->conn_count;) {
@@ -230,10 +231,12 @@ void ac__conns_check_late(ac_node *node, int64_t t)
             ac__conn_lose_late(node, p, t);
             bool kept = i < node->conn_count && node->conns[i] == p;
             ac__peer_release(p);
-            if (kept)
-                i++; /* its connection was made after all */
-        } else {
-            i++;
+            if (!kept)
+                continue;
         }
+        if (p->dialled && peer_late(p, p->connect_deadline_ns + 1) && p->connect_deadline_ns < next)
+            next = p->connect_deadline_ns; /* still being made: late after it */
+        i++;
     }
+    return next;
 }

@@ -454,6 +454,7 @@ ac_status ac_node_stats_get(ac_node *node, ac_node_stats *out)
     out->fault_dropped = atomic_load_explicit(&m->fault_dropped, memory_order_relaxed);
     out->fault_blackholed = atomic_load_explicit(&m->fault_blackholed, memory_order_relaxed);
     out->connections_idled = atomic_load_explicit(&m->connections_idled, memory_order_relaxed);
+    out->transport_wakeups = atomic_load_explicit(&m->transport_wakeups, memory_order_relaxed);
     pthread_mutex_lock(&node->lock);
     out->pending_asks = node->corr_count;
     out->peers = node->peers.count - (node->self ? 1 : 0);

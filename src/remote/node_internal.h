@@ -121,6 +121,7 @@ typedef struct ac__node_metrics {
     atomic_uint_fast64_t dropped_backpressure, dropped_stale;
     atomic_uint_fast64_t peers_forgotten, peers_evicted, connections_evicted, connections_refused;
     atomic_uint_fast64_t dials_refused, connections_idled;
+    atomic_uint_fast64_t transport_wakeups; /* returns from a wait that slept */
     atomic_uint_fast64_t connections; /* open now */
     atomic_uint_fast64_t fault_delayed, fault_dropped, fault_blackholed; /* fault.h */
 } ac__node_metrics;
@@ -366,8 +367,9 @@ void ac__conn_close(ac_node *node, ac__peer *p);
 const char *ac__conn_dial_refusal(ac_node *node, ac__peer *p);
 /* A named dial ends: its peer said hello. */
 void ac__conn_named_done(ac_node *node, ac__peer *p);
-/* Lose the peers whose connection or hello is late (housekeeping). */
-void ac__conns_check_late(ac_node *node, int64_t now);
+/* Lose the peers whose connection or hello is late (housekeeping); the
+ * earliest deadline of those still being made (INT64_MAX: none). */
+int64_t ac__conns_check_late(ac_node *node, int64_t now);
 /* Lose p if its connect deadline has passed (the sweep's). */
 void ac__conn_lose_late(ac_node *node, ac__peer *p, int64_t now);
 
@@ -377,6 +379,10 @@ void ac__conn_lose_late(ac_node *node, ac__peer *p, int64_t now);
  * waits on and no watch needs; their peers stay up (housekeeping, when
  * the option is on). */
 void ac__conns_close_idle(ac_node *node, int64_t now);
+/* When the next open connection may have been idle for idle_timeout_ms
+ * (INT64_MAX: none open); frames that cross it meanwhile only make that
+ * later, so a check then is never late. */
+int64_t ac__conns_next_idle(const ac_node *node);
 
 /* ---- inbound.c, handlers.c: frames that arrive ---------------------------- */
 

@@ -1,10 +1,21 @@
 /*
  * The transport thread (ac-transport): one per node. It finishes peers
  * other threads evicted, sends what is queued, hands what arrived to the
- * handshake and dispatch, keeps house every 20 ms (settled asks, late
- * connections, forgotten peers, the heap after a flood) and sleeps in the
- * transport's wait until there is work. At stop it says LEAVE to every
- * peer that said hello and loses them all.
+ * handshake and dispatch, keeps house (settled asks, late connections,
+ * idle ones, forgotten peers, the heap after a flood) and sleeps in the
+ * transport's wait until there is work or housekeeping is due. At stop it
+ * says LEAVE to every peer that said hello and loses them all.
+ *
+ * Housekeeping runs every 20 ms while something is under way (asks
+ * pending, frames lately, peers not yet up, a heap to trim), and
+ * otherwise at the next deadline it knows of (a connection late or idle
+ * by then), at most QUIET_NS away: an idle node wakes about once a
+ * second rather than fifty times. Whatever starts something (a send, a
+ * dial, frames that arrive) wakes the loop, and the turn that does work
+ * brings housekeeping back within 20 ms, so no deadline is missed for
+ * want of a tick. What the loop does not time itself is seen without it:
+ * a dropped connection and a heartbeat timeout come as events the wait
+ * returns for, timers are the system's.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -12,11 +23,13 @@
 #include <malloc.h>
 #endif
 
+#include "core/hop_trace.h"
 #include "core/sync.h"
 #include "remote/node_internal.h"
 
-#define HOUSEKEEPING_NS 20000000ll /* 20 ms */
-#define SWEEP_NS 100000000ll       /* 100 ms */
+#define HOUSEKEEPING_NS 20000000ll /* 20 ms, while something is under way */
+#define SWEEP_NS 100000000ll       /* 100 ms, likewise */
+#define QUIET_NS 1000000000ll      /* 1 s: nothing under way */
 
 static void trim_heap(void)
 {
@@ -26,26 +39,32 @@ static void trim_heap(void)
 #endif
 }
 
-/* Every 100 ms, over the whole table: forget the entries nothing refers
- * to and that have no connection (addresses named in frames, answered or
- * not), and lose those refused whose deadline passed. The lost are
- * gathered first, so that the walk does not race the table's changes. */
-static void sweep(ac_node *node, int64_t t)
+/* Over the whole table: forget the entries nothing refers to and that
+ * have no connection (addresses named in frames, answered or not), and
+ * lose those refused whose deadline passed. The lost are gathered first,
+ * so that the walk does not race the table's changes. True when a peer
+ * is left that is not up yet (to forget, or to lose, later). */
+static bool sweep(ac_node *node, int64_t t)
 {
     enum { BATCH = 64 };
     ac__peer *late[BATCH];
     size_t nlate;
+    bool unsettled;
     do {
         nlate = 0;
+        unsettled = false;
         pthread_mutex_lock(&node->lock);
         for (ac__peer *p = node->peers.oldest, *newer; p; p = newer) {
             newer = p->newer;
+            bool connecting =
+                atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING;
             if (ac__peer_forgettable(node, p))
                 ac__peer_forget(node, p);
-            else if (p->refused && !p->conn && t > p->connect_deadline_ns &&
-                     atomic_load_explicit(&p->state, memory_order_relaxed) == AC__PEER_CONNECTING &&
+            else if (p->refused && !p->conn && t > p->connect_deadline_ns && connecting &&
                      nlate < BATCH)
                 late[nlate++] = ac__peer_retain(p);
+            else if (p != node->self && connecting)
+                unsettled = true;
         }
         pthread_mutex_unlock(&node->lock);
         for (size_t i = 0; i < nlate; i++) {
@@ -53,19 +72,26 @@ static void sweep(ac_node *node, int64_t t)
             ac__peer_release(late[i]);
         }
     } while (nlate == BATCH);
+    return unsettled;
 }
 
-static void housekeeping(ac_node *node)
+static int64_t earliest(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Returns when it is next due. */
+static int64_t housekeeping(ac_node *node)
 {
     ac__corr_sweep(node);
     int64_t t = ac__node_now_ns();
     /* Dialled and not connected, or not answered, in time. */
-    ac__conns_check_late(node, t);
-    if (node->options.idle_timeout_ms > 0)
+    int64_t next = earliest(ac__conns_check_late(node, t), t + QUIET_NS);
+    if (node->options.idle_timeout_ms > 0) {
         ac__conns_close_idle(node, t);
+        next = earliest(next, ac__conns_next_idle(node));
+    }
+    if (ac__corr_count(node)) /* settled asks leave within about 20 ms */
+        next = earliest(next, t + HOUSEKEEPING_NS);
     if (t >= node->next_sweep_ns) {
-        sweep(node, t);
-        node->next_sweep_ns = t + SWEEP_NS;
+        bool unsettled = sweep(node, t);
         /* Many peers went (a flood's): once the wave has passed, what they
          * took goes back to the system rather than staying with malloc. */
         uint64_t gone = atomic_load_explicit(&node->m.peers_forgotten, memory_order_relaxed) +
@@ -83,8 +109,13 @@ static void housekeeping(ac_node *node)
             node->trim_again_ns = 0; /* what the workers handed over since */
             trim_heap();
         }
+        /* A wave of losses still passing, a trim to come or a peer not up
+         * yet: look again soon. */
+        bool busy = unsettled || gone != node->gone_mark || node->trim_again_ns;
+        node->next_sweep_ns = t + (busy ? SWEEP_NS : QUIET_NS);
         node->gone_mark = gone;
     }
+    return earliest(next, node->next_sweep_ns);
 }
 
 /* After frames arrived, how long the transport looks for more work
@@ -159,14 +190,16 @@ void *ac__node_loop(void *arg)
             break;
         int64_t t = ac__node_now_ns();
         node->loop_ns = t; /* the stamps of what this turn's end and the next send */
-        if (t >= next_house) {
-            housekeeping(node);
-            next_house = t + HOUSEKEEPING_NS;
-        }
+        if (t >= next_house)
+            next_house = housekeeping(node);
+        else if (did && next_house > t + HOUSEKEEPING_NS)
+            next_house = t + HOUSEKEEPING_NS; /* something is under way */
         if (came)
             last_work = t;
-        else if (!did && last_work && t < next_house && spin_for_work(node, last_work))
+        else if (!did && last_work && t < next_house && spin_for_work(node, last_work)) {
+            ac__hop(AC__HOP_SPIN_FOUND);
             continue;
+        }
         long timeout_ms = 0;
         if (did == 0) {
             /* seq_cst: pairs with ac__node_wake's load (see there). */
@@ -178,9 +211,13 @@ void *ac__node_loop(void *arg)
                 timeout_ms = 0;
         }
         node->tp->wait(node->tstate, timeout_ms);
-        atomic_store_explicit(&node->sleeping, false, memory_order_relaxed);
         if (timeout_ms)
+            ac__hop(AC__HOP_WOKE);
+        atomic_store_explicit(&node->sleeping, false, memory_order_relaxed);
+        if (timeout_ms) {
             node->loop_ns = ac__node_now_ns(); /* it slept: stamps after it are now's */
+            atomic_fetch_add_explicit(&node->m.transport_wakeups, 1, memory_order_relaxed);
+        }
     }
     leave_all(node);
     if (node->tp->stop)

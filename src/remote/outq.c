@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "core/hop_trace.h"
 #include "remote/node_internal.h"
 
 static void out_push(ac_node *node, ac__out *o)
@@ -66,8 +67,10 @@ void ac__node_wake(ac_node *node)
      * sender that finds it asleep wakes it: one wake-up per sleep,
      * however many frames come meanwhile. */
     if (atomic_load_explicit(&node->sleeping, memory_order_seq_cst) &&
-        atomic_exchange_explicit(&node->sleeping, false, memory_order_seq_cst))
+        atomic_exchange_explicit(&node->sleeping, false, memory_order_seq_cst)) {
+        ac__hop(AC__HOP_WAKE);
         node->tp->wake(node->tstate);
+    }
 }
 
 ac_status ac__node_admit_queue(ac_node *node, ac__peer *peer)
@@ -118,6 +121,7 @@ static void out_queue(ac_node *node, ac__peer *peer, ac__out *o)
     o->peer = ac__peer_retain(peer);
     atomic_fetch_add_explicit(&peer->queued, 1, memory_order_relaxed);
     out_push(node, o);
+    ac__hop(AC__HOP_OUT_PUSH);
     ac__node_wake(node);
 }
 

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/hop_trace.h"
 #include "remote/transport_zmq.h"
 #include "remote/wire.h"
 
@@ -303,6 +304,7 @@ static ac__send_result zt_send(void *state, ac__conn *c, const ac__out *first, s
         if (rc < 0)
             zmq_msg_close(&m);
     }
+    ac__hop(AC__HOP_SENT);
     if (rc < 0 && zmq_errno() == EAGAIN) {
         c->blocked = true;
         return AC__SEND_FULL;
@@ -404,8 +406,10 @@ static size_t drain_in(ac__zt *t, size_t budget)
             }
             continue;
         }
+        ac__hop(AC__HOP_RECEIVED);
         ac__node_frames_in(t->node, zmq_msg_data(&id), zmq_msg_size(&id), zmq_msg_data(&body),
                            zmq_msg_size(&body));
+        ac__hop(AC__HOP_HANDLED);
     }
     zmq_msg_close(&id);
     zmq_msg_close(&body);

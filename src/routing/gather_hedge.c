@@ -4,12 +4,15 @@
  * each next one when the hedging policy's delay (hedge_policy.h) has
  * passed without a success, or at once when an attempt fails.
  *
- * The order: round-robin from a start that moves by one per message,
- * with the routees known to be failing moved to the end — those whose
- * last outcome was an error or a timeout (`failing`, by routee number,
+ * The order (hedge_order.c): by latency or round-robin, with the
+ * routees known to be failing moved to the end — those whose last
+ * outcome was an error or a timeout (`failing`, by routee number,
  * cleared by a success) and those whose breaker is open — so that a
  * failing routee is still tried when the healthy ones are slow, and can
- * show it has recovered.
+ * show it has recovered. By latency, each attempt's routee record counts
+ * it out until its outcome, and learns its latency from its success, or
+ * a lower bound when a later attempt wins before it answers or its
+ * deadline passes; a probe is sent as the second attempt at once.
  *
  * Launching. Three kinds of thread want the next attempt out: the
  * router's turn (the first), the hedge timer, and whoever delivers an
@@ -48,6 +51,11 @@
 typedef struct attempt {
     ac_breaker *breaker; /* retained; NULL: none */
     uint64_t sent_ns;    /* when the request went out (the system's clock) */
+    /* By latency: the routee's record, set before the request goes out,
+     * and whether the request still counts as out in it (cleared once,
+     * by whoever sees its outcome first, or when the gather is freed). */
+    ac__routee_latency *lat;
+    atomic_bool pending;
 } attempt;
 
 typedef struct hedge_part {
@@ -56,6 +64,7 @@ typedef struct hedge_part {
     bool armed, rearm;
     uint32_t due_for;            /* the attempt it will send */
     atomic_uint launch_requests; /* the trampoline's wishes */
+    bool probe;                  /* the second attempt goes with the first */
     ac_msg *request;             /* retained */
     attempt attempts[];          /* one per slot */
 } hedge_part;
@@ -64,50 +73,21 @@ static hedge_part *part_of(const ac__gather *g) { return g->part; }
 
 static ac__hedging *hedging_of(const ac__gather *g) { return g->shared->policy_state; }
 
-/* ---- the order of attempts -------------------------------------------- */
+/* ---- the order of attempts (hedge_order.c) ---------------------------- */
 
-static bool known_failing(const ac__hedging *h, const ac__router_state *st, size_t i)
+static bool known_failing(const ac__router_state *st, size_t i, const void *arg)
 {
+    const ac__hedging *h = arg;
     if (st->breakers && ac_breaker_state_of(st->breakers[i]) == AC_BREAKER_OPEN)
         return true;
     uint32_t k = st->numbers && h->failing ? st->numbers[i] : 0;
     return k && atomic_load_explicit(&h->failing[k], memory_order_relaxed);
 }
 
-/* The places in the set of the first m routees to try, into `picks`:
- * round-robin from the router's index, those not known to be failing
- * first. Whether a routee is failing is read once per routee: other
- * threads change it as slots fail, and a routee read as failing in one
- * pass and as healthy in another would be left out of both, leaving
- * places unfilled. */
-static void order_attempts(const ac__hedging *h, const ac__router_state *st, uint32_t m,
-                           uint32_t *picks)
-{
-    size_t start = (size_t)(st->index % st->n);
-    uint32_t k = 0, back = 0;
-    /* The failing ones wait here, in order, for the places the healthy
-     * ones leave. Out of memory for that: every routee in order. */
-    size_t idx_small[16];
-    size_t *idx = st->n <= 16 ? idx_small : ac__malloc(st->n * sizeof *idx);
-    for (size_t j = 0; j < st->n && k < m; j++) {
-        size_t i = (start + j) % st->n;
-        if (idx && known_failing(h, st, i)) {
-            idx[back++] = i;
-            continue;
-        }
-        picks[k++] = (uint32_t)i;
-    }
-    for (uint32_t b = 0; b < back && k < m; b++)
-        picks[k++] = (uint32_t)idx[b];
-    if (idx != idx_small)
-        free(idx);
-    AC__ASSERT(k == m);
-}
-
 static void hedge_ask(ac_ctx *ctx, ac__gather_shared *sh, ac__router_state *st, ac_msg *msg,
                       ac_ref *caller)
 {
-    const ac__hedging *h = sh->policy_state;
+    ac__hedging *h = sh->policy_state;
     uint32_t m = h->max_attempts && h->max_attempts < st->n ? h->max_attempts : (uint32_t)st->n;
     uint32_t small[16];
     uint32_t *picks = m <= 16 ? small : ac__malloc(m * sizeof *picks);
@@ -115,7 +95,9 @@ static void hedge_ask(ac_ctx *ctx, ac__gather_shared *sh, ac__router_state *st, 
         ac__gather_answer_no_memory(ctx, sh, caller, m);
         return;
     }
-    order_attempts(h, st, m, picks);
+    ac__latency_table *t = h->latency.records ? &h->latency : NULL;
+    uint64_t now = t ? ac__gather_now_ns(ac_ctx_system(ctx)) : 0;
+    h->probe_next = ac__hedge_order(t, st, m, picks, known_failing, h, now);
     ac__gather_open(ctx, sh, st, picks, m, caller, msg, NULL);
     if (picks != small)
         free(picks);
@@ -219,18 +201,32 @@ static void hedge_part_init(ac__gather *g, const ac__router_state *st, const uin
     p->armed = p->rearm = false;
     p->due_for = 0;
     atomic_init(&p->launch_requests, 0);
+    p->probe = hedging_of(g)->probe_next;
     p->request = ac_msg_retain(msg);
-    for (uint32_t i = 0; i < g->n; i++)
+    for (uint32_t i = 0; i < g->n; i++) {
         p->attempts[i] = (attempt){
             .breaker = st->breakers ? ac_breaker_retain(st->breakers[picks ? picks[i] : i])
                                     : NULL};
+        atomic_init(&p->attempts[i].pending, false);
+    }
+}
+
+/* Attempt i's request has its outcome: no longer out at its routee. */
+static void attempt_done(ac__gather *g, uint32_t i)
+{
+    attempt *at = &part_of(g)->attempts[i];
+    /* Acquire pairs with send_attempt's release: `lat` is set. */
+    if (atomic_exchange_explicit(&at->pending, false, memory_order_acquire))
+        ac__latency_done(at->lat, g->slots[i].routee, ac__gather_now_ns(g->system));
 }
 
 static void hedge_part_fini(ac__gather *g)
 {
     hedge_part *p = part_of(g);
-    for (uint32_t i = 0; i < g->n; i++)
+    for (uint32_t i = 0; i < g->n; i++) {
+        attempt_done(g, i); /* a cancelled request, or one let go unanswered */
         ac_breaker_release(p->attempts[i].breaker);
+    }
     ac_msg_release(p->request);
 }
 
@@ -243,7 +239,8 @@ static bool send_attempt(ac__gather *g, uint32_t i)
     ac__gather_slot *s = &g->slots[i];
     hedge_part *p = part_of(g);
     attempt *at = &p->attempts[i];
-    if (hedging_of(g)->delay->observe) /* the clock only for a policy that learns */
+    ac__hedging *h = hedging_of(g);
+    if (h->delay->observe || h->latency.records) /* the clock only when learning */
         at->sent_ns = ac__gather_now_ns(g->system);
     ac_breaker_permit permit;
     ac_error *refusal = NULL;
@@ -261,6 +258,12 @@ static bool send_attempt(ac__gather *g, uint32_t i)
     }
     if (i > 0)
         ac__gather_count_event(g->shared, g->system, AC__GATHER_HEDGE_SENT);
+    if (h->latency.records && (at->lat = ac__latency_claim(&h->latency, s->routee))) {
+        ac__latency_asked(at->lat, at->sent_ns);
+        /* Release: `lat` and `sent_ns` before it (attempt_done, the
+         * lower bounds of hedge_failed and hedge_won). */
+        atomic_store_explicit(&at->pending, true, memory_order_release);
+    }
     ac__gather_send(g, i, p->request, at->breaker, &permit);
     return true;
 }
@@ -329,6 +332,8 @@ static void hedge_start(ac__gather *g, ac_msg *msg, const ac__gather_permits *pe
     (void)permits; /* taken as each attempt goes out */
     ac__gather_arm_deadline(g);
     hedge_launch(g);
+    if (part_of(g)->probe)
+        hedge_launch(g); /* the probe, at once */
     ac__gather_unref(g); /* the creator's: held while the first request went out */
 }
 
@@ -341,32 +346,68 @@ static void mark_failing(ac__gather_slot *s, unsigned char failing)
         atomic_store_explicit(&h->failing[s->number], failing, memory_order_relaxed);
 }
 
+/* Attempt i's routee took at least `latency_ns` (by latency). */
+static void learn(ac__gather *g, uint32_t i, uint64_t now)
+{
+    const ac__hedging *h = hedging_of(g);
+    const attempt *at = &part_of(g)->attempts[i];
+    if (at->lat)
+        ac__latency_observe(&h->latency, at->lat, g->slots[i].routee,
+                            now > at->sent_ns ? now - at->sent_ns : 0, now);
+}
+
 /* A success: its routee works, and its latency (for a policy that
- * learns). */
+ * learns, and for the latency order). */
 static void hedge_succeeded(ac__gather_slot *s)
 {
     const ac__hedging *h = hedging_of(s->g);
+    uint32_t i = (uint32_t)(s - s->g->slots);
     mark_failing(s, 0);
-    if (!h->delay->observe)
+    attempt_done(s->g, i);
+    if (!h->delay->observe && !h->latency.records)
         return;
-    uint64_t sent = part_of(s->g)->attempts[s - s->g->slots].sent_ns;
+    uint64_t sent = part_of(s->g)->attempts[i].sent_ns;
     uint64_t now = ac__gather_now_ns(s->g->system);
-    h->delay->observe(h->delay_state, now > sent ? now - sent : 0);
+    if (h->delay->observe)
+        h->delay->observe(h->delay_state, now > sent ? now - sent : 0);
+    learn(s->g, i, now);
 }
 
-static void hedge_failed(ac__gather_slot *s) { mark_failing(s, 1); }
+/* A failure; one by the deadline says its routee took at least that. */
+static void hedge_failed(ac__gather_slot *s)
+{
+    uint32_t i = (uint32_t)(s - s->g->slots);
+    mark_failing(s, 1);
+    bool timeout = atomic_load_explicit(&s->state, memory_order_relaxed) == AC__SLOT_TIMEOUT;
+    /* Acquire pairs with send_attempt's release. */
+    if (timeout && atomic_load_explicit(&part_of(s->g)->attempts[i].pending, memory_order_acquire))
+        learn(s->g, i, ac__gather_now_ns(s->g->system));
+    attempt_done(s->g, i);
+}
 
-/* A win by any attempt but the first is a hedge's. */
+/* A win by any attempt but the first is a hedge's; the attempts before
+ * it still out lost the race, and took at least as long as they have
+ * been out. */
 static void hedge_won(ac__gather_slot *s)
 {
-    if (s != &s->g->slots[0])
-        ac__gather_count_event(s->g->shared, s->g->system, AC__GATHER_HEDGE_WON);
+    ac__gather *g = s->g;
+    uint32_t w = (uint32_t)(s - g->slots);
+    if (w == 0)
+        return;
+    ac__gather_count_event(g->shared, g->system, AC__GATHER_HEDGE_WON);
+    if (!hedging_of(g)->latency.records)
+        return;
+    uint64_t now = ac__gather_now_ns(g->system);
+    for (uint32_t i = 0; i < w; i++)
+        if (atomic_load_explicit(&part_of(g)->attempts[i].pending, memory_order_acquire))
+            learn(g, i, now); /* acquire: pairs with send_attempt's release */
 }
 
 static void hedging_free(void *state)
 {
     ac__hedging *h = state;
     h->delay->destroy(h->delay_state);
+    ac__latency_table_fini(&h->latency);
     free(h->failing);
     free(h);
 }

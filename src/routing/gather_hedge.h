@@ -10,6 +10,7 @@
 #define AC_ROUTING_GATHER_HEDGE_H
 
 #include "routing/gather.h"
+#include "routing/hedge_order.h"
 #include "routing/hedge_policy.h"
 
 /* Set by the factory, read-only after, but for `failing`. */
@@ -22,6 +23,13 @@ typedef struct ac__hedging {
      * by any thread, relaxed: a hint for the order of attempts. NULL for
      * a group, whose routees have no numbers. */
     atomic_uchar *failing;
+    /* The latency order's records (hedge_order.h); no records: the
+     * rotation order. */
+    ac__latency_table latency;
+    /* The message being opened sends its second attempt with its first
+     * (a probe). Written and read in the router's turn only: by `ask`,
+     * then by the part's set-up within the same call. */
+    bool probe_next;
 } ac__hedging;
 
 extern const ac__gather_policy ac__hedge_gather_policy;

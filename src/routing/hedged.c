@@ -89,15 +89,40 @@ static ac_status check_delay(const char *fn, const ac_hedged_options *o, uint32_
     return AC_OK;
 }
 
+/* The order of attempts and its probe interval, in ns into *probe_ns (0:
+ * the rotation order, which has none). */
+static ac_status check_order(const char *fn, const ac_hedged_options *o, uint64_t *probe_ns)
+{
+    if (o->order != AC_HEDGE_ORDER_LATENCY && o->order != AC_HEDGE_ORDER_ROTATION)
+        return ac__fail(AC_EINVAL,
+                        "%s: order = %d is not an ac_hedge_order (AC_HEDGE_ORDER_LATENCY or "
+                        "AC_HEDGE_ORDER_ROTATION)",
+                        fn, (int)o->order);
+    if (o->probe_interval_ms < 0 || o->probe_interval_ms > INT32_MAX)
+        return ac__fail(AC_EINVAL,
+                        "%s: probe_interval_ms = %lld is not usable; use 1..%d ms, or 0 for the "
+                        "default (%d ms)",
+                        fn, (long long)o->probe_interval_ms, INT32_MAX, AC_HEDGE_DEFAULT_PROBE_MS);
+    if (o->order == AC_HEDGE_ORDER_ROTATION && o->probe_interval_ms)
+        return ac__fail(AC_EINVAL,
+                        "%s: probe_interval_ms = %lld is for the latency order; the rotation "
+                        "order probes nothing",
+                        fn, (long long)o->probe_interval_ms);
+    int64_t ms = o->probe_interval_ms ? o->probe_interval_ms : AC_HEDGE_DEFAULT_PROBE_MS;
+    *probe_ns = o->order == AC_HEDGE_ORDER_ROTATION ? 0 : (uint64_t)ms * 1000000u;
+    return AC_OK;
+}
+
 /* The per-router state from checked options, its hedging policy's state
  * made (which checks that policy's options); NULL with the error. */
 static ac__hedging *hedging_new(const char *fn, const ac_hedged_options *o, uint32_t timeout_ms,
                                 int size, int pool_size)
 {
-    uint64_t delay_ns = 0;
+    uint64_t delay_ns = 0, probe_ns = 0;
     const ac__hedge_policy *delay = NULL;
     if (check_attempts(fn, size, o) != AC_OK || !(delay = delay_policy(fn, o)) ||
-        check_delay(fn, o, timeout_ms, &delay_ns) != AC_OK)
+        check_delay(fn, o, timeout_ms, &delay_ns) != AC_OK ||
+        check_order(fn, o, &probe_ns) != AC_OK)
         return NULL;
     ac__hedging *h = ac__calloc(1, sizeof *h);
     if (!h)
@@ -108,6 +133,8 @@ static ac__hedging *hedging_new(const char *fn, const ac_hedged_options *o, uint
         ac__fail(AC_ENOMEM, "%s: out of memory", fn);
         goto fail_failing;
     }
+    if (probe_ns && ac__latency_table_init(&h->latency, size, probe_ns, fn) != AC_OK)
+        goto fail_latency;
     if (delay->create(fn, o, delay_ns, timeout_ms, &h->delay_state) != AC_OK)
         goto fail_delay;
     if (ac__hedge_budget_check(fn, o->budget) != AC_OK)
@@ -116,6 +143,8 @@ static ac__hedging *hedging_new(const char *fn, const ac_hedged_options *o, uint
 fail_budget:
     delay->destroy(h->delay_state);
 fail_delay:
+    ac__latency_table_fini(&h->latency);
+fail_latency:
     free(h->failing);
 fail_failing:
     free(h);

@@ -125,17 +125,30 @@ bool ac__router_front_route(ac__router_front *f, ac_msg *msg, ac_ref *sender)
     return false;
 }
 
+/* Is node's message one for the router's turn? Counts it in `queued`
+ * when the router will handle it (Run is run by the turn, uncounted). */
+static bool for_the_turn(ac__router_front *f, const ac_msg *msg)
+{
+    const ac_msg_type *type = msg->type;
+    if (AC__LIKELY(type == atomic_load_explicit(&f->ordinary, memory_order_relaxed)))
+        return false;
+    if (type == &ac__msg_type_run)
+        return true; /* run in its turn, never by router_receive: not counted */
+    if (ac__router_is_own(msg)) {
+        atomic_fetch_add_explicit(&f->queued, 1, memory_order_relaxed);
+        return true;
+    }
+    atomic_store_explicit(&f->ordinary, type, memory_order_relaxed);
+    return false;
+}
+
 /* ac__front_ops.deliver: any thread. */
 static bool front_deliver(ac__front *front, ac_ref *self, ac__mailbox_node *node)
 {
     (void)self;
     ac__router_front *f = (ac__router_front *)front;
-    if (node->msg->type == &ac__msg_type_run)
-        return false; /* run in its turn, never by router_receive: not counted */
-    if (ac__router_is_own(node->msg)) {
-        atomic_fetch_add_explicit(&f->queued, 1, memory_order_relaxed);
+    if (for_the_turn(f, node->msg))
         return false;
-    }
     void *held;
     if (AC__UNLIKELY(!ac__hazard_enter((_Atomic(void *) *)&f->snap, &held))) {
         atomic_fetch_add_explicit(&f->queued, 1, memory_order_relaxed);
@@ -143,8 +156,11 @@ static bool front_deliver(ac__front *front, ac_ref *self, ac__mailbox_node *node
     }
     ac__route_snap *s = held;
     /* acquire: a message the router routed for us is enqueued before. */
-    bool taken = s && s->n > 0 && atomic_load_explicit(&f->queued, memory_order_acquire) == 0 &&
-                 f->kind->send(f, s, node);
+    bool taken = s && s->n > 0 && atomic_load_explicit(&f->queued, memory_order_acquire) == 0;
+    if (taken && f->kind == &ac__round_robin_kind)
+        ac__route_round_robin(f, s, node); /* the common kind, without the call */
+    else
+        taken = taken && f->kind->send(f, s, node);
     if (!taken)
         atomic_fetch_add_explicit(&f->queued, 1, memory_order_relaxed);
     ac__hazard_leave();
@@ -179,6 +195,7 @@ ac__router_front *ac__router_front_new(const ac__router_cfg *cfg)
     atomic_init(&f->index, 0);
     atomic_init(&f->snap, NULL);
     atomic_init(&f->queued, 0);
+    atomic_init(&f->ordinary, NULL);
     f->kind = cfg->kind;
     f->hash_key = cfg->hash_key;
     f->hash_user = cfg->hash_user;

@@ -54,13 +54,18 @@ typedef struct ac__route_snap {
 
 struct ac__router_front {
     ac__front base;
-    /* Written by every sender: one line. Messages routed (round robin,
-     * rotation); a load and a store, not an increment: senders racing may
-     * repeat a routee's turn, which costs evenness, never a message. */
+    /* Written by every sender: one line. Round robin: the next routee's
+     * position, below the set's size; smallest mailbox: a rotating start.
+     * A load and a store, not an increment: senders racing may repeat a
+     * routee's turn, which costs evenness, never a message. */
     _Alignas(64) atomic_uint_fast64_t index;
     /* Read by every sender, written on changes: another line. */
     _Alignas(64) _Atomic(ac__route_snap *) snap;
     atomic_uint_fast64_t queued; /* ordinary messages at the mailbox, not yet routed */
+    /* The last message type found ordinary (not the router's own): a
+     * sender of one type all along compares once, not with every type the
+     * router handles. Relaxed: any value read is a type checked before. */
+    _Atomic(const ac_msg_type *) ordinary;
     const ac__router_kind *kind;
     ac_hash_key_fn hash_key; /* consistent hashing: copied, the cfg dies first */
     void *hash_user;
@@ -97,7 +102,24 @@ static inline void ac__route_to(const ac__route_snap *s, size_t i, ac__mailbox_n
 {
     if (s->rows)
         ac__router_view_count(s->rows[i]);
-    ac__ref_deliver_node(s->routees[i], node);
+    ac_ref *r = s->routees[i];
+    if (AC__LIKELY(!r->ops->admit))
+        r->ops->deliver(r, node); /* ac__ref_deliver_node's common case, without the call */
+    else
+        ac__ref_deliver_node(r, node);
+}
+
+/* Round robin's `send`, here so that the front door calls it directly.
+ * The position is kept below the set's size, so that a message costs a
+ * compare rather than a 64-bit division (as much as the rest of the
+ * routing); a position past the end of a set that shrank wraps once. */
+static inline void ac__route_round_robin(ac__router_front *f, const ac__route_snap *s,
+                                         ac__mailbox_node *node)
+{
+    uint64_t i = atomic_load_explicit(&f->index, memory_order_relaxed);
+    size_t k = AC__LIKELY(i < s->n) ? (size_t)i : (size_t)(i % s->n);
+    atomic_store_explicit(&f->index, k + 1 < s->n ? k + 1 : 0, memory_order_relaxed);
+    ac__route_to(s, k, node);
 }
 
 #endif

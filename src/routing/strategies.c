@@ -214,9 +214,7 @@ static void route_custom(ac_ctx *ctx, ac__router_cfg *cfg, ac__router_state *st,
 
 static bool send_round_robin(ac__router_front *f, const ac__route_snap *s, ac__mailbox_node *node)
 {
-    uint64_t i = atomic_load_explicit(&f->index, memory_order_relaxed);
-    atomic_store_explicit(&f->index, i + 1, memory_order_relaxed);
-    ac__route_to(s, (size_t)(i % s->n), node);
+    ac__route_round_robin(f, s, node);
     return true;
 }
 

@@ -173,14 +173,16 @@ static void ask_expect(hg_data *d, const char *key, int k)
     hg_quiesce(d);
 }
 
-/* Messages start at routee-1, -2, -3, -1 …; a routee whose last answer
- * was an error is asked last until it succeeds again. */
+/* In the rotation order, messages start at routee-1, -2, -3, -1 …
+ * whatever the routees' latency; a routee whose last answer was an
+ * error is asked last until it succeeds again. */
 static void test_round_robin_and_failing_routees_last(void **state)
 {
     hg_data *d = hg_setup(*state, "hg-rr", true, 0);
     for (int k = 1; k <= 3; k++)
         hg_set(d, k, 0, false);
-    ac_hedged_options o = {.timeout_ms = 1000, .delay_us = 20000};
+    ac_hedged_options o = {
+        .timeout_ms = 1000, .delay_us = 20000, .order = AC_HEDGE_ORDER_ROTATION};
     ac_ref *router = hedged(d, 3, &o);
     ask_expect(d, "a", 1);
     ask_expect(d, "b", 2);

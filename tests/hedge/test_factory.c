@@ -131,11 +131,30 @@ static void test_hedged_options(void **state)
     accepted(hedged(3, &a));
 }
 
+/* The order of attempts and its probe interval. */
+static void test_hedged_order_options(void **state)
+{
+    (void)state;
+    static const char fn[] = "ac_router_hedged";
+    accepted(hedged(3, &(ac_hedged_options){.order = AC_HEDGE_ORDER_ROTATION}));
+    accepted(hedged(3, &(ac_hedged_options){.order = AC_HEDGE_ORDER_LATENCY,
+                                            .probe_interval_ms = 2000}));
+    refused(hedged(3, &(ac_hedged_options){.order = (ac_hedge_order)9}), fn, "order = 9");
+    refused(hedged(3, &(ac_hedged_options){.probe_interval_ms = -1}), fn,
+            "probe_interval_ms = -1");
+    refused(hedged(3, &(ac_hedged_options){.probe_interval_ms = (int64_t)INT32_MAX + 1}), fn,
+            "probe_interval_ms = 2147483648");
+    refused(hedged(3, &(ac_hedged_options){.order = AC_HEDGE_ORDER_ROTATION,
+                                           .probe_interval_ms = 100}),
+            fn, "the rotation order probes nothing");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scatter_quorum_and_budget),
         cmocka_unit_test(test_hedged_options),
+        cmocka_unit_test(test_hedged_order_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -221,6 +221,66 @@ static void test_tcp_lost_while_closed(void **state)
 
 /* ---- the option --------------------------------------------------------------- */
 
+/* ---- a node with nothing under way sleeps ------------------------------------- */
+
+/* The transport's wake-ups over 2 s of nothing: housekeeping waits for
+ * its next deadline (at most a second away) instead of ticking every
+ * 20 ms, which made 100 in that time. 12 leaves room for a slow machine
+ * (a late wake-up is not an extra one). */
+#define QUIET_WINDOW_MS 2000
+#define QUIET_WAKEUPS_MAX 12
+
+static uint64_t wakeups_over_quiet_window(ac_node *n)
+{
+    ts_sleep_ms(300); /* what the start or the last ask set off settles */
+    uint64_t w0 = stats_of(n).transport_wakeups;
+    ts_sleep_ms(QUIET_WINDOW_MS);
+    return stats_of(n).transport_wakeups - w0;
+}
+
+static void quiet_node_sleeps(const char *transport)
+{
+    char ba[64], bb[64];
+    ac_node *a, *b;
+    ac_system *sa = rt_node_system("a", bind_for(transport, "quiet-a", ba, sizeof ba),
+                                    (ac_node_options){0}, &a);
+    uint64_t alone = wakeups_over_quiet_window(a);
+    if (alone > QUIET_WAKEUPS_MAX)
+        fail_msg("a lone idle node's transport woke %llu times in %d ms",
+                 (unsigned long long)alone, QUIET_WINDOW_MS);
+    /* With a connection open and heartbeated (ZeroMQ's own, off this
+     * thread), nothing crossing it. */
+    ac_system *sb = rt_node_system("b", bind_for(transport, "quiet-b", bb, sizeof bb),
+                                    (ac_node_options){0}, &b);
+    assert_true(rt_serve(sb, b));
+    ac_ref *echo = rt_resolve(a, "b", b, "/user/echo");
+    rt_ask_echo(echo, "once", 10000);
+    assert_int_equal(stats_of(a).connections, 1);
+    uint64_t paired = wakeups_over_quiet_window(a);
+    if (paired > QUIET_WAKEUPS_MAX)
+        fail_msg("an idle node with an open connection woke %llu times in %d ms",
+                 (unsigned long long)paired, QUIET_WINDOW_MS);
+    /* Asleep, it still serves at once, and its connection still stands. */
+    rt_ask_echo(echo, "after", 10000);
+    assert_int_equal(stats_of(a).connections, 1);
+    assert_int_equal(stats_of(a).nodes_down, 0);
+    ac_ref_release(echo);
+    ac_system_terminate(sb);
+    ac_system_terminate(sa);
+}
+
+static void test_inproc_quiet_node_sleeps(void **state)
+{
+    (void)state;
+    quiet_node_sleeps("inproc");
+}
+
+static void test_tcp_quiet_node_sleeps(void **state)
+{
+    (void)state;
+    quiet_node_sleeps("tcp");
+}
+
 static void test_idle_timeout_is_checked(void **state)
 {
     (void)state;
@@ -245,6 +305,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_idle_timeout_is_checked),
+        cmocka_unit_test(test_inproc_quiet_node_sleeps),
+        cmocka_unit_test(test_tcp_quiet_node_sleeps),
         cmocka_unit_test(test_inproc_opened_closed_reopened),
         cmocka_unit_test(test_tcp_opened_closed_reopened),
         cmocka_unit_test(test_inproc_no_loss_across_closes),
