@@ -19,29 +19,20 @@
  * actor a tick at once (ac__cluster_tick_soon). So the node wakes about
  * once a second when idle, and nothing is seen later than on the beat.
  *
- * Beats go out on a phase every node shares: the ticks fall on whole
- * multiples of AC__CLUSTER_BEAT_MS of the wall clock, and a node beats
- * on the first tick of each beat period (beat_every ticks) counted from
- * the wall clock's epoch. So in a mesh of N nodes the N - 1 beats a node
- * takes each period come together, and it wakes once for all of them
- * rather than once for each: the full mesh's cost of being idle is its
- * frames, not N - 1 wake-ups of two threads per period. Clocks apart by
- * more than a beat period only spread the beats as before; nothing
- * depends on the phase for correctness.
+ * Beats go out on a phase of the node's own: the ticks fall on whole
+ * multiples of AC__CLUSTER_BEAT_MS from the node's start, and a node beats
+ * on the first tick of each beat period (beat_every ticks). A phase every
+ * node shares (the wall clock's) would let a node of a mesh take a
+ * period's N - 1 beats in one wake-up, but bunches every node's beats and
+ * silence checks into the same instants; under load that was seen to
+ * leave members silent past the unreachable threshold, so it is not used
+ * (ac__cluster_beat_due takes any phase; the shared one is a one-line
+ * change in ac__cluster_tick_start).
  */
-#include <time.h>
-
 #include "cluster/cluster_internal.h"
 #include "cluster/provider.h"
 
 #define QUIET_TICK_MS 1000
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int64_t beat_period_ms(const ac_cluster *c)
 {
@@ -51,9 +42,9 @@ static int64_t beat_period_ms(const ac_cluster *c)
 bool ac__cluster_tick_start(ac_cluster *c)
 {
     int64_t t = ac_clock_now_ms(c->system), period = beat_period_ms(c);
-    c->beat_phase_ms = ((wall_ms() - t) % period + period) % period;
+    c->beat_phase_ms = ((-t) % period + period) % period; /* periods from now */
     c->beat_epoch = -1;
-    int64_t first = AC__CLUSTER_BEAT_MS - (t + c->beat_phase_ms) % AC__CLUSTER_BEAT_MS;
+    int64_t first = AC__CLUSTER_BEAT_MS;
     ac_msg *tick = ac__note_new(AC__NOTE_TICK, NULL, NULL, 0, NULL, NULL, 0);
     ac_msg *now = ac__note_new(AC__NOTE_TICK, NULL, NULL, 0, NULL, NULL, 0);
     pthread_mutex_lock(&c->lock); /* against the first tick's ac__cluster_tick_next */
