@@ -149,14 +149,21 @@ static bool front_deliver(ac__front *front, ac_ref *self, ac__mailbox_node *node
     ac__router_front *f = (ac__router_front *)front;
     if (for_the_turn(f, node->msg))
         return false;
+    /* acquire: a message the router routed for us is enqueued before,
+     * and the snapshot its handling published is the one read below. The
+     * count is read first: a snapshot read before it could predate our
+     * own RemoveRoutee's handling, which the count's drop announces. */
+    if (atomic_load_explicit(&f->queued, memory_order_acquire) != 0) {
+        atomic_fetch_add_explicit(&f->queued, 1, memory_order_relaxed);
+        return false;
+    }
     void *held;
     if (AC__UNLIKELY(!ac__hazard_enter((_Atomic(void *) *)&f->snap, &held))) {
         atomic_fetch_add_explicit(&f->queued, 1, memory_order_relaxed);
         return false; /* too deeply nested, or out of memory: the mailbox */
     }
     ac__route_snap *s = held;
-    /* acquire: a message the router routed for us is enqueued before. */
-    bool taken = s && s->n > 0 && atomic_load_explicit(&f->queued, memory_order_acquire) == 0;
+    bool taken = s && s->n > 0;
     if (taken && f->kind == &ac__round_robin_kind)
         ac__route_round_robin(f, s, node); /* the common kind, without the call */
     else
