@@ -199,7 +199,10 @@ static const char *check_member(const soak_scenario *sc, const ac_error *e, size
                      text);
     int b = sc->req.beh[k];
     if (ac_error_is(e, AC_ASK_TIMEOUT_ERROR)) {
-        if (quiet(b) || (beh_answers(b) && excused(sc, sc->scatter_timeout_ms - sc->req.late_ms)))
+        /* A refusal is an answer too, at once: late only when the
+         * system stalled. */
+        int64_t margin = sc->scatter_timeout_ms - (b == BEH_LATE ? sc->req.late_ms : 0);
+        if (quiet(b) || ((beh_answers(b) || b == BEH_ERROR) && excused(sc, margin)))
             return NULL;
         return wrong("member %zu: routee-%d timed out, though it was to %s", i, k + 1, beh_name(b));
     }
