@@ -26,6 +26,10 @@
  * turn the router routes what the mailbox held as a sender would, from
  * the snapshot, so that round robin keeps one count.
  *
+ * The front is the router cell's deliver itself (core/front.h,
+ * cell_ops): a tell reaches it with no call in between, and round robin,
+ * the common kind, is routed inline there.
+ *
  * Which kinds: those whose choice needs nothing but the set (round robin,
  * random, broadcast, smallest mailbox, consistent hashing), in pools and
  * groups without breakers. A kind says so with its `send` hook; routers
