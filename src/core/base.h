@@ -29,6 +29,7 @@
 #define AC__LIKELY(x) __builtin_expect(!!(x), 1)
 #define AC__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define AC__NOINLINE __attribute__((noinline))
+#define AC__ALWAYS_INLINE inline __attribute__((always_inline))
 /* A static function of an internal header that gives the files of one
  * module what was static in one file: compiled as it was there (no
  * `inline`, which would change the compiler's inlining choices on a hot

@@ -15,7 +15,9 @@
 #define AC_CORE_FRONT_H
 
 #include "core/base.h"
+#include "core/cell.h"
 #include "core/msg_internal.h"
+#include "core/ref.h"
 
 typedef struct ac__front ac__front;
 
@@ -26,11 +28,25 @@ typedef struct ac__front_ops {
     bool (*deliver)(ac__front *front, ac_ref *self, ac__mailbox_node *node);
     /* Free the front: the cell is being freed, nobody can send any more. */
     void (*free)(ac__front *front);
+    /* Optional: the cell's own ref ops, in place of the core's (which call
+     * `deliver` above, then the mailbox): a front on every message's path
+     * saves a call by being the cell's deliver itself. Their deliver finds
+     * the front with ac__front_of and hands what it leaves to
+     * ac__actor_deliver; their destroy and path are ac__cell_destroy and
+     * ac__cell_path, their kind AC__REF_ACTOR. */
+    const ac__ref_ops *cell_ops;
 } ac__front_ops;
 
 struct ac__front {
     const ac__front_ops *ops;
 };
+
+/* A cell's ref ops' destroy and path, for a front's cell_ops. */
+void ac__cell_destroy(ac_ref *self);
+const char *ac__cell_path(const ac_ref *self);
+
+/* The front of a cell spawned with one. Any thread. */
+static inline ac__front *ac__front_of(ac_ref *self) { return ((ac__actor *)self)->front; }
 
 /* Give actors spawned from `props` the front `front` (owned by the props
  * until a spawn moves it into the cell; ac_props_free frees it). One

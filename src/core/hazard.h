@@ -52,18 +52,18 @@ extern bool ac__hazard_fenced;
  * memory. */
 ac__hazard_rec *ac__hazard_rec_get(void);
 
-/* The object published at *src, protected until ac__hazard_leave (NULL:
- * none published). False when it cannot be protected (out of memory, or
- * nested deeper than AC__HAZARD_DEPTH): the caller must not read *src's
- * object then. */
-static inline bool ac__hazard_enter(_Atomic(void *) *src, void **out)
+/* The object published at *src in *out (NULL: none published),
+ * protected until ac__hazard_leave, which takes the record returned. NULL
+ * when it cannot be protected (out of memory, or nested deeper than
+ * AC__HAZARD_DEPTH): the caller must not read *src's object then. */
+static inline ac__hazard_rec *ac__hazard_enter(_Atomic(void *) *src, void **out)
 {
     ac__hazard_rec *r = ac__hazard_tls;
     if (AC__UNLIKELY(!r) && !(r = ac__hazard_rec_get()))
-        return false;
+        return NULL;
     unsigned d = r->depth;
     if (AC__UNLIKELY(d >= AC__HAZARD_DEPTH))
-        return false;
+        return NULL;
     void *p = atomic_load_explicit(src, memory_order_relaxed);
     for (;;) {
         if (AC__HAZARD_FENCED || ac__hazard_fenced) {
@@ -81,13 +81,12 @@ static inline bool ac__hazard_enter(_Atomic(void *) *src, void **out)
     }
     r->depth = d + 1;
     *out = p;
-    return true;
+    return r;
 }
 
-/* Done with what the last ac__hazard_enter returned. */
-static inline void ac__hazard_leave(void)
+/* Done with what the last ac__hazard_enter, which returned r, gave. */
+static inline void ac__hazard_leave(ac__hazard_rec *r)
 {
-    ac__hazard_rec *r = ac__hazard_tls;
     unsigned d = --r->depth;
     /* release: our reads of the object before the writer sees it free. */
     atomic_store_explicit(&r->slot[d], NULL, memory_order_release);

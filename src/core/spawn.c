@@ -56,7 +56,7 @@ static void free_cell(ac__actor *a)
     free(a);
 }
 
-static void actor_destroy(ac_ref *self)
+void ac__cell_destroy(ac_ref *self)
 {
     ac__actor *a = (ac__actor *)self;
     ac__registry_remove(self->system, a);
@@ -71,13 +71,13 @@ void ac__actor_destroy_now(ac__actor *a) { free_cell(a); }
 
 /* ---- cells ------------------------------------------------------------ */
 
-static const char *actor_path(const ac_ref *self) { return ((const ac__actor *)self)->path; }
+const char *ac__cell_path(const ac_ref *self) { return ((const ac__actor *)self)->path; }
 
 static const ac__ref_ops actor_ops = {
     .kind = AC__REF_ACTOR,
     .deliver = ac__actor_deliver,
-    .destroy = actor_destroy,
-    .path = actor_path,
+    .destroy = ac__cell_destroy,
+    .path = ac__cell_path,
 };
 
 /* An actor with a front (core/front.h): the front sees each message first. */
@@ -91,8 +91,8 @@ static void fronted_deliver(ac_ref *self, ac__mailbox_node *node)
 static const ac__ref_ops fronted_actor_ops = {
     .kind = AC__REF_ACTOR,
     .deliver = fronted_deliver,
-    .destroy = actor_destroy,
-    .path = actor_path,
+    .destroy = ac__cell_destroy,
+    .path = ac__cell_path,
 };
 
 /* ---- spawning --------------------------------------------------------- */
@@ -166,7 +166,7 @@ static ac_status spawn_child_of(ac__actor *parent, ac_props *props, const char *
     if (props->front) {
         a->front = props->front;
         props->front = NULL;
-        a->ref.ops = &fronted_actor_ops;
+        a->ref.ops = a->front->ops->cell_ops ? a->front->ops->cell_ops : &fronted_actor_ops;
     }
     a->parent = parent;
     a->user_data = props->user_data;

@@ -60,6 +60,10 @@ void ac__router_front_publish(ac__router_front *f, const ac__router_state *st)
 {
     if (!f)
         return;
+    if (st->n == 0) {
+        swap_in(f, NULL); /* no routee: the mailbox, and the router's dead letters */
+        return;
+    }
     size_t size = sizeof(ac__route_snap) + st->n * sizeof(ac_ref *);
     if (f->kind->snap_ids)
         size += st->n * sizeof(uint64_t);
@@ -75,8 +79,11 @@ void ac__router_front_publish(ac__router_front *f, const ac__router_state *st)
     s->ids = f->kind->snap_ids ? (uint64_t *)(void *)&s->routees[st->n] : NULL;
     void *after = s->ids ? (void *)&s->ids[st->n] : (void *)&s->routees[st->n];
     s->rows = f->view ? after : NULL;
+    s->plain = true;
     for (size_t i = 0; i < st->n; i++) {
         s->routees[i] = ac_ref_retain(st->routees[i]);
+        const ac__ref_ops *ops = st->routees[i]->ops;
+        s->plain = s->plain && ops->deliver == ac__actor_deliver && !ops->admit;
         if (s->ids)
             s->ids[i] = ac__router_identity_hash(st, i);
         if (s->rows)
@@ -114,7 +121,7 @@ bool ac__router_front_route(ac__router_front *f, ac_msg *msg, ac_ref *sender)
         return false;
     /* In the router's turn: only it frees snapshots. */
     ac__route_snap *s = atomic_load_explicit(&f->snap, memory_order_relaxed);
-    if (!s || s->n == 0)
+    if (!s)
         return false;
     ac__mailbox_node *node = ac__mailbox_node_make(ac_msg_retain(msg), sender);
     if (!node)
@@ -125,13 +132,10 @@ bool ac__router_front_route(ac__router_front *f, ac_msg *msg, ac_ref *sender)
     return false;
 }
 
-/* Is node's message one for the router's turn? Counts it in `queued`
- * when the router will handle it (Run is run by the turn, uncounted). */
-static bool for_the_turn(ac__router_front *f, const ac_msg *msg)
+/* for_the_turn's answer for a type other than the last ordinary one. */
+static AC__NOINLINE bool for_the_turn_new_type(ac__router_front *f, const ac_msg *msg)
 {
     const ac_msg_type *type = msg->type;
-    if (AC__LIKELY(type == atomic_load_explicit(&f->ordinary, memory_order_relaxed)))
-        return false;
     if (type == &ac__msg_type_run)
         return true; /* run in its turn, never by router_receive: not counted */
     if (ac__router_is_own(msg)) {
@@ -142,11 +146,18 @@ static bool for_the_turn(ac__router_front *f, const ac_msg *msg)
     return false;
 }
 
-/* ac__front_ops.deliver: any thread. */
-static bool front_deliver(ac__front *front, ac_ref *self, ac__mailbox_node *node)
+/* Is node's message one for the router's turn? Counts it in `queued`
+ * when the router will handle it (Run is run by the turn, uncounted). */
+static AC__ALWAYS_INLINE bool for_the_turn(ac__router_front *f, const ac_msg *msg)
 {
-    (void)self;
-    ac__router_front *f = (ac__router_front *)front;
+    if (AC__LIKELY(msg->type == atomic_load_explicit(&f->ordinary, memory_order_relaxed)))
+        return false;
+    return for_the_turn_new_type(f, msg);
+}
+
+/* Take node from its sender if the snapshot allows: any thread. */
+static AC__ALWAYS_INLINE bool front_take(ac__router_front *f, ac__mailbox_node *node)
+{
     if (for_the_turn(f, node->msg))
         return false;
     /* acquire: a message the router routed for us is enqueued before,
@@ -158,20 +169,36 @@ static bool front_deliver(ac__front *front, ac_ref *self, ac__mailbox_node *node
         return false;
     }
     void *held;
-    if (AC__UNLIKELY(!ac__hazard_enter((_Atomic(void *) *)&f->snap, &held))) {
+    ac__hazard_rec *h = ac__hazard_enter((_Atomic(void *) *)&f->snap, &held);
+    if (AC__UNLIKELY(!h)) {
         atomic_fetch_add_explicit(&f->queued, 1, memory_order_relaxed);
         return false; /* too deeply nested, or out of memory: the mailbox */
     }
     ac__route_snap *s = held;
-    bool taken = s && s->n > 0;
-    if (taken && f->kind == &ac__round_robin_kind)
+    bool taken = s != NULL; /* an empty set publishes none */
+    if (taken && f->round_robin)
         ac__route_round_robin(f, s, node); /* the common kind, without the call */
     else
         taken = taken && f->kind->send(f, s, node);
     if (!taken)
         atomic_fetch_add_explicit(&f->queued, 1, memory_order_relaxed);
-    ac__hazard_leave();
+    ac__hazard_leave(h);
     return taken;
+}
+
+/* ac__front_ops.deliver: any thread. */
+static bool front_deliver(ac__front *front, ac_ref *self, ac__mailbox_node *node)
+{
+    (void)self;
+    return front_take((ac__router_front *)front, node);
+}
+
+/* The router cell's deliver (cell_ops): the front without the core's call
+ * in between. Any thread. */
+static void router_cell_deliver(ac_ref *self, ac__mailbox_node *node)
+{
+    if (!front_take((ac__router_front *)ac__front_of(self), node))
+        ac__actor_deliver(self, node);
 }
 
 static void front_free(ac__front *front)
@@ -188,7 +215,15 @@ static void front_free(ac__front *front)
     free(f);
 }
 
-static const ac__front_ops router_front_ops = {.deliver = front_deliver, .free = front_free};
+static const ac__ref_ops router_cell_ops = {
+    .kind = AC__REF_ACTOR,
+    .deliver = router_cell_deliver,
+    .destroy = ac__cell_destroy,
+    .path = ac__cell_path,
+};
+
+static const ac__front_ops router_front_ops = {
+    .deliver = front_deliver, .free = front_free, .cell_ops = &router_cell_ops};
 
 ac__router_front *ac__router_front_new(const ac__router_cfg *cfg)
 {
@@ -204,6 +239,7 @@ ac__router_front *ac__router_front_new(const ac__router_cfg *cfg)
     atomic_init(&f->queued, 0);
     atomic_init(&f->ordinary, NULL);
     f->kind = cfg->kind;
+    f->round_robin = cfg->kind == &ac__round_robin_kind;
     f->hash_key = cfg->hash_key;
     f->hash_user = cfg->hash_user;
     f->view = cfg->view;

@@ -26,6 +26,10 @@
  * turn the router routes what the mailbox held as a sender would, from
  * the snapshot, so that round robin keeps one count.
  *
+ * The front is the router cell's deliver itself (core/front.h,
+ * cell_ops): a tell reaches it with no call in between, and round robin,
+ * the common kind, is routed inline there.
+ *
  * Which kinds: those whose choice needs nothing but the set (round robin,
  * random, broadcast, smallest mailbox, consistent hashing), in pools and
  * groups without breakers. A kind says so with its `send` hook; routers
@@ -41,7 +45,10 @@
 
 typedef struct ac__route_snap {
     struct ac__route_snap *retired_next;
-    size_t n;
+    size_t n; /* at least 1: an empty set has no snapshot */
+    /* Every routee a local actor with no admission check: delivered to
+     * by a direct call to ac__actor_deliver. */
+    bool plain;
     /* Consistent hashing: each routee's identity hashed (hashing.c);
      * NULL for the other kinds. Points after routees[]. */
     uint64_t *ids;
@@ -67,6 +74,7 @@ struct ac__router_front {
      * router handles. Relaxed: any value read is a type checked before. */
     _Atomic(const ac_msg_type *) ordinary;
     const ac__router_kind *kind;
+    bool round_robin; /* kind is round robin: routed without a call */
     ac_hash_key_fn hash_key; /* consistent hashing: copied, the cfg dies first */
     void *hash_user;
     ac__router_view *view; /* the cfg's; freed after the last snapshot is withdrawn */
@@ -103,7 +111,9 @@ static inline void ac__route_to(const ac__route_snap *s, size_t i, ac__mailbox_n
     if (s->rows)
         ac__router_view_count(s->rows[i]);
     ac_ref *r = s->routees[i];
-    if (AC__LIKELY(!r->ops->admit))
+    if (AC__LIKELY(s->plain))
+        ac__actor_deliver(r, node); /* what r's ops would call, without the loads */
+    else if (!r->ops->admit)
         r->ops->deliver(r, node); /* ac__ref_deliver_node's common case, without the call */
     else
         ac__ref_deliver_node(r, node);
@@ -116,9 +126,10 @@ static inline void ac__route_to(const ac__route_snap *s, size_t i, ac__mailbox_n
 static inline void ac__route_round_robin(ac__router_front *f, const ac__route_snap *s,
                                          ac__mailbox_node *node)
 {
+    size_t n = s->n; /* read once: the stores below may not be moved past */
     uint64_t i = atomic_load_explicit(&f->index, memory_order_relaxed);
-    size_t k = AC__LIKELY(i < s->n) ? (size_t)i : (size_t)(i % s->n);
-    atomic_store_explicit(&f->index, k + 1 < s->n ? k + 1 : 0, memory_order_relaxed);
+    size_t k = AC__LIKELY(i < n) ? (size_t)i : (size_t)(i % n);
+    atomic_store_explicit(&f->index, k + 1 < n ? k + 1 : 0, memory_order_relaxed);
     ac__route_to(s, k, node);
 }
 

@@ -12,7 +12,8 @@
  *   - order with the router's own messages: a message sent after a
  *     RemoveRoutee never reaches the routee removed, and one sent after a
  *     Broadcast reaches its routee after the Broadcast did;
- *   - routers of routers (nested fronts) lose nothing either.
+ *   - routers of routers (nested fronts) lose nothing either;
+ *   - a set that empties (no snapshot) and fills again loses nothing.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -60,6 +61,7 @@ typedef struct board {
     ac_ref *router;
     atomic_int stop_writer;
     atomic_llong sent;
+    atomic_int not_emptied; /* the set was not empty after a removal */
 } board;
 
 static void recorder_receive(ac_ctx *ctx, ac_msg *msg)
@@ -433,6 +435,110 @@ static void test_pool_routees_stopping(void **state)
     assert_status(ts_fx_terminate(fx), AC_OK);
 }
 
+/* Empty a one-routee group and fill it again, over and over; each time
+ * until the router has answered that the set is empty. */
+static void *emptying_churner(void *p)
+{
+    board *b = p;
+    ac_ref *got[1];
+    while (!atomic_load(&b->stop_writer)) {
+        ac_tell(b->router, ac_router_remove_routee_msg(b->routees[0]), NULL);
+        if (rt_routees(b->router, got, 1) != 0) {
+            atomic_fetch_add(&b->not_emptied, 1);
+        }
+        ac_tell(b->router, ac_router_add_routee_msg(b->routees[0]), NULL);
+        sched_yield(); /* let some messages find the set filled */
+    }
+    return NULL;
+}
+
+/* One sender, in steps: with the set emptied (as the router's answer
+ * shows), every message is a dead letter; with it refilled, every one
+ * reaches the routee. */
+static void test_empty_set_then_refilled(void **state)
+{
+    ts_fixture *fx = *state;
+    board *b = ts_fx_data(fx, sizeof *b, NULL);
+    b->sys = ts_fx_system(fx, "sr_empty_steps", NULL);
+    assert_non_null(b->sys);
+    spawn_recorders(b, false);
+    b->router = rt_spawn(b->sys, ac_router_group_round_robin(b->routees, 1), "router");
+    assert_non_null(b->router);
+    ac_ref *got[1];
+    const int rounds = 5, per_step = 50;
+    int64_t seq = 0;
+    for (int round = 1; round <= rounds; round++) {
+        uint64_t dead0 = ac_dead_letter_count(b->sys);
+        assert_status(ac_tell(b->router, ac_router_remove_routee_msg(b->routees[0]), NULL),
+                      AC_OK);
+        assert_int_equal(rt_routees(b->router, got, 1), 0);
+        for (int k = 0; k < per_step; k++) {
+            assert_status(ac_tell(b->router, ac_msg_int64_new(SR_MSG(0, 0, seq++)), NULL),
+                          AC_OK);
+        }
+        assert_status(ac_tell(b->router, ac_router_add_routee_msg(b->routees[0]), NULL),
+                      AC_OK);
+        assert_int_equal(rt_routees(b->router, got, 1), 1);
+        /* The router handled the empty step's messages before the answer. */
+        assert_int_equal(ac_dead_letter_count(b->sys) - dead0, (uint64_t)per_step);
+        for (int k = 0; k < per_step; k++) {
+            assert_status(ac_tell(b->router, ac_msg_int64_new(SR_MSG(0, 0, seq++)), NULL),
+                          AC_OK);
+        }
+        if (!all_received(b, (long long)round * per_step)) {
+            fail_msg("round %d: %lld of %d arrived", round, received_total(b), round * per_step);
+        }
+    }
+    check_slots(b);
+    release_board(b);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
+/* A set that keeps becoming empty: while it is, senders find no snapshot
+ * and the router's turn makes their messages dead letters; once it is
+ * refilled they route again. Every message reaches the routee or the
+ * dead letters (how many of each is the threads' timing), and the routee
+ * sees each sender's in order. */
+static void test_emptied_and_refilled(void **state)
+{
+    ts_fixture *fx = *state;
+    board *b = ts_fx_data(fx, sizeof *b, NULL);
+    ac_system_options o = {.workers = 3};
+    b->sys = ts_fx_system(fx, "sr_emptied", &o);
+    assert_non_null(b->sys);
+    spawn_recorders(b, false);
+    b->router = rt_spawn(b->sys, ac_router_group_round_robin(b->routees, 1), "router");
+    assert_non_null(b->router);
+    long long dead0 = (long long)ac_dead_letter_count(b->sys);
+    pthread_t t[SENDERS], w;
+    sender_arg args[SENDERS];
+    assert_int_equal(pthread_create(&w, NULL, emptying_churner, b), 0);
+    for (int i = 0; i < SENDERS; i++) {
+        args[i] = (sender_arg){.b = b, .id = i};
+        assert_int_equal(pthread_create(&t[i], NULL, plain_sender, &args[i]), 0);
+    }
+    for (int i = 0; i < SENDERS; i++) {
+        pthread_join(t[i], NULL);
+    }
+    atomic_store(&b->stop_writer, 1);
+    pthread_join(w, NULL);
+    long long sent = atomic_load(&b->sent);
+    assert_int_equal(sent, (long long)SENDERS * PER_SENDER);
+    double end = ts_now() + TS_WAIT_S * 3;
+    while (received_total(b) + (long long)ac_dead_letter_count(b->sys) - dead0 < sent &&
+           ts_now() < end) {
+        ts_sleep_ms(2);
+    }
+    assert_int_equal(atomic_load(&b->not_emptied), 0);
+    long long got = received_total(b), dead = (long long)ac_dead_letter_count(b->sys) - dead0;
+    if (got + dead != sent) {
+        fail_msg("%lld sent, %lld received, %lld dead letters", sent, got, dead);
+    }
+    check_slots(b);
+    release_board(b);
+    assert_status(ts_fx_terminate(fx), AC_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -440,6 +546,7 @@ int main(void)
         TS_UNIT(test_smallest_mailbox_churn), TS_UNIT(test_hashing_churn),
         TS_UNIT(test_removal_then_send),     TS_UNIT(test_broadcast_then_send),
         TS_UNIT(test_nested_routers),        TS_UNIT(test_pool_routees_stopping),
+        TS_UNIT(test_empty_set_then_refilled), TS_UNIT(test_emptied_and_refilled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
