@@ -1,0 +1,402 @@
+/*
+ * Keepers of many keys: one thread holds every key a process registers,
+ * each under a lease of its own, over one HTTP connection it keeps open.
+ *
+ * Each key goes through the keeper's steps (etcd_keeper.c): grant a
+ * lease, put the key under it, keep the lease alive every third of its
+ * TTL; a lease etcd no longer knows is granted again and the key put
+ * again. Here the steps of every key are scheduled on one heap by due
+ * time, and the keep-alives that fall due together go in one request:
+ * the gateway's /v3/lease/keepalive takes newline-separated requests in
+ * one body and answers each on a line of its own, in order. It may end
+ * its answer early (it does under load: measured with etcd 3.4, the
+ * leases it did not answer were not renewed), so a lease counts as kept
+ * alive only when its line came back, and the rest are sent again at
+ * once, in a smaller request, while the requests make progress.
+ *
+ * A renewal is due a third of the TTL after the request that last
+ * renewed the lease was sent, less up to a tenth at random, so that
+ * leases registered together drift apart; and a lease due within a
+ * quarter of that interval goes with the batch being sent, so that a
+ * process sends a few requests a period, not one per lease.
+ *
+ * Threads. The thread owns every entry's lease and schedule; the entries'
+ * status (info) and the list of entries are guarded by the lock of
+ * t; new entries reach the heap at the thread's next turn, woken through
+ * the stop signal's condition. stop joins the thread before it revokes
+ * the leases. Lock order: t.lock and the stop signal's lock are never
+ * held together.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/etcd_internal.h"
+#include "cluster/etcd_keepers_internal.h"
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/sync.h"
+
+static uint64_t now_ms(void) { return ac__now_ns() / 1000000u; }
+
+static uint64_t interval_ms(const ac__etcd_kept *x)
+{
+    uint64_t ms = (uint64_t)x->granted_ttl_s * 1000u / 3u;
+    return ms > 0 ? ms : 1;
+}
+
+/* ---- the heap, by due time ------------------------------------------------ */
+
+static void heap_swap(ac__etcd_kept **h, size_t a, size_t b)
+{
+    ac__etcd_kept *t = h[a];
+    h[a] = h[b];
+    h[b] = t;
+}
+
+static void heap_push(ac__etcd_keepers *k, ac__etcd_kept *x)
+{
+    size_t i = k->heap_n++;
+    k->heap[i] = x;
+    while (i > 0 && k->heap[(i - 1) / 2]->due_ms > k->heap[i]->due_ms) {
+        heap_swap(k->heap, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+}
+
+static ac__etcd_kept *heap_pop(ac__etcd_keepers *k)
+{
+    ac__etcd_kept *top = k->heap[0];
+    k->heap[0] = k->heap[--k->heap_n];
+    for (size_t i = 0;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < k->heap_n && k->heap[l]->due_ms < k->heap[m]->due_ms)
+            m = l;
+        if (r < k->heap_n && k->heap[r]->due_ms < k->heap[m]->due_ms)
+            m = r;
+        if (m == i)
+            break;
+        heap_swap(k->heap, i, m);
+        i = m;
+    }
+    return top;
+}
+
+/* ---- the status ------------------------------------------------------------ */
+
+static void set_info(ac__etcd_keepers *k, ac__etcd_kept *x, ac__etcd_reg_state state, ac_status st,
+                     const char *why)
+{
+    pthread_mutex_lock(&k->t.lock);
+    x->info.state = state;
+    x->info.status = st;
+    x->info.lease_id = x->lease;
+    if (st != AC_OK)
+        x->info.failures++;
+    snprintf(x->info.why, sizeof x->info.why, "%s", why);
+    pthread_mutex_unlock(&k->t.lock);
+}
+
+static void set_renewed(ac__etcd_keepers *k, ac__etcd_kept *x, uint64_t asked, bool keepalive)
+{
+    pthread_mutex_lock(&k->t.lock);
+    x->info.renewed_ms = asked;
+    x->info.ttl_s = x->granted_ttl_s;
+    if (keepalive) {
+        x->info.keepalives++;
+        k->stats.keepalives++;
+    }
+    pthread_mutex_unlock(&k->t.lock);
+}
+
+static void count_request(ac__etcd_keepers *k, bool batch)
+{
+    pthread_mutex_lock(&k->t.lock);
+    k->stats.requests++;
+    k->stats.batches += batch;
+    pthread_mutex_unlock(&k->t.lock);
+}
+
+/* A failure: reported, and the entry due again after its backoff, at
+ * most cap_ms (0: at once, the backoff still counted). */
+static void failed(ac__etcd_keepers *k, ac__etcd_kept *x, ac_status st, const char *msg, uint64_t cap_ms)
+{
+    uint64_t attempt = x->backoff.attempt + 1;
+    uint64_t delay = ac__etcd_backoff_next(&x->backoff);
+    if (delay > cap_ms)
+        delay = cap_ms;
+    char why[sizeof x->info.why];
+    snprintf(why, sizeof why, "retrying (attempt %" PRIu64 ", next in %" PRIu64 " ms): %s",
+             attempt, delay, msg);
+    set_info(k, x, AC__ETCD_REG_RETRYING, st, why);
+    const ac__etcd_options *o = &k->e->o;
+    if (o->on_retry)
+        o->on_retry(&(ac__etcd_retry){.what = x->what, .status = st, .message = msg,
+                                      .attempt = attempt, .delay_ms = delay},
+                    o->user);
+    x->due_ms = now_ms() + delay;
+}
+
+/* Kept alive by a request sent at `asked`: due again a third of the TTL
+ * later, less up to a tenth at random. */
+static void schedule_renewal(ac__etcd_keepers *k, ac__etcd_kept *x, uint64_t asked)
+{
+    uint64_t iv = interval_ms(x);
+    k->rng ^= k->rng << 13;
+    k->rng ^= k->rng >> 7;
+    k->rng ^= k->rng << 17;
+    x->due_ms = asked + iv - k->rng % (iv / 10 + 1);
+}
+
+/* ---- grant and put ---------------------------------------------------------- */
+
+static void grant(ac__etcd_keepers *k, ac__etcd_kept *x)
+{
+    ac__etcd_err err;
+    uint64_t asked = now_ms();
+    count_request(k, false);
+    ac_status st = ac__etcd_grant_in(k->e, &k->t.stop, x->ttl_s, &x->lease, &x->granted_ttl_s,
+                                     &err);
+    if (st == AC_OK) {
+        set_renewed(k, x, asked, false);
+        x->due_ms = 0; /* the put next */
+    } else if (st != AC_ETERMINATED) {
+        failed(k, x, st, err.msg, UINT64_MAX);
+    }
+}
+
+static void put(ac__etcd_keepers *k, ac__etcd_kept *x)
+{
+    ac__etcd_err err;
+    count_request(k, false);
+    ac_status st = ac__etcd_put_in(k->e, &k->t.stop, x->key, x->value, x->value_len, x->lease,
+                                   &err);
+    if (st == AC_OK) {
+        x->put_done = true;
+        schedule_renewal(k, x, now_ms());
+        ac__etcd_backoff_reset(&x->backoff);
+        char why[128];
+        snprintf(why, sizeof why, "registered under lease %" PRId64 " (TTL %" PRId64 " s)",
+                 x->lease, x->granted_ttl_s);
+        set_info(k, x, AC__ETCD_REG_REGISTERED, AC_OK, why);
+        pthread_mutex_lock(&k->t.lock);
+        x->info.registrations++;
+        pthread_mutex_unlock(&k->t.lock);
+    } else if (st == AC_ENOTFOUND) { /* the lease went before the key was put */
+        x->lease = 0;
+        failed(k, x, st, err.msg, 0);
+    } else if (st != AC_ETERMINATED) {
+        failed(k, x, st, err.msg, UINT64_MAX);
+    }
+}
+
+/* ---- a batch of keep-alives ----------------------------------------------- */
+
+typedef struct batch {
+    ac__etcd_keepers *k;
+    ac__etcd_kept **x;
+    size_t n;
+    size_t next; /* where the next answer is expected */
+    size_t answered;
+    uint64_t asked;
+    ac__etcd_err err;
+    ac_status status; /* of a line that was an error, or not etcd's */
+} batch;
+
+static ac__etcd_kept *find_answered(batch *b, int64_t id)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        size_t j = (b->next + i) % b->n;
+        if (b->x[j]->lease == id && !b->x[j]->answered) {
+            b->next = j + 1;
+            return b->x[j];
+        }
+    }
+    return NULL;
+}
+
+static void lease_lost(ac__etcd_keepers *k, ac__etcd_kept *x)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, "etcd keep-alive of lease %" PRId64 ": etcd no longer has the "
+             "lease (it expired or was revoked); registering again", x->lease);
+    x->lease = 0;
+    x->put_done = false;
+    failed(k, x, AC_ENOTFOUND, msg, 0);
+}
+
+/* One line of the answer: {"result": {"ID": ..., "TTL": ...}}, the TTL
+ * absent when etcd does not know the lease. */
+static bool on_answer(char *line, size_t len, void *ctx)
+{
+    batch *b = ctx;
+    json_error_t jerr;
+    json_t *msg = json_loadb(line, len, 0, &jerr);
+    json_t *result = json_object_get(msg, "result");
+    int64_t id = 0, ttl = 0;
+    bool ok = json_is_object(result) && ac__etcd_json_i64(result, "ID", &id) &&
+              ac__etcd_json_i64(result, "TTL", &ttl);
+    ac__etcd_kept *x = ok ? find_answered(b, id) : NULL;
+    if (!x) {
+        b->status = json_is_object(msg) ? ac__etcd_stream_error(msg, "etcd keep-alives", &b->err)
+                                        : AC_OK;
+        if (b->status == AC_OK)
+            b->status = ac__etcd_errf(&b->err, AC_EPROTO, "etcd keep-alives: an answer that "
+                                      "is not one of the leases asked for");
+        json_decref(msg);
+        return false;
+    }
+    json_decref(msg);
+    x->answered = true;
+    b->answered++;
+    if (ttl <= 0) {
+        lease_lost(b->k, x);
+        return true;
+    }
+    set_renewed(b->k, x, b->asked, true);
+    schedule_renewal(b->k, x, b->asked);
+    if (x->backoff.attempt > 0) {
+        ac__etcd_backoff_reset(&x->backoff);
+        set_info(b->k, x, AC__ETCD_REG_REGISTERED, AC_OK, "registered; kept alive again");
+    }
+    return true;
+}
+
+/* Send one request for x[0..n); the status of the request. */
+static ac_status send_batch(ac__etcd_keepers *k, batch *b)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < b->n; i++)
+        used += (size_t)snprintf(k->body + used, 40, "{\"ID\":\"%" PRId64 "\"}\n",
+                                 b->x[i]->lease);
+    b->next = b->answered = 0;
+    b->status = AC_OK;
+    b->asked = now_ms();
+    count_request(k, true);
+    ac_status st = ac__etcd_lines(k->e, &k->t.stop, "etcd keep-alives", "/v3/lease/keepalive",
+                                  k->body, on_answer, b, &b->err);
+    return st != AC_OK ? st : b->status;
+}
+
+/* Keep x[0..n) alive: the unanswered sent again while answers come. */
+static void keep_alive(ac__etcd_keepers *k, ac__etcd_kept *const *x, size_t n)
+{
+    ac__etcd_kept *pending[BATCH_MAX]; /* x stays as it is: the caller's list */
+    batch b = {.k = k, .x = pending, .n = n};
+    for (size_t i = 0; i < n; i++) {
+        pending[i] = x[i];
+        x[i]->answered = false;
+    }
+    while (b.n > 0) {
+        ac_status st = send_batch(k, &b);
+        if (st == AC_ETERMINATED)
+            return;
+        size_t left = 0;
+        for (size_t i = 0; i < b.n; i++)
+            if (!b.x[i]->answered)
+                b.x[left++] = b.x[i];
+        if (b.answered == 0 || left == 0) {
+            for (size_t i = 0; i < left; i++)
+                failed(k, b.x[i], st != AC_OK ? st : AC_EFAILED,
+                       st != AC_OK ? b.err.msg : "etcd keep-alives: not answered",
+                       interval_ms(b.x[i]));
+            return;
+        }
+        b.n = left;
+    }
+}
+
+/* ---- the thread ----------------------------------------------------------- */
+
+/* Entries added since the last turn, onto the heap, due at once. */
+static bool adopt(ac__etcd_keepers *k)
+{
+    bool ok = true;
+    pthread_mutex_lock(&k->t.lock);
+    if (k->n > k->adopted) {
+        ac__etcd_kept **h = ac__realloc(k->heap, k->n * sizeof *h);
+        ok = h != NULL;
+        if (h)
+            k->heap = h;
+    }
+    for (; ok && k->adopted < k->n; k->adopted++) {
+        k->all[k->adopted]->due_ms = 0;
+        heap_push(k, k->all[k->adopted]);
+    }
+    pthread_mutex_unlock(&k->t.lock);
+    return ok;
+}
+
+/* Sleep until `due`, an entry added, or the stop. */
+static void wait_until(ac__etcd_keepers *k, uint64_t due)
+{
+    ac__etcd_stop *s = &k->t.stop;
+    struct timespec until = ac__timespec_of_ns(due * 1000000ull);
+    pthread_mutex_lock(&s->lock);
+    int rc = 0;
+    while (!atomic_load_explicit(&s->raised, memory_order_relaxed) && !k->kicked && rc == 0)
+        rc = pthread_cond_timedwait(&s->cond, &s->lock, &until);
+    k->kicked = false;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static bool registered(const ac__etcd_kept *x) { return x->lease != 0 && x->put_done; }
+
+/* Whether x goes in this turn: a step once due, a keep-alive also when
+ * due within a quarter of its interval. */
+static bool eligible(const ac__etcd_kept *x, uint64_t now)
+{
+    return x->due_ms <= now || (registered(x) && x->due_ms <= now + interval_ms(x) / 4);
+}
+
+/* One turn: the keep-alives due (with those due soon) in one batch, then
+ * some grants and puts; or a nap until the next is due. */
+static void turn(ac__etcd_keepers *k, ac__etcd_kept **ready, ac__etcd_kept **steps)
+{
+    uint64_t now = now_ms();
+    size_t nr = 0, ns = 0;
+    while (k->heap_n > 0 && nr < BATCH_MAX && ns < STEPS_PER_TURN && eligible(k->heap[0], now)) {
+        ac__etcd_kept *x = heap_pop(k);
+        if (registered(x))
+            ready[nr++] = x;
+        else
+            steps[ns++] = x;
+    }
+    if (nr == 0 && ns == 0) {
+        uint64_t due = k->heap[0]->due_ms;
+        wait_until(k, due < now + IDLE_MS ? due : now + IDLE_MS);
+        return;
+    }
+    if (nr > 0)
+        keep_alive(k, ready, nr);
+    for (size_t i = 0; i < ns && !ac__etcd_stop_raised(&k->t.stop); i++) {
+        if (steps[i]->lease == 0)
+            grant(k, steps[i]);
+        else
+            put(k, steps[i]);
+    }
+    for (size_t i = 0; i < nr; i++)
+        heap_push(k, ready[i]);
+    for (size_t i = 0; i < ns; i++)
+        heap_push(k, steps[i]);
+}
+
+void *ac__etcd_keepers_main(void *arg)
+{
+    ac__etcd_keepers *k = arg;
+    ac__thread_name("ac-etcd-keepers");
+    k->t.stop.session = &k->session; /* before the thread's first request */
+    ac__etcd_kept *ready[BATCH_MAX], *steps[STEPS_PER_TURN];
+    while (!ac__etcd_stop_raised(&k->t.stop)) {
+        if (!adopt(k)) {
+            ac__etcd_stop_sleep(&k->t.stop, 100); /* no memory: try again shortly */
+            continue;
+        }
+        if (k->heap_n == 0)
+            wait_until(k, now_ms() + IDLE_MS);
+        else
+            turn(k, ready, steps);
+    }
+    return NULL;
+}
