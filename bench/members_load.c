@@ -11,9 +11,10 @@
  *                                  watch per process, its events counted
  *                                  for each member of the process (what
  *                                  a shared watch would give them), and
- *                                  one keeper thread per process for all
- *                                  its leases (ac__etcd_keepers: one HTTP
- *                                  connection, keep-alives batched);
+ *                                  four keeper threads per process for
+ *                                  all its leases (ac__etcd_keepers: a
+ *                                  connection each, kept open, keep-
+ *                                  alives batched);
  *                                  --thread-per-lease: with --shared, a
  *                                  keeper thread per lease as before (a
  *                                  new connection per keep-alive), for
@@ -82,6 +83,10 @@
 #define JOINS 20
 #define PREFIX "/load/"
 #define MAX_PROCS 100
+/* Keeper threads of a process with --shared: registering is a raft write
+ * (and an fsync) per grant and per put, one at a time per thread; a few
+ * threads let etcd batch them. Keep-alives need one. */
+#define KEEPERS_PER_PROC 4
 
 static double now_ms(void)
 {
@@ -107,11 +112,16 @@ typedef struct churn_seen {
 } churn_seen;
 
 static churn_seen churn[JOINS];
+/* The member keys this process's watchers hold now (by the member's
+ * number), and how many: a view is complete when it holds all N. */
+static atomic_uchar present[PER_PROC * MAX_PROCS];
+static atomic_long present_keys;
 static int ttl_s = DEFAULT_TTL_S;
 static atomic_long listed_keys; /* PUTs of member keys seen, all watchers */
 /* Members one event stands for: 1, or with a shared watch every member
  * of the process. */
 static int fanout = 1;
+static bool shared_watch; /* set before the watch starts */
 
 static void atomic_max(_Atomic double *a, double v)
 {
@@ -135,8 +145,12 @@ static void on_event(const ac__etcd_event *ev, void *user)
             atomic_max(&churn[j].last_del_ms, t);
             atomic_fetch_add(&churn[j].dels, 1);
         }
-    } else if (ev->kind == AC__ETCD_PUT && strncmp(ev->key, PREFIX "m/", sizeof PREFIX "m/" - 1) == 0) {
-        atomic_fetch_add(&listed_keys, 1);
+    } else if (sscanf(ev->key, PREFIX "m/%d", &j) == 1 && j >= 0 && j < PER_PROC * MAX_PROCS) {
+        bool put = ev->kind == AC__ETCD_PUT;
+        if (put)
+            atomic_fetch_add(&listed_keys, 1);
+        if (shared_watch && atomic_exchange(&present[j], put) != put)
+            atomic_fetch_add(&present_keys, put ? 1 : -1);
     }
 }
 
@@ -159,6 +173,7 @@ static int worker_main(int argc, char **argv)
             ttl_s = atoi(argv[i + 1]);
     }
     bool pooled = shared == 1; /* 2: shared watch, a keeper thread per lease */
+    shared_watch = shared != 0;
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     const char *eps[] = {url};
     ac__etcd_options eo = {.request_timeout_ms = 10000, .connect_timeout_ms = 5000,
@@ -187,17 +202,20 @@ static int worker_main(int argc, char **argv)
     }
     ac__etcd_reg **regs = calloc((size_t)count, sizeof *regs);
     ac__etcd_watch **ws = calloc((size_t)count, sizeof *ws);
-    ac__etcd_keepers *keepers = NULL;
-    if (pooled && ac__etcd_keepers_start(e, &keepers) != AC_OK) {
-        printf("FAILED keepers: %s\n", ac_last_error());
-        count = 0;
-    }
+    ac__etcd_keepers *pool[KEEPERS_PER_PROC] = {0};
+    ac__etcd_keepers *keepers = NULL; /* the first: whether there are any */
+    for (int i = 0; pooled && i < KEEPERS_PER_PROC; i++)
+        if (ac__etcd_keepers_start(e, &pool[i]) != AC_OK) {
+            printf("FAILED keepers: %s\n", ac_last_error());
+            count = 0;
+        }
+    keepers = pool[0];
     int started = 0;
     for (int i = 0; i < count; i++) {
         char key[64];
         size_t id;
         snprintf(key, sizeof key, PREFIX "m/%d", first + i);
-        if ((pooled ? ac__etcd_keepers_add(keepers, key, "m", 1, ttl_s, &id)
+        if ((pooled ? ac__etcd_keepers_add(pool[i % KEEPERS_PER_PROC], key, "m", 1, ttl_s, &id)
                     : ac__etcd_register(e, key, "m", 1, ttl_s, &regs[i])) != AC_OK ||
             ((!shared || i == 0) &&
              ac__etcd_watch_prefix(e, PREFIX, on_event, NULL, &ws[i]) != AC_OK)) {
@@ -215,8 +233,21 @@ static int worker_main(int argc, char **argv)
      * Q or the input's end (stop). */
     char line[64];
     while (fgets(line, sizeof line, stdin)) {
-        if (line[0] == 'L') {
-            printf("L %ld\n", atomic_load(&listed_keys) * fanout);
+        if (line[0] == 'R') { /* keys registered (in etcd, their lease kept alive) */
+            int registered = 0;
+            ac__etcd_reg_info ri;
+            for (int i = 0; i < started; i++)
+                if ((keepers ? ac__etcd_keepers_status(pool[i % KEEPERS_PER_PROC],
+                                                       (size_t)(i / KEEPERS_PER_PROC), &ri)
+                             : ac__etcd_reg_status(regs[i], &ri)) == AC_OK &&
+                    ri.state == AC__ETCD_REG_REGISTERED)
+                    registered++;
+            printf("R %d\n", registered);
+        } else if (line[0] == 'L') {
+            /* With a shared watch: the keys its view holds, once for each
+             * member; else every PUT its watchers saw (a view each). */
+            printf("L %ld\n", shared ? atomic_load(&present_keys) * started
+                                      : atomic_load(&listed_keys));
         } else if (line[0] == 'K') { /* keep-alives answered, requests sent */
             unsigned long long k = 0, req = 0;
             ac__etcd_reg_info ri;
@@ -226,10 +257,11 @@ static int worker_main(int argc, char **argv)
                     k += ri.keepalives;
             if (!keepers)
                 req = k; /* one request each */
-            else if (ac__etcd_keepers_counts(keepers, &ks) == AC_OK) {
-                k = ks.keepalives;
-                req = ks.requests;
-            }
+            for (int i = 0; keepers && i < KEEPERS_PER_PROC; i++)
+                if (ac__etcd_keepers_counts(pool[i], &ks) == AC_OK) {
+                    k += ks.keepalives;
+                    req += ks.requests;
+                }
             printf("K %llu %llu\n", k, req);
         } else if (line[0] == 'C') {
             for (int j = 0; j < JOINS; j++)
@@ -256,7 +288,8 @@ static int worker_main(int argc, char **argv)
         ac__etcd_watch_stop(ws[i]); /* NULL with a shared watch: a no-op */
     for (int i = 0; i < started; i++)
         ac__etcd_unregister(regs[i]); /* NULL with the keepers: a no-op */
-    ac__etcd_keepers_stop(keepers);
+    for (int i = 0; i < KEEPERS_PER_PROC; i++)
+        ac__etcd_keepers_stop(pool[i]);
     ac__etcd_close(e);
     free(ws);
     free(regs);
@@ -295,15 +328,23 @@ static void say_all(const char *cmd)
             fprintf(stderr, "members load: a worker is gone\n");
 }
 
-static long listed_total(void)
+/* The sum of every worker's answer to cmd ("L\n": keys listed, "R\n":
+ * keys registered); answers to earlier commands a loaded worker gave
+ * late are skipped. */
+static long count_total(const char *cmd)
 {
-    say_all("L\n");
+    say_all(cmd);
     long total = 0;
+    char fmt[8];
+    snprintf(fmt, sizeof fmt, "%c %%ld", cmd[0]);
     for (int i = 0; i < nprocs; i++) {
         char line[128];
         long n;
-        if (read_line(&procs[i], line, sizeof line, 10000) && sscanf(line, "L %ld", &n) == 1)
-            total += n;
+        for (int skip = 0; skip < 64 && read_line(&procs[i], line, sizeof line, 10000); skip++)
+            if (sscanf(line, fmt, &n) == 1) {
+                total += n;
+                break;
+            }
     }
     return total;
 }
@@ -488,10 +529,17 @@ static bool run(int n, int shared)
     printf("INFO members_load n=%d members started %d in %.0f ms, %d processes\n", n, started,
            now_ms() - t0, nprocs);
     fflush(stdout);
-    long want = (long)started * started;
     double end = now_ms() + 120000;
+    long registered = 0;
+    while ((registered = count_total("R\n")) < started && now_ms() < end)
+        sleep_ms(250);
+    printf("INFO members_load n=%d registered %ld of %d in %.0f ms\n", n, registered, started,
+           now_ms() - t0);
+    fflush(stdout);
+    long want = (long)started * started;
+    end = now_ms() + 120000;
     long have = 0;
-    while ((have = listed_total()) < want && now_ms() < end)
+    while ((have = count_total("L\n")) < want && now_ms() < end)
         sleep_ms(500);
     printf("INFO members_load n=%d listed %ld of %ld member keys across the watchers in %.0f ms\n",
            n, have, want, now_ms() - t0);

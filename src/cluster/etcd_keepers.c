@@ -158,12 +158,10 @@ static void grant(ac__etcd_keepers *k, ac__etcd_kept *x)
     count_request(k, false);
     ac_status st = ac__etcd_grant_in(k->e, &k->t.stop, x->ttl_s, &x->lease, &x->granted_ttl_s,
                                      &err);
-    if (st == AC_OK) {
+    if (st == AC_OK)
         set_renewed(k, x, asked, false);
-        x->due_ms = 0; /* the put next */
-    } else if (st != AC_ETERMINATED) {
+    else if (st != AC_ETERMINATED)
         failed(k, x, st, err.msg, UINT64_MAX);
-    }
 }
 
 static void put(ac__etcd_keepers *k, ac__etcd_kept *x)
@@ -309,21 +307,22 @@ static void keep_alive(ac__etcd_keepers *k, ac__etcd_kept *const *x, size_t n)
 
 /* ---- the thread ----------------------------------------------------------- */
 
-/* Entries added since the last turn, onto the heap, due at once. */
+/* Entries added since the last turn, to be registered at once. */
 static bool adopt(ac__etcd_keepers *k)
 {
     bool ok = true;
     pthread_mutex_lock(&k->t.lock);
     if (k->n > k->adopted) {
         ac__etcd_kept **h = ac__realloc(k->heap, k->n * sizeof *h);
-        ok = h != NULL;
         if (h)
             k->heap = h;
+        ac__etcd_kept **t = h ? ac__realloc(k->todo, k->n * sizeof *t) : NULL;
+        if (t)
+            k->todo = t;
+        ok = h && t;
     }
-    for (; ok && k->adopted < k->n; k->adopted++) {
-        k->all[k->adopted]->due_ms = 0;
-        heap_push(k, k->all[k->adopted]);
-    }
+    for (; ok && k->adopted < k->n; k->adopted++)
+        k->todo[k->todo_n++] = k->all[k->adopted];
     pthread_mutex_unlock(&k->t.lock);
     return ok;
 }
@@ -350,36 +349,46 @@ static bool eligible(const ac__etcd_kept *x, uint64_t now)
     return x->due_ms <= now || (registered(x) && x->due_ms <= now + interval_ms(x) / 4);
 }
 
-/* One turn: the keep-alives due (with those due soon) in one batch, then
- * some grants and puts; or a nap until the next is due. */
-static void turn(ac__etcd_keepers *k, ac__etcd_kept **ready, ac__etcd_kept **steps)
+/* Grant x a lease and put its key, as far as it goes; then onto the
+ * heap (registered, or waiting out a backoff) or back to the steps. */
+static void step(ac__etcd_keepers *k, ac__etcd_kept *x)
+{
+    if (x->lease == 0)
+        grant(k, x);
+    if (x->lease != 0 && !x->put_done && !ac__etcd_stop_raised(&k->t.stop))
+        put(k, x);
+    if (registered(x) || x->due_ms > now_ms())
+        heap_push(k, x);
+    else
+        k->todo[k->todo_n++] = x;
+}
+
+/* One turn: the keep-alives due (with those due soon) in one batch; then
+ * grants and puts for as long as no keep-alive falls due, so that
+ * registering many keys never starves the leases already held; or a nap
+ * until the next is due. */
+static void turn(ac__etcd_keepers *k, ac__etcd_kept **ready)
 {
     uint64_t now = now_ms();
-    size_t nr = 0, ns = 0;
-    while (k->heap_n > 0 && nr < BATCH_MAX && ns < STEPS_PER_TURN && eligible(k->heap[0], now)) {
+    size_t nr = 0;
+    while (k->heap_n > 0 && nr < BATCH_MAX && eligible(k->heap[0], now)) {
         ac__etcd_kept *x = heap_pop(k);
         if (registered(x))
             ready[nr++] = x;
         else
-            steps[ns++] = x;
-    }
-    if (nr == 0 && ns == 0) {
-        uint64_t due = k->heap[0]->due_ms;
-        wait_until(k, due < now + IDLE_MS ? due : now + IDLE_MS);
-        return;
+            k->todo[k->todo_n++] = x;
     }
     if (nr > 0)
         keep_alive(k, ready, nr);
-    for (size_t i = 0; i < ns && !ac__etcd_stop_raised(&k->t.stop); i++) {
-        if (steps[i]->lease == 0)
-            grant(k, steps[i]);
-        else
-            put(k, steps[i]);
-    }
     for (size_t i = 0; i < nr; i++)
         heap_push(k, ready[i]);
-    for (size_t i = 0; i < ns; i++)
-        heap_push(k, steps[i]);
+    while (k->todo_n > 0 && !ac__etcd_stop_raised(&k->t.stop) &&
+           (k->heap_n == 0 || k->heap[0]->due_ms > now_ms()))
+        step(k, k->todo[--k->todo_n]);
+    if (nr == 0 && k->todo_n == 0 && k->heap_n > 0) {
+        uint64_t due = k->heap[0]->due_ms;
+        wait_until(k, due < now + IDLE_MS ? due : now + IDLE_MS);
+    }
 }
 
 void *ac__etcd_keepers_main(void *arg)
@@ -387,16 +396,16 @@ void *ac__etcd_keepers_main(void *arg)
     ac__etcd_keepers *k = arg;
     ac__thread_name("ac-etcd-keepers");
     k->t.stop.session = &k->session; /* before the thread's first request */
-    ac__etcd_kept *ready[BATCH_MAX], *steps[STEPS_PER_TURN];
+    ac__etcd_kept *ready[BATCH_MAX];
     while (!ac__etcd_stop_raised(&k->t.stop)) {
         if (!adopt(k)) {
             ac__etcd_stop_sleep(&k->t.stop, 100); /* no memory: try again shortly */
             continue;
         }
-        if (k->heap_n == 0)
+        if (k->heap_n == 0 && k->todo_n == 0)
             wait_until(k, now_ms() + IDLE_MS);
         else
-            turn(k, ready, steps);
+            turn(k, ready);
     }
     return NULL;
 }

@@ -28,6 +28,7 @@ static void keepers_free(ac__etcd_keepers *k)
         entry_free(k->all[i]);
     free(k->all);
     free(k->heap);
+    free(k->todo);
     free(k->body);
     free(k);
 }

@@ -10,7 +10,6 @@
 #include "cluster/etcd_internal.h"
 
 #define BATCH_MAX 500 /* leases in one keep-alive request */
-#define STEPS_PER_TURN 32 /* grants and puts between two keep-alive batches */
 #define IDLE_MS 1000 /* the longest nap with nothing due */
 
 /* One key held under a lease. */
@@ -39,9 +38,11 @@ struct ac__etcd_keepers {
     ac__etcd_keepers_stats stats;
     bool kicked; /* under t.stop.lock: entries were added */
     /* The thread's own. */
-    size_t adopted; /* entries of all[] on the heap */
-    ac__etcd_kept **heap;
+    size_t adopted; /* entries of all[] taken in */
+    ac__etcd_kept **heap; /* registered, or waiting out a backoff: by due time */
     size_t heap_n;
+    ac__etcd_kept **todo; /* to be granted a lease and put, at once */
+    size_t todo_n;
     uint64_t rng;
     char *body; /* a batch's request */
 };
