@@ -277,31 +277,33 @@ static ac_status send_batch(ac__etcd_keepers *k, batch *b)
     return st != AC_OK ? st : b->status;
 }
 
-/* Keep x[0..n) alive: the unanswered sent again while answers come. */
+/* Keep x[0..n) alive, PER_REQUEST leases a request; the unanswered of
+ * a request go first in the next, while requests get answers. */
 static void keep_alive(ac__etcd_keepers *k, ac__etcd_kept *const *x, size_t n)
 {
     ac__etcd_kept *pending[BATCH_MAX]; /* x stays as it is: the caller's list */
-    batch b = {.k = k, .x = pending, .n = n};
+    size_t left = n;
     for (size_t i = 0; i < n; i++) {
         pending[i] = x[i];
         x[i]->answered = false;
     }
-    while (b.n > 0) {
+    while (left > 0) {
+        batch b = {.k = k, .x = pending, .n = left < PER_REQUEST ? left : PER_REQUEST};
         ac_status st = send_batch(k, &b);
         if (st == AC_ETERMINATED)
             return;
-        size_t left = 0;
-        for (size_t i = 0; i < b.n; i++)
-            if (!b.x[i]->answered)
-                b.x[left++] = b.x[i];
-        if (b.answered == 0 || left == 0) {
+        if (b.answered == 0) {
             for (size_t i = 0; i < left; i++)
-                failed(k, b.x[i], st != AC_OK ? st : AC_EFAILED,
+                failed(k, pending[i], st != AC_OK ? st : AC_EFAILED,
                        st != AC_OK ? b.err.msg : "etcd keep-alives: not answered",
-                       interval_ms(b.x[i]));
+                       interval_ms(pending[i]));
             return;
         }
-        b.n = left;
+        size_t kept = 0;
+        for (size_t i = 0; i < left; i++)
+            if (!pending[i]->answered)
+                pending[kept++] = pending[i];
+        left = kept;
     }
 }
 

@@ -9,7 +9,10 @@
 
 #include "cluster/etcd_internal.h"
 
-#define BATCH_MAX 500 /* leases in one keep-alive request */
+#define BATCH_MAX 500 /* leases kept alive in one turn */
+/* Leases in one keep-alive request: {"ID":"<19 digits>"} and a newline
+ * each, 464 bytes at most, within one read of the gateway's (512). */
+#define PER_REQUEST 16
 #define IDLE_MS 1000 /* the longest nap with nothing due */
 
 /* One key held under a lease. */
