@@ -11,10 +11,10 @@
  *                                  watch per process, its events counted
  *                                  for each member of the process (what
  *                                  a shared watch would give them), and
- *                                  four keeper threads per process for
- *                                  all its leases (ac__etcd_keepers: a
- *                                  connection each, kept open, keep-
- *                                  alives batched);
+ *                                  four keepers per process for all its
+ *                                  leases (ac__etcd_keepers: two threads
+ *                                  and two connections each, kept open,
+ *                                  keep-alives sixteen to a request);
  *                                  --thread-per-lease: with --shared, a
  *                                  keeper thread per lease as before (a
  *                                  new connection per keep-alive), for
@@ -83,9 +83,9 @@
 #define JOINS 20
 #define PREFIX "/load/"
 #define MAX_PROCS 100
-/* Keeper threads of a process with --shared: registering is a raft write
- * (and an fsync) per grant and per put, one at a time per thread; a few
- * threads let etcd batch them. Keep-alives need one. */
+/* Keepers of a process with --shared: registering is a raft write (and
+ * an fsync) per grant and per put, one at a time per keepers' registrar;
+ * a few let etcd batch them. Keep-alives would need one. */
 #define KEEPERS_PER_PROC 4
 
 static double now_ms(void)

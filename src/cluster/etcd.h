@@ -171,10 +171,11 @@ ac_status ac__etcd_unregister(ac__etcd_reg *reg);
 
 /* ---- keepers of many keys: one thread for all of them ------------------ */
 
-/* What ac__etcd_register does for one key, for any number of keys on one
- * thread and one HTTP connection kept open: each key under a lease of
- * its own (so each can expire alone), the keep-alives that fall due
- * together sent in one request. For a process that hosts many members. */
+/* What ac__etcd_register does for one key, for any number of keys on two
+ * threads (one grants and puts, one keeps alive) and two HTTP
+ * connections kept open: each key under a lease of its own (so each can
+ * expire alone), the keep-alives that fall due together sent sixteen to
+ * a request. For a process that hosts many members. */
 typedef struct ac__etcd_keepers ac__etcd_keepers;
 
 typedef struct ac__etcd_keepers_stats {
@@ -184,7 +185,7 @@ typedef struct ac__etcd_keepers_stats {
     uint64_t batches;    /* of which keep-alive batches */
 } ac__etcd_keepers_stats;
 
-/* Start the thread, with no keys yet. Any thread. */
+/* Start the threads, with no keys yet. Any thread. */
 ac_status ac__etcd_keepers_start(ac__etcd *e, ac__etcd_keepers **k);
 /* Hold key = value under a lease of ttl_s seconds (as
  * ac__etcd_register); its number, for the status, in *id. Any thread. */
@@ -194,7 +195,7 @@ ac_status ac__etcd_keepers_add(ac__etcd_keepers *k, const char *key, const void 
 ac_status ac__etcd_keepers_status(ac__etcd_keepers *k, size_t id, ac__etcd_reg_info *info);
 /* The counts so far. Any thread. */
 ac_status ac__etcd_keepers_counts(ac__etcd_keepers *k, ac__etcd_keepers_stats *out);
-/* Stop the thread and revoke every lease (which deletes the keys); the
+/* Stop the threads and revoke every lease (which deletes the keys); the
  * first revoke that failed is returned, the handle freed either way.
  * NULL is a no-op. Any thread but the keepers'. */
 ac_status ac__etcd_keepers_stop(ac__etcd_keepers *k);

@@ -1,31 +1,39 @@
 /*
- * Keepers of many keys: one thread holds every key a process registers,
- * each under a lease of its own, over one HTTP connection it keeps open.
+ * Keepers of many keys: two threads hold every key a process registers,
+ * each under a lease of its own, over two HTTP connections kept open.
  *
- * Each key goes through the keeper's steps (etcd_keeper.c): grant a
- * lease, put the key under it, keep the lease alive every third of its
- * TTL; a lease etcd no longer knows is granted again and the key put
- * again. Here the steps of every key are scheduled on one heap by due
- * time, and the keep-alives that fall due together go in one request:
- * the gateway's /v3/lease/keepalive takes newline-separated requests in
- * one body and answers each on a line of its own, in order. It may end
- * its answer early (it does under load: measured with etcd 3.4, the
- * leases it did not answer were not renewed), so a lease counts as kept
- * alive only when its line came back, and the rest are sent again at
- * once, in a smaller request, while the requests make progress.
+ * The registrar grants a lease and puts the key under it, one key after
+ * another (a raft write and an fsync each: slow when etcd is busy). The
+ * keep-alive thread keeps every registered lease alive every third of
+ * its TTL, from a heap by due time. They are two threads so that a slow
+ * write never delays a keep-alive: with one, registering thousands of
+ * keys on a loaded etcd let the leases already held expire. A lease etcd
+ * no longer knows goes back to the registrar, which grants another and
+ * puts the key again.
+ *
+ * The keep-alives that fall due together go in a few requests: the
+ * gateway's /v3/lease/keepalive takes newline-separated requests in one
+ * body and answers each on a line of its own, in order. It ends its
+ * answer early, though: it reads the body 512 bytes at a time (Go's JSON
+ * decoder) and no further once its first answer is written (Go's
+ * HTTP/1 server), and the leases it did not read are not renewed
+ * (measured with etcd 3.4: a prefix of 17 to 500 of a 500-lease body
+ * answered). So a request carries PER_REQUEST leases (fewer than 512
+ * bytes), a lease counts as kept alive only when its line came back,
+ * and the rest go first in the next request.
  *
  * A renewal is due a third of the TTL after the request that last
  * renewed the lease was sent, less up to a tenth at random, so that
  * leases registered together drift apart; and a lease due within a
- * quarter of that interval goes with the batch being sent, so that a
+ * quarter of that interval goes with the ones being sent, so that a
  * process sends a few requests a period, not one per lease.
  *
- * Threads. The thread owns every entry's lease and schedule; the entries'
- * status (info) and the list of entries are guarded by the lock of
- * t; new entries reach the heap at the thread's next turn, woken through
- * the stop signal's condition. stop joins the thread before it revokes
- * the leases. Lock order: t.lock and the stop signal's lock are never
- * held together.
+ * Threads. An entry is in one place at a time: the registrar's list,
+ * its inbox for the keep-alive thread, that thread's heap; the thread
+ * that took it from a list (under t.lock) owns its lease and schedule.
+ * Every entry's status (info) is under t.lock. stop joins both threads
+ * before it revokes the leases. Lock order: t.lock and a stop signal's
+ * lock are never held together.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -156,7 +164,7 @@ static void grant(ac__etcd_keepers *k, ac__etcd_kept *x)
     ac__etcd_err err;
     uint64_t asked = now_ms();
     count_request(k, false);
-    ac_status st = ac__etcd_grant_in(k->e, &k->t.stop, x->ttl_s, &x->lease, &x->granted_ttl_s,
+    ac_status st = ac__etcd_grant_in(k->e, &k->r.stop, x->ttl_s, &x->lease, &x->granted_ttl_s,
                                      &err);
     if (st == AC_OK)
         set_renewed(k, x, asked, false);
@@ -168,7 +176,7 @@ static void put(ac__etcd_keepers *k, ac__etcd_kept *x)
 {
     ac__etcd_err err;
     count_request(k, false);
-    ac_status st = ac__etcd_put_in(k->e, &k->t.stop, x->key, x->value, x->value_len, x->lease,
+    ac_status st = ac__etcd_put_in(k->e, &k->r.stop, x->key, x->value, x->value_len, x->lease,
                                    &err);
     if (st == AC_OK) {
         x->put_done = true;
@@ -307,89 +315,133 @@ static void keep_alive(ac__etcd_keepers *k, ac__etcd_kept *const *x, size_t n)
     }
 }
 
-/* ---- the thread ----------------------------------------------------------- */
+/* ---- handing entries over ------------------------------------------------ */
 
-/* Entries added since the last turn, to be registered at once. */
-static bool adopt(ac__etcd_keepers *k)
+/* Wake the thread waiting on s (kicked is under s->lock). */
+static void kick(ac__etcd_stop *s, bool *kicked)
 {
-    bool ok = true;
-    pthread_mutex_lock(&k->t.lock);
-    if (k->n > k->adopted) {
-        ac__etcd_kept **h = ac__realloc(k->heap, k->n * sizeof *h);
-        if (h)
-            k->heap = h;
-        ac__etcd_kept **t = h ? ac__realloc(k->todo, k->n * sizeof *t) : NULL;
-        if (t)
-            k->todo = t;
-        ok = h && t;
-    }
-    for (; ok && k->adopted < k->n; k->adopted++)
-        k->todo[k->todo_n++] = k->all[k->adopted];
-    pthread_mutex_unlock(&k->t.lock);
-    return ok;
+    pthread_mutex_lock(&s->lock);
+    *kicked = true;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
 }
 
-/* Sleep until `due`, an entry added, or the stop. */
-static void wait_until(ac__etcd_keepers *k, uint64_t due)
+/* Sleep until `due` (ms), a kick, or the stop. */
+static void nap(ac__etcd_stop *s, bool *kicked, uint64_t due)
 {
-    ac__etcd_stop *s = &k->t.stop;
     struct timespec until = ac__timespec_of_ns(due * 1000000ull);
     pthread_mutex_lock(&s->lock);
     int rc = 0;
-    while (!atomic_load_explicit(&s->raised, memory_order_relaxed) && !k->kicked && rc == 0)
+    while (!atomic_load_explicit(&s->raised, memory_order_relaxed) && !*kicked && rc == 0)
         rc = pthread_cond_timedwait(&s->cond, &s->lock, &until);
-    k->kicked = false;
+    *kicked = false;
     pthread_mutex_unlock(&s->lock);
+}
+
+/* An entry for the registrar (a lease to grant, a key to put). */
+static void to_registrar(ac__etcd_keepers *k, ac__etcd_kept *x)
+{
+    pthread_mutex_lock(&k->t.lock);
+    k->todo[k->todo_n++] = x;
+    pthread_mutex_unlock(&k->t.lock);
+    kick(&k->r.stop, &k->r_kicked);
 }
 
 static bool registered(const ac__etcd_kept *x) { return x->lease != 0 && x->put_done; }
 
-/* Whether x goes in this turn: a step once due, a keep-alive also when
- * due within a quarter of its interval. */
-static bool eligible(const ac__etcd_kept *x, uint64_t now)
+/* ---- the registrar: grants and puts --------------------------------------- */
+
+static ac__etcd_kept *next_todo(ac__etcd_keepers *k)
 {
-    return x->due_ms <= now || (registered(x) && x->due_ms <= now + interval_ms(x) / 4);
+    pthread_mutex_lock(&k->t.lock);
+    ac__etcd_kept *x = k->todo_n > 0 ? k->todo[--k->todo_n] : NULL;
+    pthread_mutex_unlock(&k->t.lock);
+    return x;
 }
 
-/* Grant x a lease and put its key, as far as it goes; then onto the
- * heap (registered, or waiting out a backoff) or back to the steps. */
-static void step(ac__etcd_keepers *k, ac__etcd_kept *x)
+/* Grant x a lease and put its key, as far as it goes; registered, it
+ * goes to the keep-alive thread, else back to the list. */
+static void register_one(ac__etcd_keepers *k, ac__etcd_kept *x)
 {
+    uint64_t now = now_ms();
+    if (x->due_ms > now && !ac__etcd_stop_sleep(&k->r.stop, x->due_ms - now))
+        return; /* stopped: stop finds the lease in the entry */
     if (x->lease == 0)
         grant(k, x);
-    if (x->lease != 0 && !x->put_done && !ac__etcd_stop_raised(&k->t.stop))
+    if (x->lease != 0 && !x->put_done && !ac__etcd_stop_raised(&k->r.stop))
         put(k, x);
-    if (registered(x) || x->due_ms > now_ms())
-        heap_push(k, x);
+    pthread_mutex_lock(&k->t.lock);
+    if (registered(x))
+        k->inbox[k->inbox_n++] = x;
     else
         k->todo[k->todo_n++] = x;
+    pthread_mutex_unlock(&k->t.lock);
+    if (registered(x))
+        kick(&k->t.stop, &k->kicked);
 }
 
-/* One turn: the keep-alives due (with those due soon) in one batch; then
- * grants and puts for as long as no keep-alive falls due, so that
- * registering many keys never starves the leases already held; or a nap
- * until the next is due. */
+void *ac__etcd_registrar_main(void *arg)
+{
+    ac__etcd_keepers *k = arg;
+    ac__thread_name("ac-etcd-register");
+    k->r.stop.session = &k->r_session; /* before the thread's first request */
+    while (!ac__etcd_stop_raised(&k->r.stop)) {
+        ac__etcd_kept *x = next_todo(k);
+        if (x)
+            register_one(k, x);
+        else
+            nap(&k->r.stop, &k->r_kicked, now_ms() + IDLE_MS);
+    }
+    return NULL;
+}
+
+/* ---- the keep-alive thread ------------------------------------------------- */
+
+/* Entries the registrar registered, onto the heap. */
+static bool adopt(ac__etcd_keepers *k)
+{
+    bool ok = true;
+    pthread_mutex_lock(&k->t.lock);
+    if (k->n > k->heap_cap) {
+        ac__etcd_kept **h = ac__realloc(k->heap, k->n * sizeof *h);
+        if (h) {
+            k->heap = h;
+            k->heap_cap = k->n;
+        }
+        ok = h != NULL;
+    }
+    while (ok && k->inbox_n > 0)
+        heap_push(k, k->inbox[--k->inbox_n]);
+    pthread_mutex_unlock(&k->t.lock);
+    return ok;
+}
+
+/* Whether x is kept alive in this turn: due, or due within a quarter of
+ * its interval. */
+static bool eligible(const ac__etcd_kept *x, uint64_t now)
+{
+    return x->due_ms <= now + interval_ms(x) / 4;
+}
+
+/* One turn: the keep-alives due (with those due soon); or a nap until
+ * the next is due. */
 static void turn(ac__etcd_keepers *k, ac__etcd_kept **ready)
 {
     uint64_t now = now_ms();
     size_t nr = 0;
-    while (k->heap_n > 0 && nr < BATCH_MAX && eligible(k->heap[0], now)) {
-        ac__etcd_kept *x = heap_pop(k);
-        if (registered(x))
-            ready[nr++] = x;
-        else
-            k->todo[k->todo_n++] = x;
+    while (k->heap_n > 0 && nr < BATCH_MAX && eligible(k->heap[0], now))
+        ready[nr++] = heap_pop(k);
+    if (nr == 0) {
+        uint64_t due = k->heap_n > 0 ? k->heap[0]->due_ms : now + IDLE_MS;
+        nap(&k->t.stop, &k->kicked, due < now + IDLE_MS ? due : now + IDLE_MS);
+        return;
     }
-    if (nr > 0)
-        keep_alive(k, ready, nr);
-    for (size_t i = 0; i < nr; i++)
-        heap_push(k, ready[i]);
-    while (k->todo_n > 0 && !ac__etcd_stop_raised(&k->t.stop) &&
-           (k->heap_n == 0 || k->heap[0]->due_ms > now_ms()))
-        step(k, k->todo[--k->todo_n]);
-    if (nr == 0 && k->todo_n == 0 && k->heap_n > 0) {
-        uint64_t due = k->heap[0]->due_ms;
-        wait_until(k, due < now + IDLE_MS ? due : now + IDLE_MS);
+    keep_alive(k, ready, nr);
+    for (size_t i = 0; i < nr; i++) {
+        if (registered(ready[i]))
+            heap_push(k, ready[i]);
+        else /* its lease was lost */
+            to_registrar(k, ready[i]);
     }
 }
 
@@ -400,14 +452,10 @@ void *ac__etcd_keepers_main(void *arg)
     k->t.stop.session = &k->session; /* before the thread's first request */
     ac__etcd_kept *ready[BATCH_MAX];
     while (!ac__etcd_stop_raised(&k->t.stop)) {
-        if (!adopt(k)) {
-            ac__etcd_stop_sleep(&k->t.stop, 100); /* no memory: try again shortly */
-            continue;
-        }
-        if (k->heap_n == 0 && k->todo_n == 0)
-            wait_until(k, now_ms() + IDLE_MS);
-        else
+        if (adopt(k))
             turn(k, ready);
+        else
+            ac__etcd_stop_sleep(&k->t.stop, 100); /* no memory: try again shortly */
     }
     return NULL;
 }

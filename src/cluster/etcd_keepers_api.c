@@ -27,6 +27,7 @@ static void keepers_free(ac__etcd_keepers *k)
     for (size_t i = 0; i < k->n; i++)
         entry_free(k->all[i]);
     free(k->all);
+    free(k->inbox);
     free(k->heap);
     free(k->todo);
     free(k->body);
@@ -50,10 +51,21 @@ ac_status ac__etcd_keepers_start(ac__etcd *e, ac__etcd_keepers **out)
     k->rng = (uint64_t)(uintptr_t)k ^ ac__now_ns();
     k->rng = k->rng ? k->rng : 0x9E3779B97F4A7C15ull;
     ac_status st = ac__etcd_session_init(&k->session);
+    if (st == AC_OK && (st = ac__etcd_session_init(&k->r_session)) != AC_OK)
+        ac__etcd_session_fini(&k->session);
     if (st == AC_OK) {
-        st = ac__etcd_thread_start(&k->t, e, ac__etcd_keepers_main, k, "etcd keepers", "the keepers'");
-        if (st != AC_OK)
+        st = ac__etcd_thread_start(&k->t, e, ac__etcd_keepers_main, k, "etcd keepers",
+                                   "the keepers'");
+        if (st == AC_OK &&
+            (st = ac__etcd_thread_start(&k->r, e, ac__etcd_registrar_main, k, "etcd keepers",
+                                        "the registrar's")) != AC_OK) {
+            ac__etcd_thread_join(&k->t);
+            ac__etcd_thread_fini(&k->t, e);
+        }
+        if (st != AC_OK) {
             ac__etcd_session_fini(&k->session);
+            ac__etcd_session_fini(&k->r_session);
+        }
     }
     if (st != AC_OK) {
         keepers_free(k);
@@ -92,22 +104,30 @@ static ac__etcd_kept *entry_new(ac__etcd_keepers *k, const char *key, const void
     return x;
 }
 
+/* Grow an array of entries to cap; false when there is no memory. */
+static bool grow(ac__etcd_kept ***a, size_t cap)
+{
+    ac__etcd_kept **b = ac__realloc(*a, cap * sizeof *b);
+    if (b)
+        *a = b;
+    return b != NULL;
+}
+
+/* x in the list of every entry and the registrar's; its number in *id. */
 static bool append_entry(ac__etcd_keepers *k, ac__etcd_kept *x, size_t *id)
 {
     pthread_mutex_lock(&k->t.lock);
     bool ok = k->n < k->cap;
     if (!ok) {
         size_t cap = k->cap ? k->cap * 2 : 64;
-        ac__etcd_kept **all = ac__realloc(k->all, cap * sizeof *all);
-        if (all) {
-            k->all = all;
+        ok = grow(&k->all, cap) && grow(&k->todo, cap) && grow(&k->inbox, cap);
+        if (ok)
             k->cap = cap;
-            ok = true;
-        }
     }
     if (ok) {
         *id = k->n;
         k->all[k->n++] = x;
+        k->todo[k->todo_n++] = x;
     }
     pthread_mutex_unlock(&k->t.lock);
     return ok;
@@ -134,10 +154,10 @@ ac_status ac__etcd_keepers_add(ac__etcd_keepers *k, const char *key, const void 
         entry_free(x);
         return ac__fail(AC_ENOMEM, "etcd keepers add: no memory for the list of keys");
     }
-    pthread_mutex_lock(&k->t.stop.lock);
-    k->kicked = true;
-    pthread_cond_broadcast(&k->t.stop.cond);
-    pthread_mutex_unlock(&k->t.stop.lock);
+    pthread_mutex_lock(&k->r.stop.lock); /* wake the registrar */
+    k->r_kicked = true;
+    pthread_cond_broadcast(&k->r.stop.cond);
+    pthread_mutex_unlock(&k->r.stop.lock);
     return AC_OK;
 }
 
@@ -168,9 +188,10 @@ ac_status ac__etcd_keepers_stop(ac__etcd_keepers *k)
 {
     if (!k)
         return AC_OK;
-    if (pthread_equal(pthread_self(), k->t.thread))
-        return ac__fail(AC_EINVAL, "etcd keepers stop: called from the keepers' own thread "
-                        "(an on_retry callback); call it from another thread");
+    if (pthread_equal(pthread_self(), k->t.thread) || pthread_equal(pthread_self(), k->r.thread))
+        return ac__fail(AC_EINVAL, "etcd keepers stop: called from a thread of the keepers' "
+                        "own (an on_retry callback); call it from another thread");
+    ac__etcd_thread_join(&k->r);
     ac__etcd_thread_join(&k->t);
     /* The revokes over the thread's connection, with no stop signal. */
     ac__etcd_stop quiet;
@@ -190,6 +211,8 @@ ac_status ac__etcd_keepers_stop(ac__etcd_keepers *k)
     if (st == AC_OK)
         ac__etcd_stop_fini(&quiet);
     ac__etcd_session_fini(&k->session);
+    ac__etcd_session_fini(&k->r_session);
+    ac__etcd_thread_fini(&k->r, k->e);
     ac__etcd_thread_fini(&k->t, k->e);
     keepers_free(k);
     if (st != AC_OK)

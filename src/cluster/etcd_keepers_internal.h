@@ -33,24 +33,28 @@ typedef struct ac__etcd_kept {
 
 struct ac__etcd_keepers {
     ac__etcd *e;
-    ac__etcd_thread t;
-    ac__etcd_session session; /* t.stop's: the thread's connection */
-    /* Under t.lock: every entry, in the order added, and the counts. */
-    ac__etcd_kept **all;
-    size_t n, cap;
+    ac__etcd_thread t; /* keeps the leases alive; its lock guards what is shared */
+    ac__etcd_thread r; /* the registrar: grants leases and puts keys */
+    ac__etcd_session session;   /* t's connection */
+    ac__etcd_session r_session; /* r's connection */
+    /* Under t.lock: every entry, in the order added; those for the
+     * registrar (todo) and those it registered (inbox), each room for
+     * every entry; the counts. An entry is in one place at a time, and
+     * the thread that took it from there owns its lease and schedule. */
+    ac__etcd_kept **all, **todo, **inbox;
+    size_t n, cap, todo_n, inbox_n;
     ac__etcd_keepers_stats stats;
-    bool kicked; /* under t.stop.lock: entries were added */
-    /* The thread's own. */
-    size_t adopted; /* entries of all[] taken in */
-    ac__etcd_kept **heap; /* registered, or waiting out a backoff: by due time */
-    size_t heap_n;
-    ac__etcd_kept **todo; /* to be granted a lease and put, at once */
-    size_t todo_n;
+    bool kicked;   /* under t.stop.lock: the inbox has entries */
+    bool r_kicked; /* under r.stop.lock: todo has entries */
+    /* The keep-alive thread's own: the registered entries by due time. */
+    ac__etcd_kept **heap;
+    size_t heap_n, heap_cap;
     uint64_t rng;
-    char *body; /* a batch's request */
+    char *body; /* a keep-alive request */
 };
 
-/* The thread's body; arg is the ac__etcd_keepers. */
+/* The threads' bodies; arg is the ac__etcd_keepers. */
 void *ac__etcd_keepers_main(void *arg);
+void *ac__etcd_registrar_main(void *arg);
 
 #endif
