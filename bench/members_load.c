@@ -262,7 +262,16 @@ static int worker_main(int argc, char **argv)
                     k += ks.keepalives;
                     req += ks.requests;
                 }
-            printf("K %llu %llu\n", k, req);
+            unsigned long long fails = 0, lost = 0;
+            char why[200] = "";
+            for (int i = 0; keepers && i < KEEPERS_PER_PROC; i++)
+                if (ac__etcd_keepers_counts(pool[i], &ks) == AC_OK) {
+                    fails += ks.failures;
+                    lost += ks.lost;
+                    if (ks.last_failure[0])
+                        snprintf(why, sizeof why, "%s", ks.last_failure);
+                }
+            printf("K %llu %llu %llu %llu %s\n", k, req, fails, lost, why[0] ? why : "-");
         } else if (line[0] == 'C') {
             for (int j = 0; j < JOINS; j++)
                 printf("C %d %d %d %.3f %.3f %.3f\n", j, atomic_load(&churn[j].puts) * fanout,
@@ -349,23 +358,31 @@ static long count_total(const char *cmd)
     return total;
 }
 
-/* Keep-alives answered and HTTP requests sent so far, every worker's;
- * how many workers answered in *answered. */
-static void keepalives_total(unsigned long long *keepalives, unsigned long long *requests,
-                             int *answered)
+/* What the workers' keepers counted so far (their K answers, summed). */
+typedef struct keeper_counts {
+    unsigned long long keepalives, requests, failures, lost;
+    int answered; /* workers that answered */
+    char why[200]; /* a failure's reason, "-" when none */
+} keeper_counts;
+
+static void keepalives_total(keeper_counts *c)
 {
     say_all("K\n");
-    *keepalives = *requests = 0;
-    *answered = 0;
+    memset(c, 0, sizeof *c);
+    snprintf(c->why, sizeof c->why, "-");
     for (int i = 0; i < nprocs; i++) {
-        char line[128];
-        unsigned long long n, r;
+        char line[512], why[200];
+        unsigned long long n, r, f, l;
         /* Past answers to earlier commands a loaded worker gave late. */
         for (int skip = 0; skip < 64 && read_line(&procs[i], line, sizeof line, 10000); skip++)
-            if (sscanf(line, "K %llu %llu", &n, &r) == 2) {
-                *keepalives += n;
-                *requests += r;
-                ++*answered;
+            if (sscanf(line, "K %llu %llu %llu %llu %199[^\n]", &n, &r, &f, &l, why) == 5) {
+                c->keepalives += n;
+                c->requests += r;
+                c->failures += f;
+                c->lost += l;
+                c->answered++;
+                if (strcmp(why, "-") != 0)
+                    snprintf(c->why, sizeof c->why, "%s", why);
                 break;
             }
     }
@@ -548,9 +565,8 @@ static bool run(int n, int shared)
         goto out; /* said above; the churn still measures the streams that are open */
     /* The steady state: keep-alives and open streams only, over two
      * keep-alive intervals at least. */
-    unsigned long long k0, r0, k1, r1;
-    int a0, a1;
-    keepalives_total(&k0, &r0, &a0);
+    keeper_counts kc0, kc1;
+    keepalives_total(&kc0);
     double e0 = etcd_keepalives_received(etcd.url);
     double c0 = bench_proc_cpu_s(etcd.pid), w0 = now_ms();
     int window_ms = ttl_s * 2000 / 3 > 5000 ? ttl_s * 2000 / 3 : 5000;
@@ -559,7 +575,7 @@ static bool run(int n, int shared)
     double cpu = (bench_proc_cpu_s(etcd.pid) - c0) / secs * 100.0;
     double e1 = etcd_keepalives_received(etcd.url);
     double esecs = (now_ms() - w0) / 1e3;
-    keepalives_total(&k1, &r1, &a1);
+    keepalives_total(&kc1);
     double ksecs = (now_ms() - w0) / 1e3;
     long rss = bench_proc_rss_kb(etcd.pid);
     long threads = worker_threads();
@@ -567,9 +583,13 @@ static bool run(int n, int shared)
     double keepalives = e0 >= 0 && e1 >= e0 ? (e1 - e0) / esecs : -1;
     printf("INFO members_load n=%d%s steady state over %.1f s: the keepers counted %.0f "
            "keep-alives answered a second and sent %.0f HTTP requests a second (workers "
-           "answering: %d and %d of %d); %ld client threads, %d TCP connections to etcd\n",
-           n, tag, secs, (double)(k1 - k0) / ksecs, (double)(r1 - r0) / ksecs, a0, a1, nprocs,
+           "answering: %d and %d of %d); %ld client threads, %d TCP connections to etcd's "
+           "port (its gateway's own included)\n",
+           n, tag, secs, (double)(kc1.keepalives - kc0.keepalives) / ksecs,
+           (double)(kc1.requests - kc0.requests) / ksecs, kc0.answered, kc1.answered, nprocs,
            threads, conns);
+    printf("INFO members_load n=%d%s keepers so far: %llu failed attempts, %llu leases lost "
+           "and granted again; last failure: %s\n", n, tag, kc1.failures, kc1.lost, kc1.why);
     fflush(stdout);
 
     rt_proc churner;

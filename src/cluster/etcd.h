@@ -182,7 +182,10 @@ typedef struct ac__etcd_keepers_stats {
     uint64_t keys;       /* added */
     uint64_t keepalives; /* leases kept alive, as answered by etcd */
     uint64_t requests;   /* HTTP requests sent: grants, puts, keep-alive batches */
-    uint64_t batches;    /* of which keep-alive batches */
+    uint64_t batches;    /* of which keep-alive requests */
+    uint64_t failures;   /* failed attempts (each retried) */
+    uint64_t lost;       /* of which leases etcd no longer had */
+    char last_failure[200]; /* why the last attempt failed; "" if none did */
 } ac__etcd_keepers_stats;
 
 /* Start the threads, with no keys yet. Any thread. */

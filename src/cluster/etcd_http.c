@@ -46,7 +46,7 @@ typedef struct xfer {
     bool overflow, nomem;
     bool ended; /* the consumer of a stream asked to end it */
     bool streaming;
-    bool timed; /* a stream of lines that must end within the request timeout */
+    uint32_t timeout_ms; /* a stream of lines that must end within it; 0: none */
     ac__etcd_line_fn on_line; /* NULL: a call */
     void *ctx;
     char curl_error[CURL_ERROR_SIZE];
@@ -156,12 +156,12 @@ static CURLcode configure(CURL *h, ac__etcd *e, const char *url, const char *bod
     SET(CURLOPT_PROXY, "");
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
-    if (x->on_line && !x->timed) {
+    if (x->on_line && !x->timeout_ms) {
         SET(CURLOPT_TCP_KEEPALIVE, 1L);
         SET(CURLOPT_TCP_KEEPIDLE, 5L);
         SET(CURLOPT_TCP_KEEPINTVL, 2L);
     } else {
-        SET(CURLOPT_TIMEOUT_MS, (long)e->o.request_timeout_ms);
+        SET(CURLOPT_TIMEOUT_MS, (long)(x->timeout_ms ? x->timeout_ms : e->o.request_timeout_ms));
     }
 #undef SET
     return rc;
@@ -467,10 +467,13 @@ ac_status ac__etcd_stream(ac__etcd *e, ac__etcd_stop *stop, const char *what, co
     return st;
 }
 
-ac_status ac__etcd_lines(ac__etcd *e, ac__etcd_stop *stop, const char *what, const char *path, const char *text,
-                         ac__etcd_line_fn on_line, void *ctx, ac__etcd_err *err)
+ac_status ac__etcd_lines(ac__etcd *e, ac__etcd_stop *stop, const char *what, const char *path,
+                         const char *text, uint32_t timeout_ms, ac__etcd_line_fn on_line,
+                         void *ctx, ac__etcd_err *err)
 {
-    xfer x = {.on_line = on_line, .ctx = ctx, .timed = true};
+    uint32_t limit = e->o.request_timeout_ms;
+    xfer x = {.on_line = on_line, .ctx = ctx,
+              .timeout_ms = timeout_ms && timeout_ms < limit ? timeout_ms : limit};
     ac_status st = exchange(e, stop ? stop->session : NULL, stop, what, path, text, &x, err);
     if (st == AC_OK && x.http_code != 200) {
         json_t *ignored = NULL;

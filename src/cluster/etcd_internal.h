@@ -154,11 +154,11 @@ void ac__etcd_session_fini(ac__etcd_session *s);
 
 /* POST text to path (over stop's session when it has one) and hand each
  * line of a 200 answer to on_line until it returns false or the answer
- * ends (AC_OK); within the request timeout. An answer other than 200 is
- * etcd's error. */
+ * ends (AC_OK); within timeout_ms, or the request timeout when that is
+ * shorter or timeout_ms is 0. An answer other than 200 is etcd's error. */
 ac_status ac__etcd_lines(ac__etcd *e, ac__etcd_stop *stop, const char *what, const char *path,
-                         const char *text, ac__etcd_line_fn on_line, void *ctx,
-                         ac__etcd_err *err);
+                         const char *text, uint32_t timeout_ms, ac__etcd_line_fn on_line,
+                         void *ctx, ac__etcd_err *err);
 
 /* An answer that is an error object ({"error": ...}) of a stream: its
  * status and message into err; AC_OK when it is not one. */

@@ -132,6 +132,11 @@ static void failed(ac__etcd_keepers *k, ac__etcd_kept *x, ac_status st, const ch
 {
     uint64_t attempt = x->backoff.attempt + 1;
     uint64_t delay = ac__etcd_backoff_next(&x->backoff);
+    pthread_mutex_lock(&k->t.lock);
+    k->stats.failures++;
+    k->stats.lost += st == AC_ENOTFOUND;
+    snprintf(k->stats.last_failure, sizeof k->stats.last_failure, "%s", msg);
+    pthread_mutex_unlock(&k->t.lock);
     if (delay > cap_ms)
         delay = cap_ms;
     char why[sizeof x->info.why];
@@ -280,8 +285,15 @@ static ac_status send_batch(ac__etcd_keepers *k, batch *b)
     b->status = AC_OK;
     b->asked = now_ms();
     count_request(k, true);
+    /* Within half the shortest interval: a late answer is no use, and the
+     * leases behind it are due. */
+    uint64_t limit = UINT32_MAX;
+    for (size_t i = 0; i < b->n; i++)
+        if (interval_ms(b->x[i]) / 2 < limit)
+            limit = interval_ms(b->x[i]) / 2;
     ac_status st = ac__etcd_lines(k->e, &k->t.stop, "etcd keep-alives", "/v3/lease/keepalive",
-                                  k->body, on_answer, b, &b->err);
+                                  k->body, (uint32_t)(limit > 0 ? limit : 1), on_answer, b,
+                                  &b->err);
     return st != AC_OK ? st : b->status;
 }
 
