@@ -285,12 +285,11 @@ static ac_status send_batch(ac__etcd_keepers *k, batch *b)
     b->status = AC_OK;
     b->asked = now_ms();
     count_request(k, true);
-    /* Within half the shortest interval: a late answer is no use, and the
-     * leases behind it are due. */
+    /* Within the shortest interval: by then the leases behind it are due. */
     uint64_t limit = UINT32_MAX;
     for (size_t i = 0; i < b->n; i++)
-        if (interval_ms(b->x[i]) / 2 < limit)
-            limit = interval_ms(b->x[i]) / 2;
+        if (interval_ms(b->x[i]) < limit)
+            limit = interval_ms(b->x[i]);
     ac_status st = ac__etcd_lines(k->e, &k->t.stop, "etcd keep-alives", "/v3/lease/keepalive",
                                   k->body, (uint32_t)(limit > 0 ? limit : 1), on_answer, b,
                                   &b->err);
