@@ -446,7 +446,8 @@ static int etcd_connections(const char *url)
     char line[256];
     while (f && fgets(line, sizeof line, f)) {
         unsigned local_port, state;
-        if (sscanf(line, " %*d: %*8[0-9A-Fa-f]:%x %*8[0-9A-Fa-f]:%*x %x", &local_port, &state) == 2 &&
+        if (sscanf(line, " %*d: %*8[0-9A-Fa-f]:%x %*8[0-9A-Fa-f]:%*x %x", &local_port,
+                   &state) == 2 &&
             (int)local_port == port && state == 1 /* ESTABLISHED */)
             count++;
     }

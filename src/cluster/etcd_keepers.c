@@ -93,8 +93,8 @@ static ac__etcd_kept *heap_pop(ac__etcd_keepers *k)
 
 /* ---- the status ------------------------------------------------------------ */
 
-static void set_info(ac__etcd_keepers *k, ac__etcd_kept *x, ac__etcd_reg_state state, ac_status st,
-                     const char *why)
+static void set_info(ac__etcd_keepers *k, ac__etcd_kept *x, ac__etcd_reg_state state,
+                     ac_status st, const char *why)
 {
     pthread_mutex_lock(&k->t.lock);
     x->info.state = state;
@@ -128,7 +128,8 @@ static void count_request(ac__etcd_keepers *k, bool batch)
 
 /* A failure: reported, and the entry due again after its backoff, at
  * most cap_ms (0: at once, the backoff still counted). */
-static void failed(ac__etcd_keepers *k, ac__etcd_kept *x, ac_status st, const char *msg, uint64_t cap_ms)
+static void failed(ac__etcd_keepers *k, ac__etcd_kept *x, ac_status st, const char *msg,
+                   uint64_t cap_ms)
 {
     uint64_t attempt = x->backoff.attempt + 1;
     uint64_t delay = ac__etcd_backoff_next(&x->backoff);
@@ -152,14 +153,14 @@ static void failed(ac__etcd_keepers *k, ac__etcd_kept *x, ac_status st, const ch
 }
 
 /* Kept alive by a request sent at `asked`: due again a third of the TTL
- * later, less up to a tenth at random. */
-static void schedule_renewal(ac__etcd_keepers *k, ac__etcd_kept *x, uint64_t asked)
+ * later, less up to a tenth at random (rng: the calling thread's). */
+static void schedule_renewal(uint64_t *rng, ac__etcd_kept *x, uint64_t asked)
 {
     uint64_t iv = interval_ms(x);
-    k->rng ^= k->rng << 13;
-    k->rng ^= k->rng >> 7;
-    k->rng ^= k->rng << 17;
-    x->due_ms = asked + iv - k->rng % (iv / 10 + 1);
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    x->due_ms = asked + iv - *rng % (iv / 10 + 1);
 }
 
 /* ---- grant and put ---------------------------------------------------------- */
@@ -185,7 +186,7 @@ static void put(ac__etcd_keepers *k, ac__etcd_kept *x)
                                    &err);
     if (st == AC_OK) {
         x->put_done = true;
-        schedule_renewal(k, x, now_ms());
+        schedule_renewal(&k->r_rng, x, now_ms());
         ac__etcd_backoff_reset(&x->backoff);
         char why[128];
         snprintf(why, sizeof why, "registered under lease %" PRId64 " (TTL %" PRId64 " s)",
@@ -266,7 +267,7 @@ static bool on_answer(char *line, size_t len, void *ctx)
         return true;
     }
     set_renewed(b->k, x, b->asked, true);
-    schedule_renewal(b->k, x, b->asked);
+    schedule_renewal(&b->k->rng, x, b->asked);
     if (x->backoff.attempt > 0) {
         ac__etcd_backoff_reset(&x->backoff);
         set_info(b->k, x, AC__ETCD_REG_REGISTERED, AC_OK, "registered; kept alive again");

@@ -50,6 +50,8 @@ ac_status ac__etcd_keepers_start(ac__etcd *e, ac__etcd_keepers **out)
     k->e = e;
     k->rng = (uint64_t)(uintptr_t)k ^ ac__now_ns();
     k->rng = k->rng ? k->rng : 0x9E3779B97F4A7C15ull;
+    k->r_rng = k->rng * 0x2545F4914F6CDD1Dull;
+    k->r_rng = k->r_rng ? k->r_rng : 0x9E3779B97F4A7C15ull;
     ac_status st = ac__etcd_session_init(&k->session);
     if (st == AC_OK && (st = ac__etcd_session_init(&k->r_session)) != AC_OK)
         ac__etcd_session_fini(&k->session);

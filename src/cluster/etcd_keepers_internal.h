@@ -49,8 +49,10 @@ struct ac__etcd_keepers {
     /* The keep-alive thread's own: the registered entries by due time. */
     ac__etcd_kept **heap;
     size_t heap_n, heap_cap;
-    uint64_t rng;
-    char *body; /* a keep-alive request */
+    uint64_t rng; /* for the renewals' jitter */
+    char *body;   /* a keep-alive request */
+    /* The registrar's own. */
+    uint64_t r_rng;
 };
 
 /* The threads' bodies; arg is the ac__etcd_keepers. */
