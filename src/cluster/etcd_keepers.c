@@ -286,11 +286,12 @@ static ac_status send_batch(ac__etcd_keepers *k, batch *b)
     b->status = AC_OK;
     b->asked = now_ms();
     count_request(k, true);
-    /* Within the shortest interval: by then the leases behind it are due. */
+    /* Within two intervals (the client's request timeout if shorter): a
+     * lease then has a third of its TTL left for the next attempt. */
     uint64_t limit = UINT32_MAX;
     for (size_t i = 0; i < b->n; i++)
-        if (interval_ms(b->x[i]) < limit)
-            limit = interval_ms(b->x[i]);
+        if (2 * interval_ms(b->x[i]) < limit)
+            limit = 2 * interval_ms(b->x[i]);
     ac_status st = ac__etcd_lines(k->e, &k->t.stop, "etcd keep-alives", "/v3/lease/keepalive",
                                   k->body, (uint32_t)(limit > 0 ? limit : 1), on_answer, b,
                                   &b->err);

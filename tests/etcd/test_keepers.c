@@ -19,7 +19,7 @@
 
 #define FX(state) ((eh_fixture *)*(state))
 #define KEYS 60
-#define TTL_S 2
+#define TTL_S 3
 
 static ac__etcd_reg_info status_of(ac__etcd_keepers *k, size_t id)
 {
