@@ -292,8 +292,7 @@ static bool unavailable(long code) { return code == 502 || code == 503 || code =
 /* The endpoints in turn, from the one that answered last, until one
  * answers: AC_OK with the answer in x; or the failure, in err. */
 static ac_status try_endpoints(ac__etcd *e, ac__etcd_session *session, ac__etcd_stop *stop,
-                               const char *what,
-                               const char *path, const char *body,
+                               const char *what, const char *path, const char *body,
                                struct curl_slist *headers, xfer *x, ac__etcd_err *err)
 {
     char reasons[sizeof err->msg];
