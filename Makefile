@@ -115,7 +115,7 @@ bench: build
 	@if [ -x $(MEMBERS_BENCH_BIN) ]; then echo $(MEMBERS_BENCH_BIN); $(MEMBERS_BENCH_BIN); \
 	else echo "no $(MEMBERS_BENCH_BIN) (built without cluster membership): no membership benchmark"; fi
 	@if [ -x $(SCALE_BENCH_BIN) ]; then echo $(SCALE_BENCH_BIN); timeout 600 $(SCALE_BENCH_BIN); fi
-	@if [ -x $(MEMBERS_LOAD_BIN) ]; then echo $(MEMBERS_LOAD_BIN); timeout 1600 $(MEMBERS_LOAD_BIN); fi
+	@if [ -x $(MEMBERS_LOAD_BIN) ]; then echo $(MEMBERS_LOAD_BIN) --shared 1000; timeout 600 $(MEMBERS_LOAD_BIN) --shared 1000; fi
 	@if [ -x $(PARTITION_BENCH_BIN) ]; then echo $(PARTITION_BENCH_BIN); $(PARTITION_BENCH_BIN); fi
 
 soak: build

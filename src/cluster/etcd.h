@@ -169,6 +169,40 @@ ac_status ac__etcd_reg_status(ac__etcd_reg *reg, ac__etcd_reg_info *info);
  * lease to revoke). NULL is a no-op. Any thread but the keeper's. */
 ac_status ac__etcd_unregister(ac__etcd_reg *reg);
 
+/* ---- keepers of many keys: one thread for all of them ------------------ */
+
+/* What ac__etcd_register does for one key, for any number of keys on two
+ * threads (one grants and puts, one keeps alive) and two HTTP
+ * connections kept open: each key under a lease of its own (so each can
+ * expire alone), the keep-alives that fall due together sent sixteen to
+ * a request. For a process that hosts many members. */
+typedef struct ac__etcd_keepers ac__etcd_keepers;
+
+typedef struct ac__etcd_keepers_stats {
+    uint64_t keys;       /* added */
+    uint64_t keepalives; /* leases kept alive, as answered by etcd */
+    uint64_t requests;   /* HTTP requests sent: grants, puts, keep-alive batches */
+    uint64_t batches;    /* of which keep-alive requests */
+    uint64_t failures;   /* failed attempts (each retried) */
+    uint64_t lost;       /* of which leases etcd no longer had */
+    char last_failure[200]; /* why the last attempt failed; "" if none did */
+} ac__etcd_keepers_stats;
+
+/* Start the threads, with no keys yet. Any thread. */
+ac_status ac__etcd_keepers_start(ac__etcd *e, ac__etcd_keepers **k);
+/* Hold key = value under a lease of ttl_s seconds (as
+ * ac__etcd_register); its number, for the status, in *id. Any thread. */
+ac_status ac__etcd_keepers_add(ac__etcd_keepers *k, const char *key, const void *value,
+                               size_t value_len, int64_t ttl_s, size_t *id);
+/* A snapshot of one key's state, as ac__etcd_reg_status. Any thread. */
+ac_status ac__etcd_keepers_status(ac__etcd_keepers *k, size_t id, ac__etcd_reg_info *info);
+/* The counts so far. Any thread. */
+ac_status ac__etcd_keepers_counts(ac__etcd_keepers *k, ac__etcd_keepers_stats *out);
+/* Stop the threads and revoke every lease (which deletes the keys); the
+ * first revoke that failed is returned, the handle freed either way.
+ * NULL is a no-op. Any thread but the keepers'. */
+ac_status ac__etcd_keepers_stop(ac__etcd_keepers *k);
+
 /* ---- the watcher: every change under a prefix --------------------------- */
 
 typedef struct ac__etcd_watch ac__etcd_watch;

@@ -5,7 +5,11 @@
  *
  * Each request has its own easy handle in a multi handle of its own, so
  * the client needs no lock, and a stop signal can wake the request's
- * poll (etcd_retry.c). libcurl is told to stay away from signals (the
+ * poll (etcd_retry.c); its connection closes with it. A thread that
+ * sends many requests (the keepers of many leases) sets a session on its
+ * stop signal instead: one easy handle and one multi handle, reused for
+ * each of its requests, so that libcurl keeps the connection open
+ * between them. libcurl is told to stay away from signals (the
  * process has other threads) and from proxies (etcd is reached
  * directly), to speak http and https only, and not to wait for a
  * "100 Continue".
@@ -42,6 +46,7 @@ typedef struct xfer {
     bool overflow, nomem;
     bool ended; /* the consumer of a stream asked to end it */
     bool streaming;
+    uint32_t timeout_ms; /* a stream of lines that must end within it; 0: none */
     ac__etcd_line_fn on_line; /* NULL: a call */
     void *ctx;
     char curl_error[CURL_ERROR_SIZE];
@@ -151,12 +156,12 @@ static CURLcode configure(CURL *h, ac__etcd *e, const char *url, const char *bod
     SET(CURLOPT_PROXY, "");
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
-    if (x->on_line) {
+    if (x->on_line && !x->timeout_ms) {
         SET(CURLOPT_TCP_KEEPALIVE, 1L);
         SET(CURLOPT_TCP_KEEPIDLE, 5L);
         SET(CURLOPT_TCP_KEEPINTVL, 2L);
     } else {
-        SET(CURLOPT_TIMEOUT_MS, (long)e->o.request_timeout_ms);
+        SET(CURLOPT_TIMEOUT_MS, (long)(x->timeout_ms ? x->timeout_ms : e->o.request_timeout_ms));
     }
 #undef SET
     return rc;
@@ -180,18 +185,13 @@ static ac_status pump(CURLM *m, ac__etcd_stop *stop, CURLMcode *mc)
     return *mc == CURLM_OUT_OF_MEMORY ? AC_ENOMEM : AC_OK;
 }
 
-/* Drive h to its end, or until stop is raised (AC_ETERMINATED). The
+/* Drive h to its end in m, or until stop is raised (AC_ETERMINATED). The
  * transfer's own result in *result; a failure of the multi handle is
  * one too, explained in x->curl_error. */
-static ac_status drive(CURL *h, ac__etcd_stop *stop, xfer *x, CURLcode *result)
+static ac_status drive_in(CURLM *m, CURL *h, ac__etcd_stop *stop, xfer *x, CURLcode *result)
 {
-    CURLM *m = curl_multi_init();
-    if (!m)
+    if (curl_multi_add_handle(m, h) != CURLM_OK)
         return AC_ENOMEM;
-    if (curl_multi_add_handle(m, h) != CURLM_OK) {
-        curl_multi_cleanup(m);
-        return AC_ENOMEM;
-    }
     CURLMcode mc = CURLM_OK;
     ac_status st = AC_ETERMINATED;
     if (!stop || ac__etcd_stop_enter(stop, m)) {
@@ -210,14 +210,47 @@ static ac_status drive(CURL *h, ac__etcd_stop *stop, xfer *x, CURLcode *result)
         if (msg->msg == CURLMSG_DONE)
             *result = msg->data.result;
     curl_multi_remove_handle(m, h);
+    return st;
+}
+
+/* The same in a multi handle of its own. */
+static ac_status drive(CURL *h, ac__etcd_stop *stop, xfer *x, CURLcode *result)
+{
+    CURLM *m = curl_multi_init();
+    if (!m)
+        return AC_ENOMEM;
+    ac_status st = drive_in(m, h, stop, x, result);
     curl_multi_cleanup(m);
     return st;
 }
 
-/* One attempt at endpoint k; the outcome in x and *result. */
-static ac_status attempt(ac__etcd *e, size_t k, ac__etcd_stop *stop, const char *path,
-                         const char *body, struct curl_slist *headers, xfer *x,
-                         CURLcode *result)
+ac_status ac__etcd_session_init(ac__etcd_session *s)
+{
+    s->m = curl_multi_init();
+    s->h = s->m ? curl_easy_init() : NULL;
+    if (!s->h) {
+        ac__etcd_session_fini(s);
+        return ac__fail(AC_ENOMEM, "etcd: no memory for an HTTP session");
+    }
+    return AC_OK;
+}
+
+void ac__etcd_session_fini(ac__etcd_session *s)
+{
+    if (s->h)
+        curl_easy_cleanup(s->h);
+    if (s->m)
+        curl_multi_cleanup(s->m);
+    s->h = NULL;
+    s->m = NULL;
+}
+
+/* One attempt at endpoint k; the outcome in x and *result. With a
+ * session its handles are reused (the connection stays open); without,
+ * the request has handles of its own. */
+static ac_status attempt(ac__etcd *e, ac__etcd_session *session, size_t k, ac__etcd_stop *stop,
+                         const char *path, const char *body, struct curl_slist *headers,
+                         xfer *x, CURLcode *result)
 {
     char url[AC__ETCD_MAX_URL + 64];
     snprintf(url, sizeof url, "%s%s", e->endpoint[k], path);
@@ -225,18 +258,21 @@ static ac_status attempt(ac__etcd *e, size_t k, ac__etcd_stop *stop, const char 
     x->http_code = 0;
     x->overflow = x->nomem = x->ended = x->streaming = false;
     x->curl_error[0] = '\0';
-    x->h = curl_easy_init();
+    x->h = session ? session->h : curl_easy_init();
     if (!x->h)
         return AC_ENOMEM;
+    if (session) /* options only: its connections stay */
+        curl_easy_reset(x->h);
     ac_status st = AC_OK;
     CURLcode rc = configure(x->h, e, url, body, headers, x);
     if (rc != CURLE_OK) {
         *result = rc;
         st = rc == CURLE_OUT_OF_MEMORY ? AC_ENOMEM : AC_EFAILED;
     } else {
-        st = drive(x->h, stop, x, result);
+        st = session ? drive_in(session->m, x->h, stop, x, result) : drive(x->h, stop, x, result);
     }
-    curl_easy_cleanup(x->h);
+    if (!session)
+        curl_easy_cleanup(x->h);
     x->h = NULL;
     return st;
 }
@@ -255,8 +291,8 @@ static bool unavailable(long code) { return code == 502 || code == 503 || code =
 
 /* The endpoints in turn, from the one that answered last, until one
  * answers: AC_OK with the answer in x; or the failure, in err. */
-static ac_status try_endpoints(ac__etcd *e, ac__etcd_stop *stop, const char *what,
-                               const char *path, const char *body,
+static ac_status try_endpoints(ac__etcd *e, ac__etcd_session *session, ac__etcd_stop *stop,
+                               const char *what, const char *path, const char *body,
                                struct curl_slist *headers, xfer *x, ac__etcd_err *err)
 {
     char reasons[sizeof err->msg];
@@ -266,7 +302,7 @@ static ac_status try_endpoints(ac__etcd *e, ac__etcd_stop *stop, const char *wha
     for (size_t i = 0; i < e->n; i++) {
         size_t k = (first + i) % e->n;
         CURLcode cc = CURLE_OK;
-        ac_status st = attempt(e, k, stop, path, body, headers, x, &cc);
+        ac_status st = attempt(e, session, k, stop, path, body, headers, x, &cc);
         if (st == AC_ETERMINATED)
             return ac__etcd_errf(err, st, "%s: stopped", what);
         if (st == AC_ENOMEM || x->nomem)
@@ -294,8 +330,9 @@ static ac_status try_endpoints(ac__etcd *e, ac__etcd_stop *stop, const char *wha
                          "%s: no endpoint answered: %s", what, reasons);
 }
 
-static ac_status exchange(ac__etcd *e, ac__etcd_stop *stop, const char *what, const char *path,
-                          const char *body, xfer *x, ac__etcd_err *err)
+static ac_status exchange(ac__etcd *e, ac__etcd_session *session, ac__etcd_stop *stop,
+                          const char *what, const char *path, const char *body, xfer *x,
+                          ac__etcd_err *err)
 {
     struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
     struct curl_slist *more = headers ? curl_slist_append(headers, "Expect:") : NULL;
@@ -303,7 +340,7 @@ static ac_status exchange(ac__etcd *e, ac__etcd_stop *stop, const char *what, co
         curl_slist_free_all(headers);
         return ac__etcd_errf(err, AC_ENOMEM, "%s: no memory for the request", what);
     }
-    ac_status st = try_endpoints(e, stop, what, path, body, more, x, err);
+    ac_status st = try_endpoints(e, session, stop, what, path, body, more, x, err);
     curl_slist_free_all(more);
     return st;
 }
@@ -399,7 +436,7 @@ ac_status ac__etcd_call(ac__etcd *e, ac__etcd_stop *stop, const char *what, cons
     if (!text)
         return ac__etcd_errf(err, AC_ENOMEM, "%s: no memory for the request", what);
     xfer x = {0};
-    ac_status st = exchange(e, stop, what, path, text, &x, err);
+    ac_status st = exchange(e, stop ? stop->session : NULL, stop, what, path, text, &x, err);
     if (st == AC_OK)
         st = decode_answer(&x, what, reply, err);
     free(x.buf);
@@ -415,7 +452,7 @@ ac_status ac__etcd_stream(ac__etcd *e, ac__etcd_stop *stop, const char *what, co
     if (!text)
         return ac__etcd_errf(err, AC_ENOMEM, "%s: no memory for the request", what);
     xfer x = {.on_line = on_line, .ctx = ctx};
-    ac_status st = exchange(e, stop, what, path, text, &x, err);
+    ac_status st = exchange(e, stop ? stop->session : NULL, stop, what, path, text, &x, err);
     if (st == AC_OK && !x.ended) {
         json_t *ignored = NULL;
         if (x.http_code != 200)
@@ -426,5 +463,24 @@ ac_status ac__etcd_stream(ac__etcd *e, ac__etcd_stop *stop, const char *what, co
     }
     free(x.buf);
     free(text);
+    return st;
+}
+
+ac_status ac__etcd_lines(ac__etcd *e, ac__etcd_stop *stop, const char *what, const char *path,
+                         const char *text, uint32_t timeout_ms, ac__etcd_line_fn on_line,
+                         void *ctx, ac__etcd_err *err)
+{
+    uint32_t limit = e->o.request_timeout_ms;
+    xfer x = {.on_line = on_line, .ctx = ctx,
+              .timeout_ms = timeout_ms && timeout_ms < limit ? timeout_ms : limit};
+    ac_status st = exchange(e, stop ? stop->session : NULL, stop, what, path, text, &x, err);
+    if (st == AC_OK && x.http_code != 200) {
+        json_t *ignored = NULL;
+        st = decode_answer(&x, what, &ignored, err);
+        if (st == AC_OK)
+            st = not_etcd(&x, what, err);
+        json_decref(ignored);
+    }
+    free(x.buf);
     return st;
 }

@@ -51,6 +51,14 @@ const char *ac__etcd_quote(const char *s, size_t n, char *buf, size_t cap);
 
 /* ---- the stop signal ----------------------------------------------------- */
 
+/* One thread's handles, reused for each of its requests so that the
+ * connection to etcd stays open between them (libcurl keeps it in the
+ * multi handle's cache). Used by one thread at a time. */
+typedef struct ac__etcd_session {
+    CURLM *m;
+    CURL *h;
+} ac__etcd_session;
+
 /* What a thread waits on: its sleeps and its requests end as soon as it
  * is raised. A request registers its curl multi handle as `active`
  * while it runs, so that raising the signal wakes its poll. */
@@ -61,6 +69,10 @@ typedef struct ac__etcd_stop {
      * (acquire, pairing with the release store in ac__etcd_stop_raise). */
     atomic_bool raised;
     CURLM *active; /* under lock */
+    /* The thread's session, when it has one: every request made with this
+     * stop signal goes over its connection. NULL: a connection each.
+     * Set before the thread's first request; the thread's own. */
+    ac__etcd_session *session;
 } ac__etcd_stop;
 
 ac_status ac__etcd_stop_init(ac__etcd_stop *s);
@@ -135,6 +147,18 @@ typedef bool (*ac__etcd_line_fn)(char *line, size_t len, void *ctx);
 ac_status ac__etcd_stream(ac__etcd *e, ac__etcd_stop *stop, const char *what, const char *path,
                           json_t *body, ac__etcd_line_fn on_line, void *ctx,
                           ac__etcd_err *err);
+
+ac_status ac__etcd_session_init(ac__etcd_session *s);
+/* Its connections closed. Idempotent. */
+void ac__etcd_session_fini(ac__etcd_session *s);
+
+/* POST text to path (over stop's session when it has one) and hand each
+ * line of a 200 answer to on_line until it returns false or the answer
+ * ends (AC_OK); within timeout_ms, or the request timeout when that is
+ * shorter or timeout_ms is 0. An answer other than 200 is etcd's error. */
+ac_status ac__etcd_lines(ac__etcd *e, ac__etcd_stop *stop, const char *what, const char *path,
+                         const char *text, uint32_t timeout_ms, ac__etcd_line_fn on_line,
+                         void *ctx, ac__etcd_err *err);
 
 /* An answer that is an error object ({"error": ...}) of a stream: its
  * status and message into err; AC_OK when it is not one. */

@@ -44,6 +44,7 @@ ac_status ac__etcd_stop_init(ac__etcd_stop *s)
     }
     atomic_init(&s->raised, false);
     s->active = NULL;
+    s->session = NULL;
     return AC_OK;
 }
 
