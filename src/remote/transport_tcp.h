@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "core/base.h"
 #include "remote/transport.h"
@@ -112,9 +113,31 @@ void ac__tt_in_free_dead(ac__tt *t);
 /* Close every accepted connection (stop, free). */
 void ac__tt_in_close_all(ac__tt *t);
 
-/* transport_tcp.c */
+/* transport_tcp_bind.c */
 int64_t ac__tt_now_ns(void);
 /* Make room for `more` bytes after len; false when out of memory. */
 bool ac__tt_buf_reserve(ac__tt_buf *b, size_t more);
+/* Split "host:port" (host may be [v6]): host into host (cap bytes, the
+ * brackets dropped), the port's text. */
+bool ac__tt_split_host_port(const char *s, char *host, size_t cap, const char **port);
+/* A port number (or * when `wild`). */
+bool ac__tt_port_ok(const char *port, bool wild);
+/* The socket address of host:port; false when there is none. */
+bool ac__tt_resolve(const char *host, const char *port, bool passive, struct sockaddr_storage *sa,
+                    socklen_t *len);
+/* The ops of transport.h that are not about connections. */
+ac_status ac__tt_check(const ac_node_options *o);
+ac_status ac__tt_start(const ac__transport_start *s, void **state, char **endpoint,
+                       char **address);
+void ac__tt_stop(void *state);
+void ac__tt_free(void *state);
+void ac__tt_wake(void *state);
+/* Free the dialled connections closed since the last call. */
+void ac__tt_free_dead(ac__tt *t);
+
+static inline void ac__tt_put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
 
 #endif

@@ -132,6 +132,7 @@ static void accept_one(ac__tt *t, int fd)
     c->index = t->in_count;
     t->ins[t->in_count++] = c;
     t->unidentified++;
+    mark_ready(t, c); /* a dialler's preface comes with its connection: look now */
     if (t->next_timer_ns > c->accepted_ns + (int64_t)t->o->connect_timeout_ms * 1000000ll)
         t->next_timer_ns = c->accepted_ns + (int64_t)t->o->connect_timeout_ms * 1000000ll;
 }
@@ -161,6 +162,8 @@ static bool take_preface(ac__tt *t, ac__tt_in *c)
     c->in.off += AC__TT_PREFACE;
     c->identified = true;
     t->unidentified--;
+    if (c->ttl_ns && c->last_rx_ns + c->ttl_ns < t->next_timer_ns)
+        t->next_timer_ns = c->last_rx_ns + c->ttl_ns; /* the wait looks then */
     return true;
 }
 
