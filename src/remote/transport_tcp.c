@@ -228,8 +228,17 @@ static ac__send_result tt_send(void *state, ac__conn *c, const ac__out *first, s
     ac__hop(AC__HOP_SENT);
     if (sent == AC__TT_HEADER + bytes)
         return AC__SEND_OK;
-    if (!keep(c, hdr, first, n, sent)) {
-        c->blocked = true; /* out of memory: try again later */
+    bool kept = keep(c, hdr, first, n, sent);
+    if (!kept && sent) {
+        /* Out of memory with part of a record on the wire: the stream is
+         * broken; its end is reported as a loss at the next wait. */
+        shutdown(c->fd, SHUT_RDWR);
+        return AC__SEND_DROPPED;
+    }
+    if (!kept) {
+        c->blocked = true; /* out of memory: try again when it can be written */
+        if (c->connected)
+            arm_out(t, c, true);
         return AC__SEND_FULL;
     }
     c->queued++;

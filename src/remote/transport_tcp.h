@@ -96,6 +96,8 @@ typedef struct ac__tt {
     size_t in_count, in_cap, unidentified;
     ac__tt_in **ready;
     size_t ready_count, ready_cap;
+    bool draining;               /* in ac__tt_in_drain */
+    int64_t accept_paused_until; /* out of descriptors: not accepting till then */
     ac__tt_in *dead_in;
 } ac__tt;
 

@@ -137,13 +137,31 @@ static void accept_one(ac__tt *t, int fd)
         t->next_timer_ns = c->accepted_ns + (int64_t)t->o->connect_timeout_ms * 1000000ll;
 }
 
+/* Out of descriptors (or memory), the listening socket stays readable:
+ * it leaves the set for a while rather than wake the wait at once, again
+ * and again, and the backlog waits. */
+#define ACCEPT_PAUSE_NS 100000000ll
+
+static void accept_pause(ac__tt *t)
+{
+    epoll_ctl(t->ep_in, EPOLL_CTL_DEL, t->listen_fd, NULL);
+    t->accept_paused_until = ac__tt_now_ns() + ACCEPT_PAUSE_NS;
+    if (t->accept_paused_until < t->next_timer_ns)
+        t->next_timer_ns = t->accept_paused_until;
+    ac__node_bad_input(t->node, "cannot accept connections for now (out of descriptors)");
+}
+
 static void accept_all(ac__tt *t)
 {
     for (int k = 0; k < 64; k++) { /* a burst at a time: the rest at the next turn */
         int fd = accept4(t->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return; /* EAGAIN, or the descriptors ran out: the backlog waits */
-        accept_one(t, fd);
+        if (fd >= 0) {
+            accept_one(t, fd);
+            continue;
+        }
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            accept_pause(t);
+        return; /* EAGAIN, or a connection gone before it was taken */
     }
 }
 
@@ -293,6 +311,9 @@ static void collect(ac__tt *t)
 
 size_t ac__tt_in_drain(ac__tt *t, size_t budget)
 {
+    if (t->draining)
+        return 0; /* a callback of this drain's: the ready list is being walked */
+    t->draining = true;
     collect(t);
     size_t done = 0;
     /* Round robin over the ready ones, PER_TURN each, until the budget
@@ -312,6 +333,7 @@ size_t ac__tt_in_drain(ac__tt *t, size_t budget)
         t->ready_count = kept;
     }
     ac__tt_in_free_dead(t);
+    t->draining = false;
     return done;
 }
 
@@ -326,6 +348,13 @@ bool ac__tt_in_readable(ac__tt *t)
 int64_t ac__tt_in_timers(ac__tt *t, int64_t now)
 {
     int64_t next = INT64_MAX;
+    if (t->accept_paused_until && now >= t->accept_paused_until && t->listen_fd >= 0) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+        epoll_ctl(t->ep_in, EPOLL_CTL_ADD, t->listen_fd, &ev);
+        t->accept_paused_until = 0;
+    } else if (t->accept_paused_until) {
+        next = t->accept_paused_until;
+    }
     int64_t preface_ns = (int64_t)t->o->connect_timeout_ms * 1000000ll;
     for (size_t i = 0; i < t->in_count;) {
         ac__tt_in *c = t->ins[i];
