@@ -155,6 +155,11 @@ static bool flush(ac__tt *t, ac__conn *c)
         if (n < 0)
             return false;
         b->off += (size_t)n;
+        /* The peer takes bytes this connection was backlogged on: it
+         * reads (a stopped one's socket fills in moments and takes no
+         * more), though a heartbeat's answer may be queued far behind. */
+        if (b->len > b->off)
+            c->last_rx_ns = ac__tt_now_ns();
     }
     if (b->len == b->off) {
         b->off = b->len = 0;
@@ -369,12 +374,17 @@ static int64_t conn_timers(ac__tt *t, int64_t now)
     int64_t next = INT64_MAX;
     for (size_t i = 0; i < t->conn_count;) {
         ac__conn *c = t->conns[i];
-        if (c->connected && now - c->last_rx_ns >= ttl) {
+        /* Answers that came while this thread was kept off its core
+         * count: read them before judging. */
+        if (c->connected && now - c->last_rx_ns >= ttl && read_back(t, c) &&
+            now - c->last_rx_ns >= ttl) {
             lost(t, c, 0, "went silent (its heartbeats stopped)");
             if (i < t->conn_count && t->conns[i] == c)
                 i++; /* not closed (yet): the node decides */
             continue;
         }
+        if (c->closed || !(i < t->conn_count && t->conns[i] == c))
+            continue; /* its stream ended (told): the last one took its place */
         if (c->connected && now - c->last_ping_ns >= ivl) {
             c->last_ping_ns = now;
             ac__out none = {.len = 0};

@@ -14,8 +14,8 @@
  * message (the frames of one send, concatenated). A length of 0 is a
  * heartbeat: the listener answers it with 4 zero bytes on the same
  * connection, the only bytes that ever flow back. A listener that has
- * read nothing for ttl_ms (the dialler's heartbeat timeout) closes the
- * connection.
+ * read nothing for twice ttl_ms (the dialler's heartbeat timeout) closes
+ * the connection.
  */
 #ifndef AC_REMOTE_TRANSPORT_TCP_H
 #define AC_REMOTE_TRANSPORT_TCP_H

@@ -174,8 +174,11 @@ static bool take_preface(ac__tt *t, ac__tt_in *c)
         in_reject(t, c, "closed a connection whose preface is not a node's (or of another version)");
         return false;
     }
+    /* Twice what the dialler named: the dialler judges liveness itself;
+     * this only reclaims what a vanished one left, and must not cut a
+     * dialler whose thread was kept off its core a moment too long. */
     uint32_t ttl = get_be32(p + 8);
-    c->ttl_ns = (int64_t)ttl * 1000000ll;
+    c->ttl_ns = 2 * (int64_t)ttl * 1000000ll;
     memcpy(c->id, p + 12, sizeof c->id);
     c->in.off += AC__TT_PREFACE;
     c->identified = true;
