@@ -174,7 +174,11 @@ def baseline_lines(rows, base, markdown):
 
 
 REMOTE_WORKLOADS = ("remote_ask", "remote_ask_in", "remote_ask_gen_server", "zmq_rtt", "tcp_rtt",
-                    "remote_tell", "zmq_pipelined", "remote_scatter", "zmq_scatter")
+                    "remote_tell", "zmq_pipelined", "remote_scatter", "zmq_scatter",
+                    # actorc over its own TCP (tcp+direct://), with its run's baselines
+                    "remote_ask_direct", "remote_ask_in_direct", "remote_ask_over_zmq_direct",
+                    "zmq_rtt_direct", "tcp_rtt_direct", "remote_tell_direct",
+                    "zmq_pipelined_direct")
 
 
 def span(vals):
@@ -232,6 +236,15 @@ def remote_targets(figs, erl, label):
         v = get(figs, "remote_ask", name)
         if v:
             rows.append((f"remote_ask {name} (no target here)", v, "-", None))
+    dp99, dp50 = get(figs, "remote_ask_direct", "p99"), get(figs, "remote_ask_direct", "p50")
+    if dp99 and ep99:
+        rows.append(("remote_ask_direct p99 / Erlang remote_ask p99", per_round(dp99, ep99, lambda a, b: a / b), "<= 1.0", lambda v: v <= 1.0))
+    if dp50 and ep50:
+        rows.append(("Erlang remote_ask p50 / remote_ask_direct p50", per_round(dp50, ep50, lambda a, b: b / a), ">= 2.0", lambda v: v >= 2.0))
+    for name in ("p50_vs_tcp", "p99_vs_tcp", "p50_vs_zmq_transport", "p99_vs_zmq_transport"):
+        v = get(figs, "remote_ask_direct", name)
+        if v:
+            rows.append((f"remote_ask_direct {name} (no target here)", v, "-", None))
     head = [label, "median", "min-max", "rounds", "target", "median meets it"]
     body = []
     for name, vals, bound, ok in rows:

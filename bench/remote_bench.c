@@ -8,7 +8,13 @@
  *                                           profiling one path)
  *   actorc-bench-remote scatter             remote_scatter and its baselines
  *                                           alone (`all` ends with them)
- *   actorc-bench-remote serve actorc|zmq|tcp|replicaK|zreplicaK
+ *   ACTORC_BENCH_TRANSPORT=tcp+direct actorc-bench-remote [all|plain [ask|tell]] | scatter
+ *                                           the same over the node's own
+ *                                           TCP (tcp+direct://), the
+ *                                           workloads named *_direct, and
+ *                                           remote_ask_over_zmq beside
+ *                                           remote_ask_direct (no CURVE)
+ *   actorc-bench-remote serve actorc|actorc-zmq|zmq|tcp|replicaK|zreplicaK
  *                         [SERVER_PUB SERVER_SEC PUB SEC ALLOWED]
  *                                           the second process (started by
  *                                           the first; not for people)
@@ -503,6 +509,29 @@ static ac_system *system_new(const char *name)
     return sys;
 }
 
+/* The transport the actorc nodes bind: ZeroMQ, or with
+ * ACTORC_BENCH_TRANSPORT=tcp+direct the node's own TCP (the second
+ * processes inherit it), whose workloads carry "_direct" in their
+ * names. force_zmq: a server of the ZeroMQ transport all the same (the
+ * remote_ask_over_zmq baseline of a direct run). */
+static bool direct, force_zmq;
+
+static const char *node_bind(void)
+{
+    return direct && !force_zmq ? "tcp+direct://127.0.0.1:0" : "tcp://127.0.0.1:0";
+}
+
+/* base with the run's suffix ("_direct" or nothing), in one of a few
+ * rotating buffers. */
+static const char *named(const char *base)
+{
+    static char buf[4][64];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(buf[i], sizeof buf[i], "%s%s", base, direct ? "_direct" : "");
+    return buf[i];
+}
+
 /* A node on 127.0.0.1, an OS-chosen port; CURVE when k (own pair: a or b). */
 static ac_node *node_new(ac_system *sys, const keys *k, bool own_is_a, ac_node_curve *curve,
                          const char **allowed)
@@ -511,7 +540,7 @@ static ac_node *node_new(ac_system *sys, const keys *k, bool own_is_a, ac_node_c
      * tell workload measures throughput, not the backpressure rule (a
      * burst of exactly max_queue could be refused its count ask whenever
      * the transport is kept off its core for the burst). */
-    ac_node_options o = {.bind = "tcp://127.0.0.1:0", .max_queue = 2 * TELL_N + 16};
+    ac_node_options o = {.bind = k ? "tcp://127.0.0.1:0" : node_bind(), .max_queue = 2 * TELL_N + 16};
     if (k) {
         *allowed = own_is_a ? k->bpub : k->apub;
         *curve = (ac_node_curve){.server_public_key = k->spub, .server_secret_key = k->ssec,
@@ -629,6 +658,14 @@ typedef struct run {
     void *zctx, *dealer;
     frame_sizes fs;
     int64_t ax, zx, tx; /* the next x of remote_ask, zmq_rtt, tcp_rtt */
+    /* A direct run's remote_ask_over_zmq: the same asks from a second
+     * system whose node is ZeroMQ's, to a server of ZeroMQ's, in turn
+     * with the others. */
+    char wl_over[64];
+    rt_proc over_srv;
+    ac_system *over_sys;
+    ac_ref *over_inc;
+    int64_t ox;
 } run;
 
 static const char *wl_name(char *buf, size_t cap, const char *base, const char *suffix)
@@ -710,6 +747,20 @@ static void ask_block_inside(run *r, int64_t *lat, int n)
         rb_fail("%s: %" PRId64 " asks, not %d", r->wl[1], got[0], n);
 }
 
+static void over_zmq_block(run *r, int64_t *lat, int n)
+{
+    for (int i = 0; i < n; i++, r->ox++) {
+        ac_answer ans;
+        int64_t t0 = now_ns();
+        ac_status st = ac_ask_wait(r->over_inc, ac_msg_int64_new(r->ox), ASK_TIMEOUT_MS, &ans);
+        int64_t el = now_ns() - t0;
+        check_reply(r->wl_over, st, &ans, r->ox);
+        ac_answer_release(&ans);
+        if (lat)
+            lat[i] = el;
+    }
+}
+
 static void zmq_block(run *r, int64_t *lat, int n)
 {
     uint8_t f[ZF_MAX] = {0}, rep[ZF_MAX];
@@ -744,11 +795,15 @@ static void tcp_block(run *r, int64_t *lat, int n)
 typedef void (*ask_block_fn)(run *r, int64_t *lat, int n);
 
 /* Warm-ups (actorc's first, measuring its frames), then ASK_BLOCKS
- * rounds of one block each, the order rotating; tcp_rtt's block (when
- * there is one) after each round. */
-static void ask_phase(run *r, latency out[4])
+ * rounds of one block each, the order rotating (remote_ask_over_zmq's
+ * among them in a direct run); tcp_rtt's block (when there is one) after
+ * each round. out: remote_ask, remote_ask_in, zmq_rtt, tcp_rtt,
+ * remote_ask_over_zmq. */
+static void ask_phase(run *r, latency out[5])
 {
-    static const ask_block_fn block[3] = {ask_block_outside, ask_block_inside, zmq_block};
+    static const ask_block_fn block[4] = {ask_block_outside, ask_block_inside, zmq_block,
+                                          over_zmq_block};
+    static const int slot[4] = {0, 1, 2, 4}; /* block k's latencies */
     ac_node_stats a = stats_of(r->node);
     ask_block_outside(r, NULL, ASK_WARM);
     ac_node_stats b = stats_of(r->node);
@@ -757,24 +812,29 @@ static void ask_phase(run *r, latency out[4])
     r->fs.reply = usable_size(r->fs.reply, "reply");
     ask_block_inside(r, NULL, ASK_WARM);
     zmq_block(r, NULL, ASK_WARM);
-    bool tcp = r->tcp_fd >= 0;
+    bool tcp = r->tcp_fd >= 0, over = r->over_inc != NULL;
+    int nb = over ? 4 : 3;
     if (tcp)
         tcp_block(r, NULL, ASK_WARM);
-    int64_t *lat[4];
-    for (int w = 0; w < 4; w++)
+    if (over)
+        over_zmq_block(r, NULL, ASK_WARM);
+    int64_t *lat[5];
+    for (int w = 0; w < 5; w++)
         lat[w] = xcalloc(ASK_N, sizeof(int64_t));
     for (int k = 0; k < ASK_BLOCKS; k++) {
-        for (int j = 0; j < 3; j++) {
-            int w = (k + j) % 3;
-            block[w](r, lat[w] + k * ASK_BLOCK, ASK_BLOCK);
+        for (int j = 0; j < nb; j++) {
+            int w = (k + j) % nb;
+            block[w](r, lat[slot[w]] + k * ASK_BLOCK, ASK_BLOCK);
         }
         if (tcp)
             tcp_block(r, lat[3] + k * ASK_BLOCK, ASK_BLOCK);
     }
-    for (int w = 0; w < 4; w++) {
-        if (w < 3 || tcp)
+    for (int w = 0; w < 5; w++) {
+        if (w < 3 || (w == 3 && tcp))
             out[w] = report_latency(w < 3 ? r->wl[w] : r->wl[4], lat[w], ASK_N,
                                     w < 2 ? "asks" : NULL);
+        else if (w == 4 && over)
+            out[w] = report_latency(r->wl_over, lat[w], ASK_N, "asks");
         free(lat[w]);
     }
 }
@@ -938,6 +998,16 @@ static void run_begin(run *r, const char *suffix, const keys *k, ac_node_curve *
     r->sender = spawn_local(r->sys, &sender_def, &r->senv);
     r->zctx = zmq_ctx_new();
     r->dealer = zclient_open(r->zctx, r->zmq_srv.address, k);
+    if (direct && run_asks) {
+        wl_name(r->wl_over, sizeof r->wl_over, "remote_ask_over_zmq", suffix);
+        server_start(&r->over_srv, "actorc-zmq", NULL);
+        r->over_sys = system_new("bench_a_zmq");
+        ac_node_options o = {.bind = "tcp://127.0.0.1:0"};
+        ac_node *n = ac_node_start(r->over_sys, &o);
+        if (!n)
+            rb_die_ac("ac_node_start");
+        r->over_inc = resolve(n, r->over_srv.address, "/user/inc");
+    }
 }
 
 static void run_end(run *r)
@@ -957,12 +1027,27 @@ static void run_end(run *r)
         close(r->tcp_fd);
         server_end(&r->tcp_srv);
     }
+    if (r->over_inc) {
+        ac_ref_release(r->over_inc);
+        ac_system_terminate(r->over_sys);
+        server_end(&r->over_srv);
+    }
 }
 
-static void report_ratios(const char *suffix, const latency l[4], bool tcp, double tell,
-                          double zmq)
+static void report_ratios(const char *suffix, const latency l[5], bool tcp, bool over,
+                          double tell, double zmq)
 {
     char wl[64];
+    if (over) { /* the two transports of actorc, in the same run */
+        wl_name(wl, sizeof wl, "remote_ask", suffix);
+        result(wl, "p50_vs_zmq_transport", l[0].p50_us / l[4].p50_us, "x");
+        result(wl, "p99_vs_zmq_transport", l[0].p99_us / l[4].p99_us, "x");
+        if (tcp) {
+            wl_name(wl, sizeof wl, "remote_ask_over_zmq", suffix);
+            result(wl, "p50_vs_tcp", l[4].p50_us / l[3].p50_us, "x");
+            result(wl, "p99_vs_tcp", l[4].p99_us / l[3].p99_us, "x");
+        }
+    }
     for (int w = 0; w < 2; w++) {
         wl_name(wl, sizeof wl, w == 0 ? "remote_ask" : "remote_ask_in", suffix);
         result(wl, "p50_vs_zmq", l[w].p50_us / l[2].p50_us, "x");
@@ -982,7 +1067,7 @@ static void run_mode(const char *suffix, const keys *k)
     const char *allowed;
     char wl[64];
     run_begin(r, suffix, k, &curve, &allowed);
-    latency l[4] = {{0}};
+    latency l[5] = {{0}};
     if (run_asks)
         ask_phase(r, l);
     double tell = 0, zmq = 0;
@@ -994,7 +1079,7 @@ static void run_mode(const char *suffix, const keys *k)
     printf("INFO remote%s frame_bytes ask %zu reply %zu tell %zu count_ask %zu count_reply %zu\n",
            suffix, r->fs.ask, r->fs.reply, r->fs.tell, r->fs.count_ask, r->fs.count_reply);
     if (run_asks && run_tells)
-        report_ratios(suffix, l, r->tcp_fd >= 0, tell, zmq);
+        report_ratios(suffix, l, r->tcp_fd >= 0, r->over_inc != NULL, tell, zmq);
     run_end(r);
     free(r);
 }
@@ -1336,19 +1421,19 @@ static void sc_report(replica_log *const *rlogs, sc_run *rrun, replica_log *cons
     double zip = sc_ideal_p99("zmq_scatter", zc->logs, zrun);
     double dip = sc_drawn_ideal_p99();
     double rp = sc_p(rrun->lat, 99), lp = sc_p(lrun->lat, 99), zp = sc_p(zrun->lat, 99);
-    result("zmq_scatter", "p99", zp, "us");
-    result("zmq_scatter", "ideal_p99", zip, "us");
-    result("zmq_scatter", "p99_overhead_pct", (zp - zip) / zip * 100.0, "%");
-    result("remote_scatter", "p99", rp, "us");
-    result("remote_scatter", "ideal_p99", rip, "us");
-    result("remote_scatter", "drawn_ideal_p99", dip, "us");
-    result("remote_scatter", "local_p99", lp, "us");
-    result("remote_scatter", "local_ideal_p99", lip, "us");
-    result("remote_scatter", "p99_overhead_pct", (rp - rip) / rip * 100.0, "%");
-    result("remote_scatter", "p99_overhead_vs_drawn_pct", (rp - dip) / dip * 100.0, "%");
-    result("remote_scatter", "local_p99_overhead_pct", (lp - lip) / lip * 100.0, "%");
-    result("remote_scatter", "p99_vs_local_pct", (rp - lp) / lp * 100.0, "%");
-    result("remote_scatter", "p99_vs_zmq", rp / zp, "x");
+    result(named("zmq_scatter"), "p99", zp, "us");
+    result(named("zmq_scatter"), "ideal_p99", zip, "us");
+    result(named("zmq_scatter"), "p99_overhead_pct", (zp - zip) / zip * 100.0, "%");
+    result(named("remote_scatter"), "p99", rp, "us");
+    result(named("remote_scatter"), "ideal_p99", rip, "us");
+    result(named("remote_scatter"), "drawn_ideal_p99", dip, "us");
+    result(named("remote_scatter"), "local_p99", lp, "us");
+    result(named("remote_scatter"), "local_ideal_p99", lip, "us");
+    result(named("remote_scatter"), "p99_overhead_pct", (rp - rip) / rip * 100.0, "%");
+    result(named("remote_scatter"), "p99_overhead_vs_drawn_pct", (rp - dip) / dip * 100.0, "%");
+    result(named("remote_scatter"), "local_p99_overhead_pct", (lp - lip) / lip * 100.0, "%");
+    result(named("remote_scatter"), "p99_vs_local_pct", (rp - lp) / lp * 100.0, "%");
+    result(named("remote_scatter"), "p99_vs_zmq", rp / zp, "x");
 }
 
 /* The three workloads take turns in blocks of requests (the first of a
@@ -1450,8 +1535,14 @@ static int serve_main(int argc, char **argv)
     } else if (argc != 3) {
         return usage();
     }
+    direct = getenv("ACTORC_BENCH_TRANSPORT") &&
+             strcmp(getenv("ACTORC_BENCH_TRANSPORT"), "tcp+direct") == 0;
     if (strcmp(argv[2], "actorc") == 0)
         return actorc_serve(kp);
+    if (strcmp(argv[2], "actorc-zmq") == 0) {
+        force_zmq = true;
+        return actorc_serve(kp);
+    }
     if (strcmp(argv[2], "zmq") == 0)
         return zmq_serve(kp);
     if (strcmp(argv[2], "tcp") == 0)
@@ -1469,13 +1560,22 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "serve") == 0)
         return serve_main(argc, argv);
     const char *what = argc > 1 ? argv[1] : "all";
+    const char *transport = getenv("ACTORC_BENCH_TRANSPORT");
+    direct = transport && strcmp(transport, "tcp+direct") == 0;
+    if (transport && !direct && strcmp(transport, "tcp") != 0) {
+        fprintf(stderr, "actorc-bench-remote: ACTORC_BENCH_TRANSPORT is tcp or tcp+direct\n");
+        return 64;
+    }
     if (strcmp(what, "scatter") == 0 && argc == 2) {
         alarm(RUN_MAX_S);
         scatter_phase();
         return 0;
     }
     bool plain = strcmp(what, "all") == 0 || strcmp(what, "plain") == 0;
-    bool curve = strcmp(what, "all") == 0 || strcmp(what, "curve") == 0;
+    /* CURVE is the ZeroMQ transport's: a direct run has none. */
+    bool curve = !direct && (strcmp(what, "all") == 0 || strcmp(what, "curve") == 0);
+    if (direct && strcmp(what, "curve") == 0)
+        return usage();
     if (argc == 3) {
         run_asks = strcmp(argv[2], "ask") == 0;
         run_tells = strcmp(argv[2], "tell") == 0;
@@ -1484,7 +1584,7 @@ int main(int argc, char **argv)
         return usage();
     alarm(RUN_MAX_S);
     if (plain)
-        run_mode("", NULL);
+        run_mode(direct ? "_direct" : "", NULL);
     if (curve) {
         keys k;
         keys_make(&k);

@@ -96,7 +96,10 @@ typedef struct ac_node_curve {
 typedef struct ac_node_options {
     /* Where to bind; the scheme chooses the transport. "tcp://<ipv4>:<port>"
      * (ZeroMQ): port 0 (or "*") lets the OS choose (ac_node_address tells
-     * which). "inproc://<name>:<port>": nodes of this process only, at the
+     * which). "tcp+direct://<ipv4>:<port>": the same on the node's own TCP
+     * sockets, without ZeroMQ and without encryption (no curve; a
+     * non-loopback bind needs insecure); docs/remoting.md.
+     * "inproc://<name>:<port>": nodes of this process only, at the
      * address "<name>:<port>"; port 0 takes a free number. Required. */
     const char *bind;
     /* "<host>:<port>" other nodes reach this one at; NULL: the bound

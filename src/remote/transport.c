@@ -10,6 +10,7 @@
 static const ac__transport_ops *const transports[] = {
     &ac__transport_zmq,
     &ac__transport_inproc,
+    &ac__transport_tcp,
 };
 
 const ac__transport_ops *ac__transport_for(const char *bind)
@@ -22,6 +23,7 @@ const ac__transport_ops *ac__transport_for(const char *bind)
     }
     return ac__fail_null(AC_EINVAL,
                          "ac_node_start: options.bind \"%.200s\" names no transport: "
-                         "tcp://<host>:<port> (ZeroMQ) or inproc://<name>:<port> (this process)",
+                         "tcp://<host>:<port> (ZeroMQ), tcp+direct://<host>:<port> (TCP "
+                         "without ZeroMQ) or inproc://<name>:<port> (this process)",
                          bind);
 }

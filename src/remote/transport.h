@@ -1,7 +1,8 @@
 /*
  * The transport seam: how a node's frames reach other nodes. A transport
  * is an ops table chosen by the bind URL's scheme ("tcp://" is ZeroMQ,
- * transport_zmq.c; "inproc://" is nodes of one process,
+ * transport_zmq.c; "tcp+direct://" is the node's own TCP sockets,
+ * transport_tcp.c; "inproc://" is nodes of one process,
  * transport_inproc.c); the node above it (peers, the outgoing queue, the
  * handshake, dispatch, refs) never sees a socket.
  *
@@ -115,6 +116,7 @@ const ac__transport_ops *ac__transport_for(const char *bind);
 
 extern const ac__transport_ops ac__transport_zmq;
 extern const ac__transport_ops ac__transport_inproc;
+extern const ac__transport_ops ac__transport_tcp;
 
 /* ---- callbacks up to the node (transport thread) ------------------------ */
 

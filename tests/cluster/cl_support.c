@@ -43,7 +43,10 @@ bool cl_start(cl_node *n, int port, const char *const *args)
     char bind[64];
     const char *argv[40];
     int k = 0;
-    snprintf(bind, sizeof bind, rt_inproc() ? "inproc://member:%d" : "tcp://127.0.0.1:%d", port);
+    if (rt_inproc())
+        snprintf(bind, sizeof bind, "inproc://member:%d", port);
+    else
+        snprintf(bind, sizeof bind, "%s://127.0.0.1:%d", rt_scheme(), port);
     argv[k++] = "--bind";
     argv[k++] = bind;
     for (int i = 0; args && args[i] && k < 39; i++)
@@ -61,7 +64,7 @@ bool cl_start_in(cl_node *n, const char *ip, const char *ns, const char *host, i
     char bind[64];
     const char *argv[40];
     int k = 0;
-    snprintf(bind, sizeof bind, "tcp://%s:%d", host, port);
+    snprintf(bind, sizeof bind, "%s://%s:%d", rt_scheme(), host, port);
     argv[k++] = "netns";
     argv[k++] = "exec";
     argv[k++] = ns;

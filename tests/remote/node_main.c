@@ -32,6 +32,9 @@ static void on_term(int sig)
 int main(int argc, char **argv)
 {
     const char *system_name = "replicas", *bind = "tcp://127.0.0.1:0";
+    const char *transport = getenv("ACTORC_TEST_TRANSPORT"); /* as the tests' (rt_proc.h) */
+    if (transport && strcmp(transport, "tcp+direct") == 0)
+        bind = "tcp+direct://127.0.0.1:0";
     ac_node_options o = {0};
     ac_node_curve curve = {0};
     for (int i = 1; i < argc; i++) {

@@ -273,17 +273,21 @@ const char *rt_path(const rt_proc *p, const char *system, const char *path, char
     return buf;
 }
 
-bool rt_inproc(void)
+const char *rt_scheme(void)
 {
     const char *t = getenv("ACTORC_TEST_TRANSPORT");
-    return t && strcmp(t, "inproc") == 0;
+    if (t && strcmp(t, "inproc") == 0)
+        return "inproc";
+    return t && strcmp(t, "tcp+direct") == 0 ? "tcp+direct" : "tcp";
 }
+
+bool rt_inproc(void) { return strcmp(rt_scheme(), "inproc") == 0; }
 
 const char *rt_bind(const char *name, char *buf, size_t cap)
 {
     if (rt_inproc())
         snprintf(buf, cap, "inproc://%s:0", name);
     else
-        snprintf(buf, cap, "tcp://127.0.0.1:0");
+        snprintf(buf, cap, "%s://127.0.0.1:0", rt_scheme());
     return buf;
 }

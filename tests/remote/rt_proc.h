@@ -34,11 +34,14 @@ typedef int (*rt_member_main)(int in_fd, int out_fd, int argc, char **argv);
  * says "crash" first. */
 bool rt_local_start(rt_proc *p, rt_member_main main_fn, const char *const *args);
 
-/* Do the tests run over the in-process transport
- * (ACTORC_TEST_TRANSPORT=inproc) rather than ZeroMQ? */
+/* The transport the tests run over, by ACTORC_TEST_TRANSPORT: "inproc"
+ * (in-process), "tcp+direct" (the node's own TCP) or else "tcp"
+ * (ZeroMQ). The node program (node_main.c) binds by the same variable. */
+const char *rt_scheme(void);
+/* Do the tests run over the in-process transport? */
 bool rt_inproc(void);
 /* A bind URL for a node of this process named `name`: inproc://<name>:0
- * over the in-process transport, else tcp://127.0.0.1:0. */
+ * over the in-process transport, else <scheme>://127.0.0.1:0. */
 const char *rt_bind(const char *name, char *buf, size_t cap);
 
 /* Start `program` with `args` (NULL-terminated, after the program name)

@@ -37,10 +37,10 @@ typedef struct pair {
 static void pair_start(pair *p, const char *name, const char *scheme, int heartbeat_timeout_ms)
 {
     char ba[128], bb[128];
-    snprintf(ba, sizeof ba, "%s%s%s", scheme, name, strcmp(scheme, "tcp://") ? "-a:0" : "");
-    snprintf(bb, sizeof bb, "%s%s%s", scheme, name, strcmp(scheme, "tcp://") ? "-b:0" : "");
-    if (!strcmp(scheme, "tcp://"))
-        snprintf(ba, sizeof ba, "tcp://127.0.0.1:0"), snprintf(bb, sizeof bb, "tcp://127.0.0.1:0");
+    snprintf(ba, sizeof ba, "%s%s-a:0", scheme, name);
+    snprintf(bb, sizeof bb, "%s%s-b:0", scheme, name);
+    if (!strncmp(scheme, "tcp", 3)) /* tcp:// (ZeroMQ) or tcp+direct:// */
+        snprintf(ba, sizeof ba, "%s127.0.0.1:0", scheme), snprintf(bb, sizeof bb, "%s127.0.0.1:0", scheme);
     ac_node_options o = {.faults = "", .heartbeat_ivl_ms = 50,
                          .heartbeat_timeout_ms = heartbeat_timeout_ms};
     p->sa = rt_node_system("a", ba, o, &p->a);
@@ -234,6 +234,12 @@ static void test_a_blackhole_loses_the_peer_over_zeromq(void **state)
 {
     (void)state;
     blackhole_case("tcp://", "hole-zmq", AC_LINK_BOTH);
+}
+
+static void test_a_blackhole_loses_the_peer_over_direct_tcp(void **state)
+{
+    (void)state;
+    blackhole_case("tcp+direct://", "hole-direct", AC_LINK_BOTH);
 }
 
 /* ---- order ---------------------------------------------------------------------------- */
@@ -439,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_dropping_everything_fails_asks_by_their_deadline),
         cmocka_unit_test(test_a_blackhole_loses_the_peer),
         cmocka_unit_test(test_a_blackhole_loses_the_peer_over_zeromq),
+        cmocka_unit_test(test_a_blackhole_loses_the_peer_over_direct_tcp),
         cmocka_unit_test(test_a_delay_keeps_the_order),
         cmocka_unit_test(test_lossy_asks_are_answered_once_or_fail),
         cmocka_unit_test(test_rules_change_under_traffic),

@@ -8,7 +8,9 @@
  * program's actors (node_serve.c) in a system of this process, and
  * ending it is stopping its node (its loss to ours, as a killed
  * process's) and terminating that system. The cases only processes can show (SIGSTOP, ports,
- * CURVE) are skipped there.
+ * CURVE) are skipped there. With ACTORC_TEST_TRANSPORT=tcp+direct
+ * (remote.nodes.direct) both sides bind tcp+direct://, the node's own
+ * TCP; CURVE, ZeroMQ's, is skipped.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -542,7 +544,7 @@ static void test_restart_on_same_port_is_a_new_incarnation(void **state)
     ac_ref *echo = resolve(f, "/user/echo");
     ask_echo(echo, "first", 10000);
     char bind[160], old_inc[32];
-    snprintf(bind, sizeof bind, "%s://%s", rt_inproc() ? "inproc" : "tcp", f->peer.address);
+    snprintf(bind, sizeof bind, "%s://%s", rt_scheme(), f->peer.address);
     snprintf(old_inc, sizeof old_inc, "%s", f->peer.incarnation);
     peer_end(&f->peer, SIGKILL);
     const char *const args[] = {"--bind", bind, NULL};
@@ -692,7 +694,7 @@ static void test_remote_death_watch_both_ways(void **state)
 static void test_curve_admits_listed_keys_only(void **state)
 {
     (void)state;
-    if (rt_inproc())
+    if (strcmp(rt_scheme(), "tcp") != 0)
         skip(); /* processes and ZeroMQ only */
     char spub[41], ssec[41], cpub[41], csec[41], ppub[41], psec[41], xpub[41], xsec[41];
     assert_int_equal(ac_node_curve_keypair(spub, ssec), AC_OK);
