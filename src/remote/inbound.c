@@ -124,6 +124,8 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
     pthread_mutex_unlock(&node->lock);
     ac__node_hook_up(node, p, env);
     ac__conn_named_done(node, p); /* it answered: a peer like any other now */
+    if (!ac__conn_hello_came(node, p))
+        return; /* its connection's news lost it */
     const char *why = p->conn ? NULL : ac__conn_open(node, p);
     if (why)
         ac__peer_down(node, p, why);
