@@ -106,7 +106,7 @@ static void usage(FILE *out)
                  "  --converge-slack-ms N  a heal's membership is one again within\n"
                  "                    stable_after_ms plus this (default 2000)\n"
                  "  --restart-after-heal-ms N  the cut side's new processes start this long\n"
-                 "                    after a heal (default 1000; 0: at once)\n"
+                 "                    after a heal (default 0: at once)\n"
                  "  --rss-growth-kb N with --cluster: a process's resident growth allowed\n"
                  "                    from its steady state to the end (default 65536;\n"
                  "                    0: not checked, the default under ASan/TSan)\n"
@@ -237,7 +237,7 @@ static int parse_options(int argc, char **argv)
                           .rss_slack_mb = 8,
                           .stable_after_ms = 1500,
                           .converge_slack_ms = 2000,
-                          .restart_after_heal_ms = 1000,
+                          .restart_after_heal_ms = 0,
                           .rss_growth_kb = SOAK_SANITIZED ? 0 : 65536};
     bool seeded = false;
     int c, index;
