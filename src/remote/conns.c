@@ -172,6 +172,16 @@ bool ac__conn_hello_came(ac_node *node, ac__peer *p)
 {
     if (!p->conn || p->conn_made)
         return true;
+    /* A dial younger than half the connect timeout is left alone: if its
+     * first SYN was lost, TCP's retry (1 s on) comes before its deadline,
+     * and a dial only just begun (both nodes dialling each other at once)
+     * keeps the frames given to it. */
+    int64_t timeout = (int64_t)node->options.connect_timeout_ms * 1000000ll;
+    pthread_mutex_lock(&node->lock);
+    int64_t began = p->connect_deadline_ns - timeout;
+    pthread_mutex_unlock(&node->lock);
+    if (ac__node_now_ns() - began < timeout / 2)
+        return true;
     ac__conn *old = p->conn;
     ac__peer_retain(p);
     node->tp->poll_conn(node->tstate, old); /* may lose p, or close or redial it */
