@@ -221,7 +221,7 @@ int chaos_node(int argc, char **argv)
         else if (!strcmp(argv[i], "--seeds"))
             seeds = argv[i + 1];
         else if (!strcmp(argv[i], "--stable-after"))
-            ok = app_parse_int(argv[i + 1], 100, 600000, &stable_after);
+            ok = app_parse_int(argv[i + 1], 1000, 600000, &stable_after);
         else
             ok = false;
     }

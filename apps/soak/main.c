@@ -101,11 +101,12 @@ static void usage(FILE *out)
                  "                    and nftables as root, the fault layer otherwise), slow\n"
                  "                    and lossy links, kill -9 and restart, SIGSTOP/SIGCONT\n"
                  "  --partitions P    auto (namespaces where possible, the default) or fault\n"
-                 "  --stable-after-ms N  the downing's stable_after_ms (default 1500)\n"
+                 "  --stable-after-ms N  the downing's stable_after_ms (default 1500; at\n"
+                 "                    least the nodes' heartbeat timeout, 1000)\n"
                  "  --converge-slack-ms N  a heal's membership is one again within\n"
                  "                    stable_after_ms plus this (default 2000)\n"
                  "  --restart-after-heal-ms N  the cut side's new processes start this long\n"
-                 "                    after a heal (default 1000; 0: at once)\n"
+                 "                    after a heal (default 0: at once)\n"
                  "  --rss-growth-kb N with --cluster: a process's resident growth allowed\n"
                  "                    from its steady state to the end (default 65536;\n"
                  "                    0: not checked, the default under ASan/TSan)\n"
@@ -181,7 +182,7 @@ static bool apply_option(int c, const char *arg, bool *seeded)
     case 'C':
         return app_parse_int(arg, 3, 5, &g_cfg.cluster);
     case 'A':
-        return app_parse_int(arg, 100, 600000, &g_cfg.stable_after_ms);
+        return app_parse_int(arg, 1000, 600000, &g_cfg.stable_after_ms);
     case 'K':
         return app_parse_int(arg, 0, 600000, &g_cfg.converge_slack_ms);
     case 'H':
@@ -236,7 +237,7 @@ static int parse_options(int argc, char **argv)
                           .rss_slack_mb = 8,
                           .stable_after_ms = 1500,
                           .converge_slack_ms = 2000,
-                          .restart_after_heal_ms = 1000,
+                          .restart_after_heal_ms = 0,
                           .rss_growth_kb = SOAK_SANITIZED ? 0 : 65536};
     bool seeded = false;
     int c, index;

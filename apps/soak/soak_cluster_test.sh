@@ -53,7 +53,7 @@ run --cluster 5 --chaos --seed 0x5eed --duration "$seconds" "${extra[@]}"
 echo "== partitions by the fault layer"
 run --cluster 5 --chaos --seed 0xc4a05 --duration "$seconds" --partitions fault "${extra[@]}"
 
-for bad in "--cluster 6" "--cluster 2" "--partitions wire" "--stable-after-ms 50" \
+for bad in "--cluster 6" "--cluster 2" "--partitions wire" "--stable-after-ms 50" "--stable-after-ms 999" \
            "--rss-growth-kb -1"; do
     set +e
     # shellcheck disable=SC2086

@@ -141,7 +141,8 @@ typedef struct ac_cluster_options {
      * a stable_after_ms or a quorum_size with them is AC_EINVAL). */
     ac_cluster_downing downing;
     /* Reachability unchanged this long before deciding, ms (100 to
-     * 600,000); 0: the node's heartbeat timeout. */
+     * 600,000, and not below the node's heartbeat timeout unless downing
+     * is off: AC_EINVAL); 0: the node's heartbeat timeout. */
     int stable_after_ms;
     /* static-quorum's size (1 to 1,024; required with it, 0 otherwise). */
     size_t quorum_size;

@@ -401,6 +401,8 @@ ac_cluster *ac_cluster_join(ac_system *system, const ac_cluster_options *options
     if (ac__node_stopping(node))
         return ac__fail_null(AC_ESTOPPED, "ac_cluster_join: the node of system %s is stopped",
                              ac_system_name(system));
+    if (ac__downing_check_stable(options, ac__node_heartbeat_timeout_ms(node)) != AC_OK)
+        return NULL;
     ac_cluster *c = cluster_new(system, node, options, provider, provider_options);
     if (!c)
         return NULL;

@@ -37,6 +37,18 @@
 
 bool ac__downing_on(const ac_cluster *c) { return c->downing != AC_CLUSTER_DOWNING_OFF; }
 
+ac_status ac__downing_check_stable(const ac_cluster_options *o, int heartbeat_timeout_ms)
+{
+    if (!o->stable_after_ms || o->stable_after_ms >= heartbeat_timeout_ms ||
+        o->downing == AC_CLUSTER_DOWNING_OFF)
+        return AC_OK;
+    return ac__fail(AC_EINVAL, "ac_cluster_join: options.stable_after_ms %d is below the node's "
+                               "heartbeat_timeout_ms %d: a side could decide before the failure "
+                               "detector has settled, and both sides keep serving (use %d or "
+                               "more, or 0 for the heartbeat timeout)",
+                    o->stable_after_ms, heartbeat_timeout_ms, heartbeat_timeout_ms);
+}
+
 static bool graceful(const char *why)
 {
     return why && (strcmp(why, "it left") == 0 || strcmp(why, "this node stopped") == 0);

@@ -253,7 +253,10 @@ void ac__cluster_end(ac_ctx *ctx, ac_cluster *c, const char *why, bool farewell)
  * last_error (NULL: none). False when left already. Any thread. */
 bool ac__cluster_leave_begin(ac_cluster *c, const char *why);
 
-/* cluster_downing.c, in the actor's turns. Is split-brain resolution on? */
+/* cluster_downing.c. At join: options.stable_after_ms below the node's
+ * heartbeat timeout (with downing on) is AC_EINVAL. */
+ac_status ac__downing_check_stable(const ac_cluster_options *o, int heartbeat_timeout_ms);
+/* In the actor's turns. Is split-brain resolution on? */
 bool ac__downing_on(const ac_cluster *c);
 /* The remote layer lost r (not a leave): held Unreachable for the
  * resolver when it is on and r a member (true), else false. */

@@ -157,6 +157,41 @@ const char *ac__conn_open(ac_node *node, ac__peer *p)
     return NULL;
 }
 
+/* A dial that has not connected when its peer's hello comes began before
+ * the node there could answer it: during a partition (its SYNs dropped),
+ * or to an earlier incarnation at the address. TCP may retry it for
+ * seconds yet (its retransmissions back off: 1, 3, 7 s), while its
+ * deadline runs from when it began: the node that just said hello, and
+ * so listens, would be lost at that deadline ("its address took no
+ * connection"), and under split-brain resolution downed by the others
+ * moments after it joined. So it is closed here and dialled afresh, with
+ * a deadline from now. The connection's news is taken first: one made
+ * meanwhile is kept. Frames given to the old dial (sent before the
+ * hello, for whoever was at the address) go with it. */
+bool ac__conn_hello_came(ac_node *node, ac__peer *p)
+{
+    if (!p->conn || p->conn_made)
+        return true;
+    /* A dial younger than half the connect timeout is left alone: if its
+     * first SYN was lost, TCP's retry (1 s on) comes before its deadline,
+     * and a dial only just begun (both nodes dialling each other at once)
+     * keeps the frames given to it. */
+    int64_t timeout = (int64_t)node->options.connect_timeout_ms * 1000000ll;
+    pthread_mutex_lock(&node->lock);
+    int64_t began = p->connect_deadline_ns - timeout;
+    pthread_mutex_unlock(&node->lock);
+    if (ac__node_now_ns() - began < timeout / 2)
+        return true;
+    ac__conn *old = p->conn;
+    ac__peer_retain(p);
+    node->tp->poll_conn(node->tstate, old); /* may lose p, or close or redial it */
+    bool up = atomic_load_explicit(&p->state, memory_order_relaxed) != AC__PEER_DOWN;
+    if (up && p->conn == old && !p->conn_made)
+        ac__conn_close(node, p);
+    ac__peer_release(p);
+    return up;
+}
+
 /* ---- what the transport reports ----------------------------------------- */
 
 void ac__node_conn_made(ac_node *node, ac__peer *p)

@@ -119,11 +119,16 @@ static void handle_hello(ac_node *node, const ac__wire_env *env, const void *id,
         ac__ptab_index_inc(&node->peers, p);
     }
     p->refused = false; /* it listens now: dial again */
+    /* Its first hello (a hello again from one Up changes nothing here:
+     * no dial per hello). */
+    bool first = atomic_load_explicit(&p->state, memory_order_relaxed) != AC__PEER_UP;
     /* Release: senders that see UP see the incarnation. */
     atomic_store_explicit(&p->state, AC__PEER_UP, memory_order_release);
     pthread_mutex_unlock(&node->lock);
     ac__node_hook_up(node, p, env);
     ac__conn_named_done(node, p); /* it answered: a peer like any other now */
+    if (first && !ac__conn_hello_came(node, p))
+        return; /* its connection's news lost it */
     const char *why = p->conn ? NULL : ac__conn_open(node, p);
     if (why)
         ac__peer_down(node, p, why);

@@ -367,6 +367,10 @@ void ac__conn_close(ac_node *node, ac__peer *p);
 const char *ac__conn_dial_refusal(ac_node *node, ac__peer *p);
 /* A named dial ends: its peer said hello. */
 void ac__conn_named_done(ac_node *node, ac__peer *p);
+/* p said its first hello (Up now): a dial of ours to it that has not
+ * connected is closed, to be dialled afresh. False when p was lost
+ * meanwhile. */
+bool ac__conn_hello_came(ac_node *node, ac__peer *p);
 /* Lose the peers whose connection or hello is late (housekeeping); the
  * earliest deadline of those still being made (INT64_MAX: none). */
 int64_t ac__conns_check_late(ac_node *node, int64_t now);
