@@ -4,7 +4,10 @@
  *
  * It goes round three steps. Without a lease, it grants one. With a
  * lease but the key not yet put under it, it puts the key. With both,
- * it sleeps a third of the TTL and keeps the lease alive once. A lease
+ * it sleeps a third of the TTL and keeps the lease alive once, the third
+ * counted from when the request that last granted or renewed the lease
+ * was sent (as fencing counts the TTL: a slow answer, or a slow put
+ * after the grant, must not push the keep-alive past the lapse). A lease
  * etcd no longer knows (it expired while etcd was out of reach, or etcd
  * lost it) sends it back to the first step at once; any other failure
  * is retried after a backoff delay, which while the key is registered
@@ -39,6 +42,7 @@ struct ac__etcd_reg {
     int64_t lease;
     int64_t granted_ttl_s;
     bool put_done; /* the key is under the lease */
+    uint64_t renewed_at; /* when the request that last granted or renewed it was sent */
     uint64_t next_keepalive_ms;
     ac__etcd_backoff backoff;
 
@@ -115,10 +119,12 @@ static void grant(ac__etcd_reg *r)
     uint64_t asked = now_ms();
     ac_status st = ac__etcd_grant_in(r->e, &r->t.stop, r->ttl_s, &r->lease, &r->granted_ttl_s,
                                      &err);
-    if (st == AC_OK)
+    if (st == AC_OK) {
+        r->renewed_at = asked;
         set_renewed(r, asked);
-    else if (st != AC_ETERMINATED)
+    } else if (st != AC_ETERMINATED) {
         retry_later(r, st, err.msg, UINT64_MAX);
+    }
 }
 
 static void put(ac__etcd_reg *r)
@@ -128,7 +134,7 @@ static void put(ac__etcd_reg *r)
                                    &err);
     if (st == AC_OK) {
         r->put_done = true;
-        r->next_keepalive_ms = now_ms() + keepalive_interval_ms(r);
+        r->next_keepalive_ms = r->renewed_at + keepalive_interval_ms(r);
         ac__etcd_backoff_reset(&r->backoff);
         set_registered(r, true);
     } else if (st == AC_ENOTFOUND) { /* the lease went before the key was put */
@@ -154,7 +160,8 @@ static void keep_alive(ac__etcd_reg *r)
         pthread_mutex_lock(&r->t.lock);
         r->info.keepalives++;
         pthread_mutex_unlock(&r->t.lock);
-        r->next_keepalive_ms = now_ms() + keepalive_interval_ms(r);
+        r->renewed_at = asked;
+        r->next_keepalive_ms = asked + keepalive_interval_ms(r);
         if (r->backoff.attempt > 0) {
             ac__etcd_backoff_reset(&r->backoff);
             set_registered(r, false);

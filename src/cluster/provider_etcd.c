@@ -317,11 +317,15 @@ static ac_status etcd_start(void *state)
 
 /* Fencing: a lease not renewed for its TTL is gone in etcd (its key
  * with it, so the others see this node Down); this node must not go on
- * serving as a member, so it downs itself, once. */
+ * serving as a member, so it downs itself, once. Only once its key was
+ * put: a lease granted to a node whose first put has not worked yet (a
+ * slow etcd at join) held no key, no other node listed it, and the
+ * keeper grants another when etcd says the lease went; the join is
+ * late, not lost. */
 static void fence_if_expired(etcd_state *e, const ac__etcd_reg_info *ri)
 {
     uint64_t now = ac__now_ns() / 1000000u;
-    if (e->fenced || !ri->renewed_ms || ri->ttl_s <= 0 ||
+    if (e->fenced || !ri->registrations || !ri->renewed_ms || ri->ttl_s <= 0 ||
         now - ri->renewed_ms <= (uint64_t)ri->ttl_s * 1000u)
         return;
     e->fenced = true;
